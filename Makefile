@@ -1,0 +1,51 @@
+# rowfate developer tasks. Run `make` or `make help` for the list.
+#
+# Overridable variables (environment or command line):
+#   GO        Go command                      (default: go)
+#   GOFMT     gofmt command                   (default: gofmt)
+#   PKGS      packages to test/bench/vet      (default: ./...)
+#   FUZZTIME  per-target fuzzing time         (default: 60s)
+#   DATABASE_URL  use this PostgreSQL instead of a throwaway local one
+
+GO       ?= go
+GOFMT    ?= gofmt
+PKGS     ?= ./...
+FUZZTIME ?= 60s
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+.PHONY: help test test-short bench fuzz lint build
+
+help: ## Show this list of targets
+	@echo 'Usage: make TARGET [GO=go] [FUZZTIME=60s] [DATABASE_URL=...]'
+	@echo
+	@awk 'BEGIN { FS = ":[^#]*## " } /^[A-Za-z0-9_.-]+:[^#]*## / { printf "  %-11s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+
+test: ## Full test suite with -race against PostgreSQL (throwaway server unless DATABASE_URL is set) and SQLite
+	ROWFATE_REQUIRE_POSTGRES=1 scripts/with-postgres.sh $(GO) test -race -count=1 -timeout 40m $(PKGS)
+
+test-short: ## Quick tests (-short, SQLite only; PostgreSQL not required)
+	$(GO) test -short -count=1 $(PKGS)
+
+bench: ## Benchmarks (-count 6, for benchstat) against PostgreSQL; output also saved to bench.out
+	set -o pipefail; scripts/with-postgres.sh $(GO) test -run '^$$' -bench . -benchmem -count 6 $(PKGS) | tee bench.out
+
+fuzz: ## Run every Fuzz* target for FUZZTIME each (default 60s)
+	@set -euo pipefail; \
+	found=$$(grep -rHoE --include='*_test.go' --exclude-dir=.git --exclude-dir=vendor --exclude-dir=testdata \
+		'^func Fuzz[A-Za-z0-9_]*' . | sort -u || true); \
+	if [ -z "$$found" ]; then echo "fuzz: no fuzz targets found, nothing to do"; exit 0; fi; \
+	while IFS= read -r line; do \
+		file=$${line%%:*}; name=$${line#*:func }; dir=$$(dirname "$$file"); \
+		echo "==> $$dir: $$name (fuzztime $(FUZZTIME))"; \
+		(cd "$$dir" && $(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime "$(FUZZTIME)" .); \
+	done <<< "$$found"
+
+lint: ## gofmt -l must report nothing, then go vet
+	@out=$$($(GOFMT) -l .) || exit 1; \
+	if [ -n "$$out" ]; then echo "gofmt: these files need formatting (run gofmt -w):"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+build: ## Compile all packages
+	$(GO) build $(PKGS)

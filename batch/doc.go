@@ -1,0 +1,12 @@
+// Package batch is the orchestrator: kinds are registered in a Registry, an
+// Engine ingests files into a Store and works their valid rows with
+// processors, and every row's outcome is recorded by the engine, never by the
+// processor.
+//
+// The package never imports a store; store/sqlite and store/postgres
+// implement Store, and cmd/batchctl wires one in.
+//
+// Counters are never incremented. Each chunk's counts are overwritten from an
+// aggregate over its rows in the same transaction that changes the rows, and
+// a batch's totals are the sum over its chunks.
+package batch

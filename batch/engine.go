@@ -1,0 +1,88 @@
+package batch
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+)
+
+// Config configures an Engine. The zero value of every field but Store and
+// Registry is usable.
+type Config struct {
+	// Store is the durable truth. Required.
+	Store Store
+	// Registry holds the kinds. Required.
+	Registry *Registry
+	// Logger receives the engine's logs. Defaults to a logger that
+	// discards.
+	Logger *slog.Logger
+	// WorkerName identifies this process's workers; a per-boot random
+	// suffix is added so that two processes with the same name never share
+	// an identity. Defaults to the host name.
+	WorkerName string
+	// LeaseDuration is how long a chunk lease lasts without renewal; workers
+	// renew it every third of that. Defaults to 30s.
+	LeaseDuration time.Duration
+	// PollInterval is how long an idle worker waits before claiming again.
+	// Defaults to 250ms.
+	PollInterval time.Duration
+}
+
+func (c *Config) validate() error {
+	if c.Store == nil {
+		return errors.New("batch: Config.Store is required")
+	}
+	if c.Registry == nil {
+		return errors.New("batch: Config.Registry is required")
+	}
+	return nil
+}
+
+// Engine ingests sources and works their rows. It is safe for concurrent
+// use.
+type Engine struct {
+	store    Store
+	registry *Registry
+	logger   *slog.Logger
+	owner    string
+	lease    time.Duration
+	poll     time.Duration
+}
+
+// NewEngine returns an engine for a validated config.
+func NewEngine(cfg Config) (*Engine, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	e := &Engine{store: cfg.Store, registry: cfg.Registry, logger: cfg.Logger, lease: cfg.LeaseDuration, poll: cfg.PollInterval}
+	if e.logger == nil {
+		e.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if e.lease <= 0 {
+		e.lease = 30 * time.Second
+	}
+	if e.poll <= 0 {
+		e.poll = 250 * time.Millisecond
+	}
+	name := cfg.WorkerName
+	if name == "" {
+		name, _ = os.Hostname()
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	e.owner = name + "/" + hex.EncodeToString(b[:])
+	return e, nil
+}
+
+// Owner returns this engine's worker identity: its name plus a per-boot id.
+func (e *Engine) Owner() string { return e.owner }
+
+// Store returns the engine's store.
+func (e *Engine) Store() Store { return e.store }
+
+// Registry returns the engine's kinds.
+func (e *Engine) Registry() *Registry { return e.registry }

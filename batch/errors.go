@@ -1,0 +1,57 @@
+package batch
+
+import (
+	"context"
+	"errors"
+
+	"github.com/rowfate/rowfate/rows"
+)
+
+// Row error codes the engine writes for processor outcomes.
+const (
+	CodeProcessor rows.Code = "processor_error"
+	CodeTimeout   rows.Code = "timeout"
+	CodeExhausted rows.Code = "attempts_exhausted"
+)
+
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// Permanent marks a processor error as one that retrying cannot fix: the row
+// becomes failed at once.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err: err}
+}
+
+// IsPermanent reports whether err was marked with Permanent.
+func IsPermanent(err error) bool {
+	var p *permanentError
+	return errors.As(err, &p)
+}
+
+// classify decides a processed row's outcome from what the processor
+// returned. parent is the worker's context: when it is done the row was
+// interrupted by shutdown or lease loss, not by its own timeout, and has no
+// outcome yet (ok is false).
+func classify(parent context.Context, id string, err error, attempt, maxAttempts int) (out RowOutcome, ok bool) {
+	switch {
+	case err == nil:
+		return RowOutcome{State: rows.StateSucceeded, ResultID: id}, true
+	case IsPermanent(err):
+		return RowOutcome{State: rows.StateFailed, Error: &rows.FieldError{Code: CodeProcessor, Message: err.Error()}}, true
+	case parent.Err() != nil:
+		return RowOutcome{}, false
+	case errors.Is(err, context.DeadlineExceeded):
+		// The effect may have happened; only reconciliation can tell.
+		return RowOutcome{State: rows.StateUnknown, Error: &rows.FieldError{Code: CodeTimeout, Message: err.Error()}}, true
+	case attempt >= maxAttempts:
+		return RowOutcome{State: rows.StateDead, Error: &rows.FieldError{Code: CodeExhausted, Message: err.Error()}}, true
+	default:
+		return RowOutcome{State: rows.StateRetrying, Error: &rows.FieldError{Code: CodeProcessor, Message: err.Error()}}, true
+	}
+}

@@ -1,0 +1,206 @@
+package batch
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"time"
+
+	"github.com/rowfate/rowfate/rows"
+	"github.com/rowfate/rowfate/validate"
+)
+
+// Processor does the work of one valid row and returns an identifier of what
+// it produced, or an error. It never records its own outcome: the engine
+// does, from what it returns. Wrap an error with Permanent when retrying
+// cannot help.
+type Processor[T any] interface {
+	Process(ctx context.Context, row T) (id string, err error)
+}
+
+// ProcessFunc adapts a function to a Processor.
+type ProcessFunc[T any] func(ctx context.Context, row T) (string, error)
+
+// Process calls f.
+func (f ProcessFunc[T]) Process(ctx context.Context, row T) (string, error) { return f(ctx, row) }
+
+// Kind describes one registered import type: the row struct T (with col and
+// validate tags, and optionally Validate<Field> and ValidateRow methods) and
+// its processor.
+type Kind[T any] struct {
+	// Name is how users refer to the kind (batchctl import NAME file).
+	Name string
+	// Description is one line for `batchctl kinds`.
+	Description string
+	// Processor works each valid row. Required.
+	Processor Processor[T]
+	// ChunkSize is the number of rows per chunk, the unit of leasing and of
+	// counting. Defaults to 1000.
+	ChunkSize int
+	// MaxAttempts bounds retries; a row whose last attempt fails is dead.
+	// Defaults to 5.
+	MaxAttempts int
+	// Timeout bounds one call of the processor; a row that runs out of time
+	// is unknown (the effect may have happened). Defaults to 30s.
+	Timeout time.Duration
+	// BackoffFunc returns the delay before the next attempt after the given
+	// failed attempt (1-based). Defaults to 1s doubling, capped at 5m.
+	BackoffFunc func(attempt int) time.Duration
+}
+
+// kind is a registered Kind with its type erased, so the engine can hold
+// kinds of different row types.
+type kind interface {
+	info() KindInfo
+	settings() kindSettings
+	// mapHeader matches a file's header and rejects it when required
+	// columns are missing.
+	mapHeader(header []string) (*rows.Mapping, error)
+	// validate runs every phase for one record.
+	validate(ctx context.Context, m *rows.Mapping, rec rows.Record) []rows.FieldError
+	// process binds a stored record and calls the processor.
+	process(ctx context.Context, m *rows.Mapping, row int64, values []string) (string, error)
+}
+
+type kindSettings struct {
+	chunkSize   int
+	maxAttempts int
+	timeout     time.Duration
+	backoff     func(int) time.Duration
+}
+
+// KindInfo describes a registered kind.
+type KindInfo struct {
+	Name        string
+	Description string
+	Columns     []rows.Column
+	Required    []string
+}
+
+type registered[T any] struct {
+	k        Kind[T]
+	pipeline *validate.Pipeline[T]
+	s        kindSettings
+}
+
+func (r *registered[T]) info() KindInfo {
+	return KindInfo{Name: r.k.Name, Description: r.k.Description, Columns: r.pipeline.Binder().Columns(), Required: r.pipeline.RequiredColumns()}
+}
+
+func (r *registered[T]) settings() kindSettings { return r.s }
+
+func (r *registered[T]) mapHeader(header []string) (*rows.Mapping, error) {
+	m, err := r.pipeline.Binder().Map(header)
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	for _, c := range r.pipeline.RequiredColumns() {
+		if slices.Contains(m.Missing, c) {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%w: missing required columns: %s", rows.ErrBadHeader, joinQuoted(missing))
+	}
+	return m, nil
+}
+
+func (r *registered[T]) validate(ctx context.Context, m *rows.Mapping, rec rows.Record) []rows.FieldError {
+	_, errs := r.pipeline.Run(ctx, m, rec)
+	return errs
+}
+
+func (r *registered[T]) process(ctx context.Context, m *rows.Mapping, row int64, values []string) (string, error) {
+	var t T
+	if errs := m.Bind(row, values, &t); len(errs) > 0 {
+		// The row was valid at ingest; only a changed kind gets here.
+		return "", Permanent(rows.FieldErrors(errs))
+	}
+	return r.k.Processor.Process(ctx, t)
+}
+
+// Registry holds the kinds an engine knows. It is filled before the engine
+// starts and read-only afterwards.
+type Registry struct {
+	kinds map[string]kind
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{kinds: map[string]kind{}} }
+
+// Register adds a kind. It inspects T once (tags, convention methods) and
+// fails on a malformed type, a missing processor or a duplicate name.
+func Register[T any](r *Registry, k Kind[T]) error {
+	if k.Name == "" {
+		return fmt.Errorf("register kind: empty name")
+	}
+	if _, dup := r.kinds[k.Name]; dup {
+		return fmt.Errorf("register kind %q: already registered", k.Name)
+	}
+	if k.Processor == nil || reflect.ValueOf(k.Processor).IsZero() {
+		return fmt.Errorf("register kind %q: no processor", k.Name)
+	}
+	p, err := validate.New[T]()
+	if err != nil {
+		return fmt.Errorf("register kind %q: %w", k.Name, err)
+	}
+	s := kindSettings{chunkSize: k.ChunkSize, maxAttempts: k.MaxAttempts, timeout: k.Timeout, backoff: k.BackoffFunc}
+	if s.chunkSize <= 0 {
+		s.chunkSize = 1000
+	}
+	if s.maxAttempts <= 0 {
+		s.maxAttempts = 5
+	}
+	if s.timeout <= 0 {
+		s.timeout = 30 * time.Second
+	}
+	if s.backoff == nil {
+		s.backoff = defaultBackoff
+	}
+	r.kinds[k.Name] = &registered[T]{k: k, pipeline: p, s: s}
+	return nil
+}
+
+func defaultBackoff(attempt int) time.Duration {
+	d := time.Second << min(attempt-1, 20)
+	return min(d, 5*time.Minute)
+}
+
+// Kinds lists the registered kinds by name.
+func (r *Registry) Kinds() []KindInfo {
+	out := make([]KindInfo, 0, len(r.kinds))
+	for _, k := range r.kinds {
+		out = append(out, k.info())
+	}
+	slices.SortFunc(out, func(a, b KindInfo) int {
+		if a.Name < b.Name {
+			return -1
+		}
+		if a.Name > b.Name {
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+func (r *Registry) lookup(name string) (kind, error) {
+	k, ok := r.kinds[name]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownKind, name)
+	}
+	return k, nil
+}
+
+func joinQuoted(ss []string) string {
+	out := ""
+	for i, s := range ss {
+		if i > 0 {
+			out += ", "
+		}
+		out += fmt.Sprintf("%q", s)
+	}
+	return out
+}

@@ -1,0 +1,224 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/rowfate/rowfate/rows"
+)
+
+// WorkParams configure a run of workers.
+type WorkParams struct {
+	// BatchID limits work to one batch; 0 means any batch.
+	BatchID int64
+	// TenantIDs limits work to these tenants; nil means any.
+	TenantIDs []string
+	// Workers is the number of concurrent workers. Defaults to 2.
+	Workers int
+	// UntilDone returns once there is nothing left to do: for a BatchID,
+	// when the batch is finished; otherwise when no chunk is claimable.
+	// When false, workers poll until ctx is done.
+	UntilDone bool
+}
+
+// WorkStats counts what a run did.
+type WorkStats struct {
+	Chunks    int64 // chunks flushed
+	Rows      int64 // row outcomes recorded
+	LeaseLost int64 // flushes rejected because the lease had moved on
+}
+
+// Work runs workers that claim chunks, process their due rows and record
+// each row's outcome. It returns when ctx is done (nil error) or, with
+// UntilDone, when the work is done.
+func (e *Engine) Work(ctx context.Context, p WorkParams) (WorkStats, error) {
+	n := p.Workers
+	if n <= 0 {
+		n = 2
+	}
+	var (
+		mu    sync.Mutex
+		total WorkStats
+	)
+	g, gctx := errgroup.WithContext(ctx)
+	for range n {
+		g.Go(func() error {
+			s, err := e.workLoop(gctx, p)
+			mu.Lock()
+			total.Chunks += s.Chunks
+			total.Rows += s.Rows
+			total.LeaseLost += s.LeaseLost
+			mu.Unlock()
+			return err
+		})
+	}
+	err := g.Wait()
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		err = nil // stopping is not a failure
+	}
+	return total, err
+}
+
+func (e *Engine) workLoop(ctx context.Context, p WorkParams) (WorkStats, error) {
+	var s WorkStats
+	for {
+		if ctx.Err() != nil {
+			return s, nil
+		}
+		lease, err := e.store.ChunkClaim(ctx, ChunkClaimParams{Owner: e.owner, TenantIDs: p.TenantIDs, BatchID: p.BatchID, LeaseDuration: e.lease})
+		if errors.Is(err, ErrNoWork) {
+			if p.UntilDone {
+				done, err := e.done(ctx, p)
+				if err != nil || done {
+					return s, err
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return s, nil
+			case <-time.After(e.poll):
+			}
+			continue
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return s, nil
+			}
+			return s, fmt.Errorf("claim chunk: %w", err)
+		}
+		n, err := e.workChunk(ctx, lease)
+		switch {
+		case errors.Is(err, ErrLeaseLost):
+			// Not an ack and not a failure: the new owner works the rows.
+			s.LeaseLost++
+			e.logger.WarnContext(ctx, "lease lost", "batch_id", lease.BatchID, "chunk_no", lease.ChunkNo, "token", lease.Token)
+		case err != nil:
+			return s, err
+		default:
+			s.Chunks++
+			s.Rows += int64(n)
+		}
+	}
+}
+
+// done reports whether there is nothing left to wait for.
+func (e *Engine) done(ctx context.Context, p WorkParams) (bool, error) {
+	if p.BatchID == 0 {
+		return true, nil
+	}
+	b, err := e.store.BatchGet(ctx, BatchGetParams{TenantID: tenantOf(p), ID: p.BatchID})
+	if err != nil {
+		return false, fmt.Errorf("check batch %d: %w", p.BatchID, err)
+	}
+	return b.Status != StatusRunning, nil
+}
+
+func tenantOf(p WorkParams) string {
+	if len(p.TenantIDs) == 1 {
+		return p.TenantIDs[0]
+	}
+	return "default"
+}
+
+// workChunk processes a leased chunk's rows and flushes their outcomes in one
+// transaction. The lease is renewed while the processor runs; if renewal
+// finds the lease gone, processing stops and ErrLeaseLost is returned.
+func (e *Engine) workChunk(ctx context.Context, l *Lease) (int, error) {
+	k, err := e.registry.lookup(l.Kind)
+	if err != nil {
+		// Another deployment's kind: leave the lease to expire rather than
+		// guess at the rows.
+		return 0, fmt.Errorf("batch %d: %w", l.BatchID, err)
+	}
+	m, err := k.mapHeader(l.Header)
+	if err != nil {
+		return 0, fmt.Errorf("batch %d: header no longer maps to kind %s: %w", l.BatchID, l.Kind, err)
+	}
+	s := k.settings()
+
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var hb sync.WaitGroup
+	hb.Go(func() { e.heartbeat(wctx, cancel, l) })
+
+	outcomes := make([]RowOutcome, 0, len(l.Rows))
+	for _, r := range l.Rows {
+		if wctx.Err() != nil {
+			break
+		}
+		rctx, rcancel := context.WithTimeout(wctx, s.timeout)
+		id, perr := e.call(rctx, k, m, r)
+		rcancel()
+		out, ok := classify(wctx, id, perr, r.Attempts, s.maxAttempts)
+		if !ok {
+			break
+		}
+		out.RowNo = r.RowNo
+		if out.Error != nil {
+			out.Error.Row = r.RowNo
+		}
+		if out.State == rows.StateRetrying {
+			out.RetryDelay = s.backoff(r.Attempts)
+		}
+		outcomes = append(outcomes, out)
+	}
+	cancel(nil)
+	hb.Wait()
+	if errors.Is(context.Cause(wctx), ErrLeaseLost) {
+		return 0, ErrLeaseLost
+	}
+
+	// Flush even when shutting down: the work is done and its outcomes
+	// should not be lost, so give the flush its own short deadline.
+	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer fcancel()
+	res, err := e.store.ChunkFlush(fctx, ChunkFlushParams{TenantID: l.TenantID, BatchID: l.BatchID, ChunkNo: l.ChunkNo, Token: l.Token, Outcomes: outcomes, Release: true})
+	if err != nil {
+		if errors.Is(err, ErrLeaseLost) {
+			return 0, ErrLeaseLost
+		}
+		return 0, fmt.Errorf("flush batch %d chunk %d: %w", l.BatchID, l.ChunkNo, err)
+	}
+	e.logger.DebugContext(ctx, "chunk flushed", "batch_id", l.BatchID, "chunk_no", l.ChunkNo, "rows", len(outcomes), "finished", res.Finished)
+	return len(outcomes), nil
+}
+
+// call runs the processor for one row and turns a panic into a permanent
+// error: a processor bug on one row's data must not take down the worker.
+func (e *Engine) call(ctx context.Context, k kind, m *rows.Mapping, r LeasedRow) (id string, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = Permanent(fmt.Errorf("processor panicked: %v", v))
+		}
+	}()
+	return k.process(ctx, m, r.RowNo, r.Values)
+}
+
+// heartbeat renews the lease every third of its duration until ctx is done.
+// A lost lease cancels the work with ErrLeaseLost.
+func (e *Engine) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, l *Lease) {
+	t := time.NewTicker(e.lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := e.store.LeaseRenew(ctx, LeaseRenewParams{TenantID: l.TenantID, BatchID: l.BatchID, ChunkNo: l.ChunkNo, Token: l.Token, LeaseDuration: e.lease})
+		if errors.Is(err, ErrLeaseLost) {
+			cancel(ErrLeaseLost)
+			return
+		}
+		if err != nil && ctx.Err() == nil {
+			// A failed renewal is not yet a lost lease; the next tick
+			// retries, and the flush's token check is the real fence.
+			e.logger.WarnContext(ctx, "lease renewal failed", "batch_id", l.BatchID, "chunk_no", l.ChunkNo, "err", err)
+		}
+	}
+}

@@ -1,0 +1,110 @@
+// Package storesql holds the SQL fragments and encodings that both stores
+// share, so the counting rules are written once: which columns hold a
+// chunk's counts, how they are aggregated from rows, and which states are
+// open.
+package storesql
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/rowfate/rowfate/rows"
+)
+
+// OpenStates is the SQL list of states that still have work.
+const OpenStates = "('valid','processing','retrying')"
+
+// ClaimableStates are the states a claim moves to processing when due.
+const ClaimableStates = OpenStates
+
+// CountColumns is "n_pending, n_valid, ..." in rows.States order.
+func CountColumns() string {
+	cols := make([]string, len(rows.States))
+	for i, s := range rows.States {
+		cols[i] = "n_" + string(s)
+	}
+	return strings.Join(cols, ", ")
+}
+
+// CountAggregates is one count per state over batch_rows, in rows.States
+// order: the single aggregate every counter is overwritten from.
+func CountAggregates() string {
+	parts := make([]string, len(rows.States))
+	for i, s := range rows.States {
+		parts[i] = fmt.Sprintf("count(*) FILTER (WHERE state = '%s')", s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// SumColumns sums the chunk counts into batch totals, in rows.States order.
+func SumColumns() string {
+	parts := make([]string, len(rows.States))
+	for i, s := range rows.States {
+		parts[i] = fmt.Sprintf("COALESCE(sum(n_%s), 0)", s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// CountDests returns scan destinations for the columns of CountColumns and a
+// function that turns them into Counts once scanned.
+func CountDests() ([]any, func() rows.Counts) {
+	vals := make([]int64, len(rows.States))
+	dests := make([]any, len(vals))
+	for i := range vals {
+		dests[i] = &vals[i]
+	}
+	return dests, func() rows.Counts {
+		c := rows.Counts{}
+		for i, s := range rows.States {
+			if vals[i] != 0 {
+				c[s] = vals[i]
+			}
+		}
+		return c
+	}
+}
+
+// EncodeValues is the stored form of a record's cells.
+func EncodeValues(v []string) ([]byte, error) {
+	if v == nil {
+		v = []string{}
+	}
+	return json.Marshal(v)
+}
+
+// DecodeValues reverses EncodeValues.
+func DecodeValues(b []byte) ([]string, error) {
+	var v []string
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("decode row payload: %w", err)
+	}
+	return v, nil
+}
+
+// EncodeErrors is the stored form of a row's errors; nil when there are
+// none, so the column stays NULL.
+func EncodeErrors(errs []rows.FieldError) ([]byte, error) {
+	if len(errs) == 0 {
+		return nil, nil
+	}
+	return json.Marshal(errs)
+}
+
+// DecodeErrors reverses EncodeErrors.
+func DecodeErrors(b []byte) ([]rows.FieldError, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var errs []rows.FieldError
+	if err := json.Unmarshal(b, &errs); err != nil {
+		return nil, fmt.Errorf("decode row errors: %w", err)
+	}
+	return errs, nil
+}
+
+// EventPayload is the JSON body of a progress event.
+type EventPayload struct {
+	Counts   rows.Counts `json:"counts"`
+	Finished bool        `json:"finished"`
+}

@@ -1,0 +1,89 @@
+// Package testdb gives tests real databases: a fresh SQLite file per test,
+// and a fresh PostgreSQL schema per test on the server named by
+// DATABASE_URL. It is imported by tests only.
+package testdb
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// SQLitePath returns a database file path in a per-test temporary folder.
+func SQLitePath(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(t.TempDir(), "rowfate.db")
+}
+
+// PostgresURL returns DATABASE_URL. When it is unset the test is skipped,
+// unless ROWFATE_REQUIRE_POSTGRES=1 (make test, CI), which makes it fail.
+func PostgresURL(t testing.TB) string {
+	t.Helper()
+	u := os.Getenv("DATABASE_URL")
+	if u == "" {
+		const fix = "set DATABASE_URL=postgres://... or run `make test`, which starts a throwaway PostgreSQL"
+		if os.Getenv("ROWFATE_REQUIRE_POSTGRES") == "1" {
+			t.Fatal("PostgreSQL required (ROWFATE_REQUIRE_POSTGRES=1) but DATABASE_URL is unset: " + fix)
+		}
+		t.Skip("no PostgreSQL: " + fix)
+	}
+	return u
+}
+
+// PostgresSchema creates an empty schema for this test and returns a pool
+// config whose connections use it as search_path. The schema is dropped when
+// the test ends.
+func PostgresSchema(t testing.TB) *pgxpool.Config {
+	t.Helper()
+	url := PostgresURL(t)
+	ctx := context.Background()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "rf_test_" + hex.EncodeToString(b[:])
+
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatalf("connect to DATABASE_URL: %v", err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		conn.Close(ctx)
+		t.Fatalf("create schema: %v", err)
+	}
+	conn.Close(ctx)
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(context.Background(), url)
+		if err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatalf("parse DATABASE_URL: %v", err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	cfg.MaxConns = 8
+	return cfg
+}
+
+// PostgresPool returns a pool on a fresh schema, closed when the test ends.
+func PostgresPool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.NewWithConfig(context.Background(), PostgresSchema(t))
+	if err != nil {
+		t.Fatalf("pool: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}

@@ -1,0 +1,136 @@
+// Package customers is the demo kind used by the fixtures and the README:
+// customer rows (email, name, country, signup date, amount) upserted into a
+// customers table in the engine's own database, keyed by email.
+//
+// The upsert is idempotent by its key, so running a row twice (after a lost
+// lease) converges on the same customer: the kind needs no effect key.
+package customers
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/rows"
+)
+
+// Name is the kind's registered name.
+const Name = "customers"
+
+// Customer is one row of a customers file.
+type Customer struct {
+	Email      string    `col:"email,alias=e-mail|mail|email address" validate:"required,email,max=254"`
+	Name       string    `col:"name,alias=full name|customer name" validate:"required,max=200"`
+	Country    string    `col:"country,alias=country code" validate:"omitempty,iso3166_1_alpha2"`
+	SignupDate time.Time `col:"signup_date,alias=signup date|signed up" layout:"2006-01-02|02/01/2006|2006-01-02T15:04:05Z07:00" validate:"required"`
+	Amount     float64   `col:"amount" validate:"gte=0"`
+}
+
+// ValidateName is found by convention and run after the declarative tags.
+func (c *Customer) ValidateName(context.Context) error {
+	if strings.ContainsAny(c.Name, "<>") {
+		return &rows.FieldError{Code: "forbidden_characters", Message: "must not contain < or >"}
+	}
+	return nil
+}
+
+// earliestSignup bounds signup dates: the shop did not exist before.
+var earliestSignup = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// ValidateRow is the cross-field hook.
+func (c *Customer) ValidateRow(context.Context) error {
+	var errs rows.FieldErrors
+	if !c.SignupDate.IsZero() && c.SignupDate.Before(earliestSignup) {
+		errs = append(errs, rows.FieldError{Field: "SignupDate", Code: "too_early", Message: "must be on or after 2000-01-01"})
+	}
+	if c.Amount > 0 && c.Country == "" {
+		errs = append(errs, rows.FieldError{Field: "Country", Code: "required_with_amount", Message: "is required when amount is above 0"})
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+// Dialect selects the SQL flavour of the customers table.
+type Dialect string
+
+// The dialects.
+const (
+	Postgres Dialect = "postgres"
+	SQLite   Dialect = "sqlite"
+)
+
+// EnsureSchema creates the customers table if it does not exist. On
+// PostgreSQL it takes a transaction-scoped advisory lock first, because two
+// concurrent CREATE TABLE IF NOT EXISTS can still collide.
+func EnsureSchema(ctx context.Context, db *sql.DB, d Dialect) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("customers schema: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after commit
+	ddl := `CREATE TABLE IF NOT EXISTS customers (
+		id INTEGER PRIMARY KEY,
+		email TEXT NOT NULL UNIQUE,
+		name TEXT NOT NULL,
+		country TEXT NOT NULL,
+		signup_date TEXT NOT NULL,
+		amount REAL NOT NULL,
+		updated_at TEXT NOT NULL)`
+	if d == Postgres {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(1919907687, hashtext(current_schema()))`); err != nil {
+			return fmt.Errorf("customers schema lock: %w", err)
+		}
+		ddl = `CREATE TABLE IF NOT EXISTS customers (
+			id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+			email text NOT NULL UNIQUE,
+			name text NOT NULL,
+			country text NOT NULL,
+			signup_date date NOT NULL,
+			amount double precision NOT NULL,
+			updated_at timestamptz NOT NULL)`
+	}
+	if _, err := tx.ExecContext(ctx, ddl); err != nil {
+		return fmt.Errorf("customers schema: %w", err)
+	}
+	return tx.Commit()
+}
+
+// Processor upserts a customer by email and returns its id.
+type Processor struct {
+	db *sql.DB
+	d  Dialect
+}
+
+// NewProcessor returns a processor writing to db.
+func NewProcessor(db *sql.DB, d Dialect) *Processor { return &Processor{db: db, d: d} }
+
+// Process upserts one customer.
+func (p *Processor) Process(ctx context.Context, c Customer) (string, error) {
+	var id int64
+	date := c.SignupDate.Format("2006-01-02")
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	err := p.db.QueryRowContext(ctx, `INSERT INTO customers (email, name, country, signup_date, amount, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (email) DO UPDATE SET name = excluded.name, country = excluded.country,
+			signup_date = excluded.signup_date, amount = excluded.amount, updated_at = excluded.updated_at
+		RETURNING id`, strings.ToLower(c.Email), c.Name, strings.ToUpper(c.Country), date, c.Amount, now).Scan(&id)
+	if err != nil {
+		return "", fmt.Errorf("upsert customer %s: %w", c.Email, err)
+	}
+	return strconv.FormatInt(id, 10), nil
+}
+
+// Kind returns the customers kind with its processor on db.
+func Kind(db *sql.DB, d Dialect) batch.Kind[Customer] {
+	return batch.Kind[Customer]{
+		Name:        Name,
+		Description: "customers keyed by email, upserted into the customers table",
+		Processor:   NewProcessor(db, d),
+	}
+}

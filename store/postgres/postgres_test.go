@@ -1,0 +1,22 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/internal/testdb"
+	"github.com/rowfate/rowfate/store/postgres"
+	"github.com/rowfate/rowfate/store/storetest"
+)
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T) batch.Store {
+		s := postgres.New(testdb.PostgresPool(t))
+		if err := s.Migrate(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}

@@ -1,0 +1,272 @@
+// Package validate runs the fixed validation phases of a row. The sequence
+// belongs to this package, not to the kind: a kind supplies a struct type
+// with tags and, optionally, methods; it cannot reorder or skip a phase.
+//
+//  1. Bind: the record's cells are converted into the struct's fields
+//     (type errors are field errors).
+//  2. Declarative: `validate:"..."` tags via go-playground/validator.
+//  3. Per field, by convention: a method Validate<Field>(context.Context) error
+//     is called for each field that has one (found once per type).
+//  4. Cross field: an optional ValidateRow(context.Context) error, which may
+//     return rows.FieldErrors to report several fields.
+//
+// Every phase runs; all errors of a row are collected. A field that already
+// failed an earlier phase is not checked again by a later one, so a user sees
+// "not a number" once rather than also "is required".
+package validate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/go-playground/validator/v10"
+
+	"github.com/rowfate/rowfate/rows"
+)
+
+// RowValidator is the cross-field hook a row type may implement.
+type RowValidator interface {
+	ValidateRow(ctx context.Context) error
+}
+
+// Pipeline validates rows of type T. It is safe for concurrent use.
+type Pipeline[T any] struct {
+	binder    *rows.Binder
+	validator *validator.Validate
+	// perField are the Validate<Field> methods, in field order.
+	perField []fieldCheck
+	// required lists the columns whose field is tagged required: a file
+	// without one of them is rejected as a whole.
+	required []string
+}
+
+// RequiredColumns returns the columns a file must have: those whose field
+// carries a top-level `required` validate tag.
+func (p *Pipeline[T]) RequiredColumns() []string { return p.required }
+
+// hasTag reports whether a validate tag lists name at its top level.
+func hasTag(tag, name string) bool {
+	for _, t := range strings.Split(tag, ",") {
+		if t == name {
+			return true
+		}
+	}
+	return false
+}
+
+type fieldCheck struct {
+	field  string
+	method int // index in the method set of *T
+}
+
+var ctxType = reflect.TypeFor[context.Context]()
+var errType = reflect.TypeFor[error]()
+
+// New inspects T once: its col tags, its validate tags and its
+// Validate<Field> methods.
+func New[T any]() (*Pipeline[T], error) {
+	typ := reflect.TypeFor[T]()
+	b, err := rows.NewBinder(typ)
+	if err != nil {
+		return nil, err
+	}
+	v := validator.New(validator.WithRequiredStructEnabled())
+	p := &Pipeline[T]{binder: b, validator: v}
+	// A zero row may well fail validation, which is fine; a malformed tag
+	// makes validator panic, and that must surface here, at registration,
+	// rather than on the first row.
+	if err := guard(func() error { return v.Struct(new(T)) }); err != nil {
+		var pe *panicError
+		var inv *validator.InvalidValidationError
+		if errors.As(err, &pe) || errors.As(err, &inv) {
+			return nil, fmt.Errorf("validate: %s: %w", typ, err)
+		}
+	}
+	for _, sf := range reflect.VisibleFields(typ) {
+		if c, ok := b.ColumnOf(sf.Name); ok && hasTag(sf.Tag.Get("validate"), "required") {
+			p.required = append(p.required, c)
+		}
+	}
+	ptr := reflect.PointerTo(typ)
+	for _, c := range b.Columns() {
+		m, ok := ptr.MethodByName("Validate" + c.Field)
+		if !ok {
+			continue
+		}
+		mt := m.Type // receiver is the first argument
+		if mt.NumIn() != 2 || mt.In(1) != ctxType || mt.NumOut() != 1 || mt.Out(0) != errType {
+			return nil, fmt.Errorf("validate: %s.Validate%s must be func(context.Context) error", typ, c.Field)
+		}
+		p.perField = append(p.perField, fieldCheck{field: c.Field, method: m.Index})
+	}
+	return p, nil
+}
+
+// Binder returns the binder of T, for mapping headers.
+func (p *Pipeline[T]) Binder() *rows.Binder { return p.binder }
+
+// Run takes one record through every phase and returns the bound row and all
+// its errors. A panic in a kind's hook becomes a field error of this row.
+func (p *Pipeline[T]) Run(ctx context.Context, m *rows.Mapping, rec rows.Record) (T, []rows.FieldError) {
+	var t T
+	errs := append([]rows.FieldError(nil), rec.Errors...)
+	failed := map[string]bool{}
+	note := func(fe rows.FieldError) {
+		fe.Row = rec.Row
+		errs = append(errs, fe)
+		if fe.Field != "" {
+			failed[fe.Field] = true
+		}
+	}
+
+	// 1. Bind.
+	for _, fe := range m.Bind(rec.Row, rec.Values, &t) {
+		note(fe)
+	}
+
+	// 2. Declarative.
+	if err := p.declarative(ctx, &t); err != nil {
+		var ves validator.ValidationErrors
+		if errors.As(err, &ves) {
+			for _, ve := range ves {
+				field := ve.StructField()
+				if failed[field] {
+					continue
+				}
+				note(rows.FieldError{Field: field, Column: m.ColumnName(field), Code: rows.Code(ve.Tag()), Message: message(ve)})
+			}
+		} else {
+			note(rows.FieldError{Code: rows.CodeInvalid, Message: err.Error()})
+		}
+	}
+
+	// 3. Per field, by convention.
+	rv := reflect.ValueOf(&t)
+	for _, fc := range p.perField {
+		if failed[fc.field] {
+			continue
+		}
+		err := guard(func() error {
+			out := rv.Method(fc.method).Call([]reflect.Value{reflect.ValueOf(ctx)})
+			e, _ := out[0].Interface().(error)
+			return e
+		})
+		if err != nil {
+			for _, fe := range hookErrors(err, rows.FieldError{Field: fc.field, Column: m.ColumnName(fc.field)}, m) {
+				note(fe)
+			}
+		}
+	}
+
+	// 4. Cross field.
+	if hook, ok := any(&t).(RowValidator); ok {
+		if err := guard(func() error { return hook.ValidateRow(ctx) }); err != nil {
+			for _, fe := range hookErrors(err, rows.FieldError{}, m) {
+				note(fe)
+			}
+		}
+	}
+	return t, errs
+}
+
+func (p *Pipeline[T]) declarative(ctx context.Context, t *T) (err error) {
+	return guard(func() error { return p.validator.StructCtx(ctx, t) })
+}
+
+// panicError marks an error recovered from a panic in a kind's code.
+type panicError struct{ v any }
+
+func (e *panicError) Error() string { return fmt.Sprintf("validation panicked: %v", e.v) }
+
+// guard runs f and turns a panic into an error, so that one row's bad data
+// hitting a bug in a kind's hook costs that row, not the batch.
+func guard(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &panicError{v: r}
+		}
+	}()
+	return f()
+}
+
+// hookErrors turns what a hook returned into field errors. base carries the
+// field the hook was called for, if any.
+func hookErrors(err error, base rows.FieldError, m *rows.Mapping) []rows.FieldError {
+	var pe *panicError
+	if errors.As(err, &pe) {
+		base.Code, base.Message = rows.CodePanic, pe.Error()
+		return []rows.FieldError{base}
+	}
+	var many rows.FieldErrors
+	if errors.As(err, &many) {
+		out := make([]rows.FieldError, 0, len(many))
+		for _, fe := range many {
+			out = append(out, fill(fe, base, m))
+		}
+		return out
+	}
+	var one *rows.FieldError
+	if errors.As(err, &one) {
+		return []rows.FieldError{fill(*one, base, m)}
+	}
+	base.Code, base.Message = rows.CodeInvalid, err.Error()
+	return []rows.FieldError{base}
+}
+
+func fill(fe, base rows.FieldError, m *rows.Mapping) rows.FieldError {
+	if fe.Field == "" {
+		fe.Field = base.Field
+	}
+	if fe.Column == "" && fe.Field != "" {
+		fe.Column = m.ColumnName(fe.Field)
+	}
+	if fe.Code == "" {
+		fe.Code = rows.CodeInvalid
+	}
+	return fe
+}
+
+// message renders a validator error in words a spreadsheet user reads.
+func message(ve validator.FieldError) string {
+	p := ve.Param()
+	switch ve.Tag() {
+	case "required":
+		return "is required"
+	case "email":
+		return "must be a valid email"
+	case "gte":
+		return "must be ≥ " + p
+	case "gt":
+		return "must be > " + p
+	case "lte":
+		return "must be ≤ " + p
+	case "lt":
+		return "must be < " + p
+	case "min":
+		return "must be at least " + p + lengthUnit(ve)
+	case "max":
+		return "must be at most " + p + lengthUnit(ve)
+	case "len":
+		return "must be exactly " + p + lengthUnit(ve)
+	case "oneof":
+		return "must be one of " + strings.Join(strings.Fields(p), ", ")
+	case "url":
+		return "must be a valid URL"
+	case "iso3166_1_alpha2":
+		return "must be a two-letter country code (ISO 3166-1)"
+	}
+	if p != "" {
+		return fmt.Sprintf("failed the %s=%s check", ve.Tag(), p)
+	}
+	return fmt.Sprintf("failed the %s check", ve.Tag())
+}
+
+func lengthUnit(ve validator.FieldError) string {
+	if ve.Kind() == reflect.String {
+		return " characters"
+	}
+	return ""
+}
