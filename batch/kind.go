@@ -72,10 +72,10 @@ type kindSettings struct {
 
 // KindInfo describes a registered kind.
 type KindInfo struct {
-	Name        string
-	Description string
-	Columns     []rows.Column
-	Required    []string
+	Name        string        `json:"name"`
+	Description string        `json:"description"`
+	Columns     []rows.Column `json:"columns"`
+	Required    []string      `json:"required"`
 }
 
 type registered[T any] struct {

@@ -36,33 +36,33 @@ const (
 // Batch is one import, export or recalculation, with totals derived from its
 // rows.
 type Batch struct {
-	ID           int64
-	TenantID     string
-	Kind         string
-	SourceName   string
-	SourceDigest string // hex sha256 of the source bytes
-	Status       Status
-	Header       []string
+	ID           int64    `json:"id"`
+	TenantID     string   `json:"tenant_id"`
+	Kind         string   `json:"kind"`
+	SourceName   string   `json:"source_name"`
+	SourceDigest string   `json:"source_digest"` // hex sha256 of the source bytes
+	Status       Status   `json:"status"`
+	Header       []string `json:"header"`
 	// Counts are the batch totals: the sum of its chunks' counts, each
 	// overwritten from its rows.
-	Counts rows.Counts
+	Counts rows.Counts `json:"counts"`
 	// SkippedEmpty is how many empty rows of the source were skipped.
-	SkippedEmpty int64
-	CreatedAt    time.Time
-	FinishedAt   *time.Time
+	SkippedEmpty int64      `json:"skipped_empty"`
+	CreatedAt    time.Time  `json:"created_at"`
+	FinishedAt   *time.Time `json:"finished_at,omitempty"`
 }
 
 // Row is one stored row with its outcome.
 type Row struct {
-	BatchID  int64
-	RowNo    int64
-	ChunkNo  int64
-	State    rows.State
-	Values   []string
-	Errors   []rows.FieldError
-	ResultID string
-	Attempts int
-	Updated  time.Time
+	BatchID  int64             `json:"batch_id"`
+	RowNo    int64             `json:"row_no"`
+	ChunkNo  int64             `json:"chunk_no"`
+	State    rows.State        `json:"state"`
+	Values   []string          `json:"values"`
+	Errors   []rows.FieldError `json:"errors,omitempty"`
+	ResultID string            `json:"result_id,omitempty"`
+	Attempts int               `json:"attempts"`
+	Updated  time.Time         `json:"updated_at"`
 }
 
 // IngestRow is a row as the engine hands it to the store at ingest: already

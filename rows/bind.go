@@ -96,8 +96,8 @@ func NormalizeHeader(s string) string {
 
 // Column describes one bindable column of a Binder.
 type Column struct {
-	Name  string // as declared in the col tag
-	Field string // Go field name
+	Name  string `json:"name"`  // as declared in the col tag
+	Field string `json:"field"` // Go field name
 }
 
 // Columns lists the bindable columns in field order.
@@ -259,7 +259,7 @@ func converter(t reflect.Type, layouts []string) (func(string, reflect.Value) er
 					return nil
 				}
 			}
-			return &convError{CodeBadDate, fmt.Sprintf("%q is not a date in the form %s", s, strings.Join(layouts, " or "))}
+			return &convError{CodeBadDate, fmt.Sprintf("%q is not a date in the form %s", s, humanLayouts(layouts))}
 		}, nil
 	}
 	if reflect.PointerTo(t).Implements(textUnmarshalerType) {
@@ -336,4 +336,15 @@ func numErr(s string, err error) error {
 		return &convError{CodeOutOfRange, fmt.Sprintf("%q is out of range", s)}
 	}
 	return &convError{CodeNotANumber, fmt.Sprintf("%q is not a number", s)}
+}
+
+// humanLayouts renders Go time layouts the way a spreadsheet user reads
+// them: "2006-01-02" becomes "YYYY-MM-DD".
+func humanLayouts(layouts []string) string {
+	r := strings.NewReplacer("2006", "YYYY", "01", "MM", "02", "DD", "15", "hh", "04", "mm", "05", "ss", "Z07:00", "±hh:mm")
+	out := make([]string, len(layouts))
+	for i, l := range layouts {
+		out[i] = r.Replace(l)
+	}
+	return strings.Join(out, " or ")
 }

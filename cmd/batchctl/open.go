@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/processors/customers"
+	"github.com/rowfate/rowfate/store/postgres"
+	"github.com/rowfate/rowfate/store/sqlite"
+)
+
+// app is a wired engine: a migrated store, the registry of kinds and the
+// database handle the demo processors write to.
+type app struct {
+	store  batch.Store
+	engine *batch.Engine
+	close  func()
+}
+
+// open connects to the database, migrates it and wires the engine.
+func (e *env) open(ctx context.Context) (*app, error) {
+	var (
+		store   batch.Store
+		db      *sql.DB
+		dialect customers.Dialect
+		closers []func()
+	)
+	if isPostgres(e.database) {
+		pool, err := pgxpool.New(ctx, e.database)
+		if err != nil {
+			return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
+		}
+		if err := pool.Ping(ctx); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
+		}
+		store, db, dialect = postgres.New(pool), stdlib.OpenDBFromPool(pool), customers.Postgres
+		closers = append(closers, func() { db.Close() }, pool.Close)
+	} else {
+		path := strings.TrimPrefix(strings.TrimPrefix(e.database, "sqlite://"), "sqlite:")
+		s, err := sqlite.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		store, db, dialect = s, s.DB(), customers.SQLite
+		closers = append(closers, func() { s.Close() })
+	}
+	closeAll := func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	if err := store.Migrate(ctx); err != nil {
+		closeAll()
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	if err := customers.EnsureSchema(ctx, db, dialect); err != nil {
+		closeAll()
+		return nil, err
+	}
+	reg := batch.NewRegistry()
+	if err := batch.Register(reg, customers.Kind(db, dialect)); err != nil {
+		closeAll()
+		return nil, err
+	}
+	eng, err := batch.NewEngine(batch.Config{Store: store, Registry: reg, Logger: e.logger, WorkerName: "batchctl"})
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	return &app{store: store, engine: eng, close: closeAll}, nil
+}

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/rows"
+)
+
+// Exit codes. They are part of the CLI's contract: scripts rely on them.
+const (
+	exitOK       = 0 // every row succeeded (or the command did its job)
+	exitError    = 1 // operational error: database, I/O, interrupted
+	exitUsage    = 2 // bad command line
+	exitRows     = 3 // the batch finished with invalid, failed, dead or unknown rows
+	exitRejected = 4 // the file was rejected as a whole; nothing was written
+)
+
+const usage = `batchctl: batches with per-row outcomes
+
+Usage:
+  batchctl import <kind> <file.csv>   import a file, work its rows, print the summary
+  batchctl status <batch>             show a batch and its counts by state
+  batchctl rows <batch> [--state S]   list a batch's rows (with their errors)
+  batchctl batches                    list recent batches
+  batchctl migrate                    create or update the database schema
+  batchctl kinds                      list the kinds that can be imported
+
+Common flags (before or after the arguments):
+  --database URL   postgres://... for PostgreSQL, or a SQLite file path.
+                   Defaults to $DATABASE_URL, then ./rowfate.db (SQLite).
+  --tenant ID      tenant that owns the batches (default "default")
+  -o text|json     output format (default text)
+  -v               verbose logs on stderr
+
+Exit codes: 0 all rows succeeded; 1 operational error; 2 usage error;
+3 the batch finished with invalid, failed, dead or unknown rows;
+4 the file was rejected as a whole (nothing was written).
+`
+
+// env is what a subcommand gets: parsed common flags and the streams.
+type env struct {
+	stdout, stderr io.Writer
+	database       string
+	tenant         string
+	output         string
+	verbose        bool
+	logger         *slog.Logger
+}
+
+// usageError is a bad command line; it maps to exit code 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+// Run is batchctl's testable entry point: it returns the exit code.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(stdout, usage)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	cmds := map[string]func(context.Context, *env, []string) (int, error){
+		"import":  cmdImport,
+		"status":  cmdStatus,
+		"rows":    cmdRows,
+		"batches": cmdBatches,
+		"migrate": cmdMigrate,
+		"kinds":   cmdKinds,
+	}
+	cmd, ok := cmds[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "batchctl: unknown command %q\n\n%s", args[0], usage)
+		return exitUsage
+	}
+	e := &env{stdout: stdout, stderr: stderr}
+	code, err := cmd(ctx, e, args[1:])
+	if err == nil {
+		return code
+	}
+	fmt.Fprintf(stderr, "batchctl %s: %v\n", args[0], err)
+	var ue *usageError
+	var fe *rows.FileError
+	switch {
+	case errors.As(err, &ue):
+		fmt.Fprintln(stderr, "run `batchctl help` for usage")
+		return exitUsage
+	case errors.As(err, &fe):
+		fmt.Fprintln(stderr, "the file was rejected; nothing was written")
+		return exitRejected
+	case errors.Is(err, batch.ErrUnknownKind):
+		return exitUsage
+	}
+	return exitError
+}
+
+// parse parses flags that may come before, between or after positional
+// arguments (`rows 7 --state invalid`), and returns the positionals.
+func (e *env) parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	fs.StringVar(&e.database, "database", "", "database URL or SQLite path")
+	fs.StringVar(&e.tenant, "tenant", "default", "tenant id")
+	fs.StringVar(&e.output, "o", "text", "output format: text or json")
+	fs.BoolVar(&e.verbose, "v", false, "verbose logs")
+	fs.SetOutput(io.Discard)
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, usagef("%v", err)
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+	if e.output != "text" && e.output != "json" {
+		return nil, usagef("-o must be text or json, not %q", e.output)
+	}
+	if e.database == "" {
+		e.database = os.Getenv("DATABASE_URL")
+	}
+	if e.database == "" {
+		e.database = "rowfate.db"
+	}
+	level := slog.LevelWarn
+	if e.verbose {
+		level = slog.LevelDebug
+	}
+	e.logger = slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+	return pos, nil
+}
+
+func (e *env) json(v any) error {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// isPostgres reports whether a --database value names a PostgreSQL server.
+func isPostgres(db string) bool {
+	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
+}
