@@ -26,6 +26,11 @@ func cmdRows(ctx context.Context, e *env, args []string) (int, error) {
 	if *state != "" && !rows.State(*state).Valid() {
 		return 0, usagef("unknown state %q", *state)
 	}
+	if *limit < 0 {
+		// A negative limit would list nothing and exit 0, which a script
+		// would read as "no such rows".
+		return 0, usagef("--limit must be 0 (all rows) or more, not %d", *limit)
+	}
 	a, err := e.open(ctx)
 	if err != nil {
 		return 0, err

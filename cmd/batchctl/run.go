@@ -90,9 +90,14 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil {
 		return code
 	}
-	fmt.Fprintf(stderr, "batchctl %s: %v\n", args[0], err)
 	var ue *usageError
 	var fe *rows.FileError
+	if errors.As(err, &fe) {
+		// A FileError names the file and line itself; the wrapping around it
+		// ("import <file>: ") would name the file twice.
+		err = fe
+	}
+	fmt.Fprintf(stderr, "batchctl %s: %v\n", args[0], err)
 	switch {
 	case errors.As(err, &ue):
 		fmt.Fprintln(stderr, "run `batchctl help` for usage")

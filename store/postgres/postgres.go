@@ -201,22 +201,29 @@ func (c *copySource) Values() ([]any, error) { return c.vals, nil }
 func (c *copySource) Err() error             { return c.err }
 
 // afterChange finishes the batch when no row is open and appends an event
-// with the batch totals. The sequence number comes from an UPDATE on the
-// batch row, so commit order equals sequence order.
+// with the batch totals. It first takes the batch row's lock with the
+// sequence-number UPDATE: that serialises every flush of the batch, so
+// commit order equals sequence order, and the finish check below (a new
+// snapshot under READ COMMITTED) sees every other chunk's committed flush.
+// Checking before the lock is write skew: two last flushes each see the
+// other's chunk still open, and neither finishes the batch.
 func afterChange(ctx context.Context, tx pgx.Tx, id int64, typ string) (*batch.FlushResult, error) {
+	var (
+		seq    int64
+		tenant string
+	)
+	if err := tx.QueryRow(ctx, `UPDATE batches SET event_seq = event_seq + 1 WHERE id = $1
+		RETURNING event_seq, tenant_id`, id).Scan(&seq, &tenant); err != nil {
+		return nil, fmt.Errorf("next event seq: %w", err)
+	}
 	if _, err := tx.Exec(ctx, `UPDATE batches SET status = 'finished', finished_at = now()
 		WHERE id = $1 AND status = 'running'
 		AND NOT EXISTS (SELECT 1 FROM batch_chunks WHERE batch_id = $1 AND next_due_at IS NOT NULL)`, id); err != nil {
 		return nil, fmt.Errorf("finish batch: %w", err)
 	}
-	var (
-		seq    int64
-		status string
-		tenant string
-	)
-	if err := tx.QueryRow(ctx, `UPDATE batches SET event_seq = event_seq + 1 WHERE id = $1
-		RETURNING event_seq, status, tenant_id`, id).Scan(&seq, &status, &tenant); err != nil {
-		return nil, fmt.Errorf("next event seq: %w", err)
+	var status string
+	if err := tx.QueryRow(ctx, `SELECT status FROM batches WHERE id = $1`, id).Scan(&status); err != nil {
+		return nil, fmt.Errorf("batch status: %w", err)
 	}
 	dests, counts := storesql.CountDests()
 	if err := tx.QueryRow(ctx, `SELECT `+storesql.SumColumns()+` FROM batch_chunks WHERE batch_id = $1`, id).Scan(dests...); err != nil {

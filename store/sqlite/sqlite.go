@@ -199,25 +199,30 @@ func (s *Store) BatchIngest(ctx context.Context, p batch.BatchIngestParams) (*ba
 
 // afterChange finishes the batch when no row is open and appends an event
 // with the batch totals, taking the next sequence number in this
-// transaction.
+// transaction. The order (sequence number first, then the finish check)
+// matches the PostgreSQL store, where it matters; here BEGIN IMMEDIATE
+// already serialises writers.
 func (s *Store) afterChange(ctx context.Context, tx *sql.Tx, id int64, typ string) (*batch.FlushResult, error) {
-	if _, err := tx.ExecContext(ctx, `UPDATE batches SET status = 'finished', finished_at = `+now+`
-		WHERE id = ? AND status = 'running'
-		AND NOT EXISTS (SELECT 1 FROM batch_chunks WHERE batch_id = ? AND next_due_at IS NOT NULL)`, id, id); err != nil {
+	var (
+		seq    int64
+		tenant string
+		status string
+	)
+	if err := tx.QueryRowContext(ctx, `UPDATE batches SET event_seq = event_seq + 1 WHERE id = ?
+		RETURNING event_seq, tenant_id`, id).Scan(&seq, &tenant); err != nil {
+		return nil, fmt.Errorf("next event seq: %w", err)
+	}
+	if err := tx.QueryRowContext(ctx, `UPDATE batches SET
+			status = CASE WHEN NOT EXISTS (SELECT 1 FROM batch_chunks WHERE batch_id = ? AND next_due_at IS NOT NULL)
+				AND status = 'running' THEN 'finished' ELSE status END,
+			finished_at = CASE WHEN status = 'running' AND NOT EXISTS (SELECT 1 FROM batch_chunks WHERE batch_id = ? AND next_due_at IS NOT NULL)
+				THEN `+now+` ELSE finished_at END
+		WHERE id = ? RETURNING status`, id, id, id).Scan(&status); err != nil {
 		return nil, fmt.Errorf("finish batch: %w", err)
 	}
 	dests, counts := storesql.CountDests()
 	if err := tx.QueryRowContext(ctx, `SELECT `+storesql.SumColumns()+` FROM batch_chunks WHERE batch_id = ?`, id).Scan(dests...); err != nil {
 		return nil, fmt.Errorf("sum chunks: %w", err)
-	}
-	var (
-		seq    int64
-		status string
-		tenant string
-	)
-	if err := tx.QueryRowContext(ctx, `UPDATE batches SET event_seq = event_seq + 1 WHERE id = ?
-		RETURNING event_seq, status, tenant_id`, id).Scan(&seq, &status, &tenant); err != nil {
-		return nil, fmt.Errorf("next event seq: %w", err)
 	}
 	res := &batch.FlushResult{Counts: counts(), Finished: status == string(batch.StatusFinished), EventSeq: seq}
 	payload, err := json.Marshal(storesql.EventPayload{Counts: res.Counts, Finished: res.Finished})

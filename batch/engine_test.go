@@ -1,0 +1,478 @@
+package batch_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/internal/testdb"
+	"github.com/rowfate/rowfate/processors/customers"
+	"github.com/rowfate/rowfate/rows"
+	"github.com/rowfate/rowfate/store/postgres"
+	"github.com/rowfate/rowfate/store/sqlite"
+	"github.com/rowfate/rowfate/store/storetest"
+)
+
+// bundle is a migrated store on a real database plus a database/sql handle
+// on the same database, for processors and for tests that poke at tables.
+type bundle struct {
+	store   batch.Store
+	db      *sql.DB
+	dialect customers.Dialect
+}
+
+type engineCase struct {
+	name  string
+	setup func(t *testing.T) *bundle
+}
+
+var engines = []engineCase{
+	{"sqlite", func(t *testing.T) *bundle {
+		s, err := sqlite.Open(testdb.SQLitePath(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		if err := s.Migrate(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return &bundle{store: s, db: s.DB(), dialect: customers.SQLite}
+	}},
+	{"postgres", func(t *testing.T) *bundle {
+		pool := testdb.PostgresPool(t)
+		s := postgres.New(pool)
+		if err := s.Migrate(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		db := stdlib.OpenDBFromPool(pool)
+		t.Cleanup(func() { db.Close() })
+		return &bundle{store: s, db: db, dialect: customers.Postgres}
+	}},
+}
+
+func forEachEngine(t *testing.T, f func(t *testing.T, b *bundle)) {
+	for _, e := range engines {
+		t.Run(e.name, func(t *testing.T) {
+			t.Parallel()
+			f(t, e.setup(t))
+		})
+	}
+}
+
+func newEngine(t *testing.T, s batch.Store, reg *batch.Registry, lease time.Duration) *batch.Engine {
+	t.Helper()
+	e, err := batch.NewEngine(batch.Config{Store: s, Registry: reg, LeaseDuration: lease, PollInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestImportCustomersFixture(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, bd *bundle) {
+		ctx := context.Background()
+		if err := customers.EnsureSchema(ctx, bd.db, bd.dialect); err != nil {
+			t.Fatal(err)
+		}
+		reg := batch.NewRegistry()
+		if err := batch.Register(reg, customers.Kind(bd.db, bd.dialect)); err != nil {
+			t.Fatal(err)
+		}
+		e := newEngine(t, bd.store, reg, 0)
+		f, err := os.Open("../fixtures/customers.csv")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		b, err := e.Import(ctx, batch.ImportParams{Kind: customers.Name, SourceName: "customers.csv", Source: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Counts[rows.StateValid] != 286 || b.Counts[rows.StateInvalid] != 14 {
+			t.Fatalf("after ingest counts = %v", b.Counts)
+		}
+		if len(b.SourceDigest) != 64 {
+			t.Fatalf("digest = %q", b.SourceDigest)
+		}
+		stats, err := e.Work(ctx, batch.WorkParams{BatchID: b.ID, UntilDone: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stats.Rows != 286 || stats.LeaseLost != 0 {
+			t.Fatalf("stats = %+v", stats)
+		}
+		got := storetest.CheckInvariant(t, bd.store, "default", b.ID)
+		if got[rows.StateSucceeded] != 286 || got[rows.StateInvalid] != 14 || len(got) != 2 {
+			t.Fatalf("final counts = %v", got)
+		}
+		b, err = bd.store.BatchGet(ctx, batch.BatchGetParams{TenantID: "default", ID: b.ID})
+		if err != nil || b.Status != batch.StatusFinished {
+			t.Fatalf("batch = %+v, %v", b, err)
+		}
+
+		invalid, err := bd.store.RowsList(ctx, batch.RowsListParams{TenantID: "default", BatchID: b.ID, State: rows.StateInvalid})
+		if err != nil {
+			t.Fatal(err)
+		}
+		byRow := map[int64][]rows.FieldError{}
+		for _, r := range invalid {
+			byRow[r.RowNo] = r.Errors
+		}
+		want := map[int64]string{
+			10:  "email/email",
+			20:  "name/required",
+			30:  "signup_date/bad_date",
+			40:  "amount/gte",
+			90:  "name/required",
+			160: "amount/not_a_number",
+			250: "email/email amount/gte",
+			270: "country/iso3166_1_alpha2",
+			280: "signup_date/too_early",
+			290: "name/forbidden_characters",
+		}
+		for row, w := range want {
+			var parts []string
+			for _, fe := range byRow[row] {
+				if fe.Row != row {
+					t.Errorf("row %d error carries row %d", row, fe.Row)
+				}
+				parts = append(parts, fe.Column+"/"+string(fe.Code))
+			}
+			if got := strings.Join(parts, " "); got != w {
+				t.Errorf("row %d errors = %q, want %q", row, got, w)
+			}
+		}
+		if m := byRow[40][0].Message; m != "must be ≥ 0" {
+			t.Errorf("row 40 message = %q", m)
+		}
+		if m := byRow[30][0].Message; !strings.Contains(m, "YYYY-MM-DD") {
+			t.Errorf("row 30 message = %q", m)
+		}
+
+		// Row 300 repeats row 2's email: the upsert returns the same customer.
+		ok, err := bd.store.RowsList(ctx, batch.RowsListParams{TenantID: "default", BatchID: b.ID, State: rows.StateSucceeded, Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := map[int64]string{}
+		for _, r := range ok {
+			ids[r.RowNo] = r.ResultID
+		}
+		if ids[2] == "" || ids[2] != ids[300] {
+			t.Fatalf("row 2 id %q, row 300 id %q", ids[2], ids[300])
+		}
+		var n int
+		if err := bd.db.QueryRowContext(ctx, `SELECT count(*) FROM customers`).Scan(&n); err != nil || n != 285 {
+			t.Fatalf("customers = %d, %v", n, err)
+		}
+	})
+}
+
+// outcomeRow drives a test processor: mode says how it behaves.
+type outcomeRow struct {
+	Key  string `col:"key" validate:"required"`
+	Mode string `col:"mode" validate:"required,oneof=ok permanent flaky always slow panic"`
+}
+
+type outcomeProcessor struct {
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (p *outcomeProcessor) Process(ctx context.Context, r outcomeRow) (string, error) {
+	p.mu.Lock()
+	p.calls[r.Key]++
+	n := p.calls[r.Key]
+	p.mu.Unlock()
+	switch r.Mode {
+	case "permanent":
+		return "", batch.Permanent(errors.New("card declined"))
+	case "flaky":
+		if n < 3 {
+			return "", errors.New("503 from upstream")
+		}
+	case "always":
+		return "", errors.New("connection refused")
+	case "slow":
+		<-ctx.Done()
+		return "", ctx.Err()
+	case "panic":
+		var m map[string]int
+		m["boom"]++
+	}
+	return "id-" + r.Key, nil
+}
+
+func TestProcessorOutcomes(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, bd *bundle) {
+		ctx := context.Background()
+		p := &outcomeProcessor{calls: map[string]int{}}
+		reg := batch.NewRegistry()
+		if err := batch.Register(reg, batch.Kind[outcomeRow]{
+			Name: "outcomes", Processor: p, ChunkSize: 2, MaxAttempts: 4,
+			Timeout:     100 * time.Millisecond,
+			BackoffFunc: func(int) time.Duration { return 20 * time.Millisecond },
+		}); err != nil {
+			t.Fatal(err)
+		}
+		e := newEngine(t, bd.store, reg, 0)
+		src := "key,mode\na,ok\nb,permanent\nc,flaky\nd,always\ne,slow\nf,panic\ng,bogus\n"
+		b, err := e.Import(ctx, batch.ImportParams{Kind: "outcomes", SourceName: "o.csv", Source: strings.NewReader(src)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Work(ctx, batch.WorkParams{BatchID: b.ID, UntilDone: true}); err != nil {
+			t.Fatal(err)
+		}
+		got := storetest.CheckInvariant(t, bd.store, "default", b.ID)
+		want := rows.Counts{rows.StateSucceeded: 2, rows.StateFailed: 2, rows.StateDead: 1, rows.StateUnknown: 1, rows.StateInvalid: 1}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("counts = %v, want %v", got, want)
+		}
+		all, err := bd.store.RowsList(ctx, batch.RowsListParams{TenantID: "default", BatchID: b.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		type res struct {
+			state    rows.State
+			attempts int
+			code     rows.Code
+		}
+		wantRows := map[string]res{
+			"a": {rows.StateSucceeded, 1, ""},
+			"b": {rows.StateFailed, 1, batch.CodeProcessor},
+			"c": {rows.StateSucceeded, 3, ""},
+			"d": {rows.StateDead, 4, batch.CodeExhausted},
+			"e": {rows.StateUnknown, 1, batch.CodeTimeout},
+			"f": {rows.StateFailed, 1, batch.CodeProcessor},
+			"g": {rows.StateInvalid, 0, "oneof"},
+		}
+		for _, r := range all {
+			w := wantRows[r.Values[0]]
+			var code rows.Code
+			if len(r.Errors) > 0 {
+				code = r.Errors[0].Code
+			}
+			if r.State != w.state || r.Attempts != w.attempts || code != w.code {
+				t.Errorf("row %s = %s attempts %d code %q, want %+v (errors %+v)", r.Values[0], r.State, r.Attempts, code, w, r.Errors)
+			}
+		}
+		if p.calls["d"] != 4 {
+			t.Errorf("always-failing row called %d times, want MaxAttempts=4", p.calls["d"])
+		}
+	})
+}
+
+// TestConcurrentEnginesPostgres runs two engines (two worker identities, as
+// two processes would be) on the same batch at once.
+func TestConcurrentEnginesPostgres(t *testing.T) {
+	t.Parallel()
+	bd := engines[1].setup(t)
+	ctx := context.Background()
+	var calls sync.Map
+	var dup atomic.Int64
+	proc := batch.ProcessFunc[outcomeRow](func(ctx context.Context, r outcomeRow) (string, error) {
+		if _, loaded := calls.LoadOrStore(r.Key, true); loaded {
+			dup.Add(1)
+		}
+		time.Sleep(50 * time.Microsecond)
+		return "id-" + r.Key, nil
+	})
+	newReg := func() *batch.Registry {
+		reg := batch.NewRegistry()
+		if err := batch.Register(reg, batch.Kind[outcomeRow]{Name: "outcomes", Processor: proc, ChunkSize: 50}); err != nil {
+			t.Fatal(err)
+		}
+		return reg
+	}
+	var src strings.Builder
+	src.WriteString("key,mode\n")
+	const n = 3000
+	for i := range n {
+		mode := "ok"
+		if i%100 == 7 {
+			mode = "nope" // invalid
+		}
+		fmt.Fprintf(&src, "k%d,%s\n", i, mode)
+	}
+	e1, e2 := newEngine(t, bd.store, newReg(), 0), newEngine(t, bd.store, newReg(), 0)
+	b, err := e1.Import(ctx, batch.ImportParams{Kind: "outcomes", SourceName: "big.csv", Source: strings.NewReader(src.String())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	stats := make([]batch.WorkStats, 2)
+	errs := make([]error, 2)
+	for i, e := range []*batch.Engine{e1, e2} {
+		wg.Go(func() { stats[i], errs[i] = e.Work(ctx, batch.WorkParams{BatchID: b.ID, Workers: 2, UntilDone: true}) })
+	}
+	wg.Wait()
+	for i := range errs {
+		if errs[i] != nil {
+			t.Fatalf("engine %d: %v", i, errs[i])
+		}
+		if stats[i].Chunks == 0 {
+			t.Errorf("engine %d worked no chunk: the claims did not spread (%+v)", i, stats)
+		}
+	}
+	if stats[0].Rows+stats[1].Rows != n-n/100 {
+		t.Fatalf("rows worked = %d + %d", stats[0].Rows, stats[1].Rows)
+	}
+	if dup.Load() != 0 {
+		t.Fatalf("%d rows processed twice", dup.Load())
+	}
+	got := storetest.CheckInvariant(t, bd.store, "default", b.ID)
+	if got[rows.StateSucceeded] != n-n/100 || got[rows.StateInvalid] != n/100 {
+		t.Fatalf("counts = %v", got)
+	}
+}
+
+// TestLeaseLostIsItsOwnOutcome steals a chunk's lease while its processor
+// runs (as a worker that claimed after expiry would): the engine must stop,
+// not ack, count a lost lease, and the rows must be worked by the next claim.
+func TestLeaseLostIsItsOwnOutcome(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, bd *bundle) {
+		ctx := context.Background()
+		var once sync.Once
+		stolen := make(chan struct{})
+		proc := batch.ProcessFunc[outcomeRow](func(ctx context.Context, r outcomeRow) (string, error) {
+			first := false
+			once.Do(func() {
+				first = true
+				if _, err := bd.db.ExecContext(context.Background(), `UPDATE batch_chunks SET lease_token = lease_token + 1`); err != nil {
+					t.Error(err)
+				}
+				close(stolen)
+			})
+			if !first {
+				return "id-" + r.Key, nil
+			}
+			select {
+			case <-ctx.Done(): // the heartbeat noticed
+			case <-time.After(2 * time.Second):
+				t.Error("processor context not cancelled after the lease was lost")
+			}
+			return "late-" + r.Key, nil
+		})
+		reg := batch.NewRegistry()
+		if err := batch.Register(reg, batch.Kind[outcomeRow]{Name: "outcomes", Processor: proc}); err != nil {
+			t.Fatal(err)
+		}
+		e := newEngine(t, bd.store, reg, 150*time.Millisecond)
+		b, err := e.Import(ctx, batch.ImportParams{Kind: "outcomes", SourceName: "x.csv", Source: strings.NewReader("key,mode\na,ok\nb,ok\n")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stats, err := e.Work(ctx, batch.WorkParams{BatchID: b.ID, Workers: 1, UntilDone: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-stolen
+		if stats.LeaseLost != 1 {
+			t.Fatalf("stats = %+v, want one lost lease", stats)
+		}
+		all, err := bd.store.RowsList(ctx, batch.RowsListParams{TenantID: "default", BatchID: b.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range all {
+			// The late answer of the lost lease must not be recorded.
+			if r.State != rows.StateSucceeded || r.Attempts != 2 || !strings.HasPrefix(r.ResultID, "id-") {
+				t.Fatalf("row %d = %s attempts %d id %s; want succeeded on the second claim", r.RowNo, r.State, r.Attempts, r.ResultID)
+			}
+		}
+		storetest.CheckInvariant(t, bd.store, "default", b.ID)
+	})
+}
+
+func TestImportRejectedFileLeavesNothing(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, bd *bundle) {
+		ctx := context.Background()
+		reg := batch.NewRegistry()
+		if err := batch.Register(reg, customers.Kind(bd.db, bd.dialect)); err != nil {
+			t.Fatal(err)
+		}
+		e := newEngine(t, bd.store, reg, 0)
+		cases := map[string]string{
+			"empty.csv":      "",
+			"blank.csv":      "\n\n\n",
+			"no-email.csv":   "name,signup_date\nAda,2020-01-01\n",
+			"dup-header.csv": "email,Email,name,signup_date\n",
+			"unbalanced.csv": "email,name,signup_date\na@b.co,Ada,2020-01-01\n\"x@y.co,Bob,2020-01-01\n",
+			"binary.csv":     "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\"\x00",
+		}
+		for name, body := range cases {
+			_, err := e.Import(ctx, batch.ImportParams{Kind: customers.Name, SourceName: name, Source: strings.NewReader(body)})
+			var fe *rows.FileError
+			if !errors.As(err, &fe) || !strings.Contains(err.Error(), name) {
+				t.Errorf("%s: err = %v, want a *rows.FileError naming the file", name, err)
+			}
+		}
+		if _, err := e.Import(ctx, batch.ImportParams{Kind: "nope", SourceName: "x.csv", Source: strings.NewReader("a\n1\n")}); !errors.Is(err, batch.ErrUnknownKind) {
+			t.Errorf("unknown kind: err = %v", err)
+		}
+		bs, err := bd.store.BatchList(ctx, batch.BatchListParams{TenantID: "default"})
+		if err != nil || len(bs) != 0 {
+			t.Fatalf("rejected files left %d batches (%v)", len(bs), err)
+		}
+	})
+}
+
+func TestShutdownFlushesDoneRows(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, bd *bundle) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var n atomic.Int64
+		proc := batch.ProcessFunc[outcomeRow](func(ctx context.Context, r outcomeRow) (string, error) {
+			if n.Add(1) == 3 {
+				cancel() // shutdown arrives while row 3 runs
+				<-ctx.Done()
+				return "", ctx.Err()
+			}
+			return "id-" + r.Key, nil
+		})
+		reg := batch.NewRegistry()
+		if err := batch.Register(reg, batch.Kind[outcomeRow]{Name: "outcomes", Processor: proc}); err != nil {
+			t.Fatal(err)
+		}
+		e := newEngine(t, bd.store, reg, 0)
+		b, err := e.Import(ctx, batch.ImportParams{Kind: "outcomes", SourceName: "x.csv", Source: strings.NewReader("key,mode\na,ok\nb,ok\nc,ok\nd,ok\n")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Work(ctx, batch.WorkParams{BatchID: b.ID, Workers: 1, UntilDone: true}); err != nil {
+			t.Fatalf("stopping is not an error: %v", err)
+		}
+		got := storetest.CheckInvariant(t, bd.store, "default", b.ID)
+		// Two rows were done and are recorded; the interrupted one and the
+		// one never started stay open for the next worker, neither failed
+		// nor succeeded.
+		if got[rows.StateSucceeded] != 2 || got.Open() != 2 || got[rows.StateFailed] != 0 {
+			t.Fatalf("counts after shutdown = %v", got)
+		}
+		// A fresh run picks the rest up at once: the lease was released.
+		e2 := newEngine(t, bd.store, reg, 0)
+		n.Store(100)
+		if _, err := e2.Work(context.Background(), batch.WorkParams{BatchID: b.ID, UntilDone: true}); err != nil {
+			t.Fatal(err)
+		}
+		if got := storetest.CheckInvariant(t, bd.store, "default", b.ID); got[rows.StateSucceeded] != 4 {
+			t.Fatalf("counts after restart = %v", got)
+		}
+	})
+}
