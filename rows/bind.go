@@ -4,6 +4,7 @@ import (
 	"encoding"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -50,6 +51,9 @@ func NewBinder(typ reflect.Type) (*Binder, error) {
 		if !ok || !sf.IsExported() || tag == "-" {
 			continue
 		}
+		if throughPointer(typ, sf.Index) {
+			return nil, fmt.Errorf("bind: %s.%s is reached through an embedded pointer, which may be nil: embed the struct by value", typ, sf.Name)
+		}
 		f := boundField{index: sf.Index, name: sf.Name}
 		parts := strings.Split(tag, ",")
 		f.column = strings.TrimSpace(parts[0])
@@ -86,6 +90,18 @@ func NewBinder(typ reflect.Type) (*Binder, error) {
 		return nil, fmt.Errorf("bind: %s has no field with a col tag", typ)
 	}
 	return b, nil
+}
+
+// throughPointer reports whether the field at index is reached through an
+// embedded pointer: Bind would have to dereference it while it is nil.
+func throughPointer(typ reflect.Type, index []int) bool {
+	for _, i := range index[:len(index)-1] {
+		typ = typ.Field(i).Type
+		if typ.Kind() == reflect.Pointer {
+			return true
+		}
+	}
+	return false
 }
 
 // NormalizeHeader is the key under which header cells and column names are
@@ -308,6 +324,11 @@ func converter(t reflect.Type, layouts []string) (func(string, reflect.Value) er
 			n, err := strconv.ParseFloat(s, t.Bits())
 			if err != nil {
 				return numErr(s, err)
+			}
+			// ParseFloat accepts "NaN" and "Inf"; no spreadsheet user means
+			// them as amounts, and "Inf" would pass a range check like gte=0.
+			if math.IsNaN(n) || math.IsInf(n, 0) {
+				return &convError{CodeNotANumber, fmt.Sprintf("%q is not a number", s)}
 			}
 			v.SetFloat(n)
 			return nil

@@ -51,6 +51,7 @@ type CSVReader struct {
 	name   string
 	opts   CSVOptions
 	r      *csv.Reader
+	lines  *lineCounter
 	header []string
 
 	row      int64 // spreadsheet row of the last record returned or skipped
@@ -66,7 +67,8 @@ var _ Reader = (*CSVReader)(nil)
 // or only blank lines) is a *FileError.
 func NewCSVReader(r io.Reader, name string, opts *CSVOptions) (*CSVReader, error) {
 	o := opts.withDefaults()
-	br := bufio.NewReaderSize(r, 64<<10)
+	lc := &lineCounter{r: r}
+	br := bufio.NewReaderSize(lc, 64<<10)
 	if bom, err := br.Peek(3); err == nil && bytes.Equal(bom, []byte{0xEF, 0xBB, 0xBF}) {
 		_, _ = br.Discard(3)
 	}
@@ -74,16 +76,28 @@ func NewCSVReader(r io.Reader, name string, opts *CSVOptions) (*CSVReader, error
 	cr.Comma = o.Comma
 	cr.FieldsPerRecord = -1 // ragged rows are row errors, checked below
 	cr.ReuseRecord = false
-	c := &CSVReader{name: name, opts: o, r: cr, nextLine: 1}
+	c := &CSVReader{name: name, opts: o, r: cr, lines: lc, nextLine: 1}
 
-	rec, line, err := c.read()
-	if errors.Is(err, io.EOF) {
-		return nil, &FileError{File: name, Err: errors.New("no header row: the file is empty")}
+	// Blank and whitespace-only rows before the header still count as rows.
+	var (
+		rec  []string
+		line int64
+	)
+	for {
+		var err error
+		rec, line, err = c.read()
+		if errors.Is(err, io.EOF) {
+			return nil, &FileError{File: name, Err: errors.New("no header row: the file is empty")}
+		}
+		if err != nil {
+			return nil, err
+		}
+		c.row++
+		if !isEmpty(rec) {
+			break
+		}
+		c.skipped++
 	}
-	if err != nil {
-		return nil, err
-	}
-	c.row = line // blank lines before the header still count as rows
 	if len(rec) > o.MaxColumns {
 		return nil, &FileError{File: name, Line: line, Err: fmt.Errorf("header has %d columns, more than the limit of %d", len(rec), o.MaxColumns)}
 	}
@@ -96,6 +110,13 @@ func (c *CSVReader) read() ([]string, int64, error) {
 	rec, err := c.r.Read()
 	if err != nil {
 		if errors.Is(err, io.EOF) {
+			// encoding/csv skips blank lines at the end too, with no next
+			// record to measure the gap from: count them from the source.
+			if gap := c.lines.count() + 1 - c.nextLine; gap > 0 {
+				c.row += gap
+				c.skipped += gap
+				c.nextLine += gap
+			}
 			return nil, 0, io.EOF
 		}
 		var pe *csv.ParseError
@@ -164,9 +185,34 @@ func (c *CSVReader) Next() (Record, error) {
 
 func (c *CSVReader) column(i int) string {
 	if i < len(c.header) {
-		return c.header[i]
+		return strings.TrimSpace(c.header[i]) // as Mapping names it
 	}
 	return fmt.Sprintf("#%d", i+1)
+}
+
+// lineCounter counts the physical lines read through it, the way
+// encoding/csv counts them: by '\n', plus a last line without one.
+type lineCounter struct {
+	r        io.Reader
+	newlines int64
+	partial  bool // the last byte read was not '\n'
+}
+
+func (l *lineCounter) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	if n > 0 {
+		l.newlines += int64(bytes.Count(p[:n], []byte{'\n'}))
+		l.partial = p[n-1] != '\n'
+	}
+	return n, err
+}
+
+// count returns the number of lines read so far.
+func (l *lineCounter) count() int64 {
+	if l.partial {
+		return l.newlines + 1
+	}
+	return l.newlines
 }
 
 // isEmpty reports whether every cell of rec is blank.

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/go-playground/validator/v10"
@@ -86,6 +87,9 @@ func New[T any]() (*Pipeline[T], error) {
 		}
 	}
 	for _, sf := range reflect.VisibleFields(typ) {
+		if err := probeTag(v, sf); err != nil {
+			return nil, fmt.Errorf("validate: %s.%s: %w", typ, sf.Name, err)
+		}
 		if c, ok := b.ColumnOf(sf.Name); ok && hasTag(sf.Tag.Get("validate"), "required") {
 			p.required = append(p.required, c)
 		}
@@ -105,6 +109,37 @@ func New[T any]() (*Pipeline[T], error) {
 	return p, nil
 }
 
+// probeTag runs each check of a field's validate tag on its own against a
+// zero value of the field. The zero row New validates only reaches the
+// checks a zero value gets to: "required" or "omitempty" in front of a check
+// with a malformed parameter (gte=abc) would hide it until the first row
+// that passes them, and then panic on every such row.
+func probeTag(v *validator.Validate, sf reflect.StructField) error {
+	tag := sf.Tag.Get("validate")
+	if !sf.IsExported() || tag == "" || tag == "-" {
+		return nil
+	}
+	t := sf.Type
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	zero := reflect.Zero(t).Interface()
+	for _, check := range strings.Split(tag, ",") {
+		if check == "dive" {
+			break // what follows applies to the elements, not the field
+		}
+		for _, alt := range strings.Split(check, "|") {
+			if alt == "" {
+				continue
+			}
+			if err := guard(func() error { _ = v.Var(zero, alt); return nil }); err != nil {
+				return fmt.Errorf("check %q: %w", alt, err)
+			}
+		}
+	}
+	return nil
+}
+
 // Binder returns the binder of T, for mapping headers.
 func (p *Pipeline[T]) Binder() *rows.Binder { return p.binder }
 
@@ -114,6 +149,20 @@ func (p *Pipeline[T]) Run(ctx context.Context, m *rows.Mapping, rec rows.Record)
 	var t T
 	errs := append([]rows.FieldError(nil), rec.Errors...)
 	failed := map[string]bool{}
+	// A cell the reader rejected (too long, bad bytes) was emptied: name its
+	// field, and don't report it again as, say, required.
+	for i, fe := range errs {
+		if fe.Field == "" && fe.Column != "" {
+			for _, c := range p.binder.Columns() {
+				if !slices.Contains(m.Missing, c.Name) && m.ColumnName(c.Field) == fe.Column {
+					errs[i].Field = c.Field
+				}
+			}
+		}
+		if errs[i].Field != "" {
+			failed[errs[i].Field] = true
+		}
+	}
 	note := func(fe rows.FieldError) {
 		fe.Row = rec.Row
 		errs = append(errs, fe)
