@@ -88,6 +88,10 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*Batch, error) {
 			return IngestSummary{SourceDigest: hex.EncodeToString(h.Sum(nil)), SkippedEmpty: r.SkippedEmpty()}
 		},
 	})
+	var fe *rows.FileError
+	if errors.As(err, &fe) {
+		return nil, fe // it names the file and line already
+	}
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", p.SourceName, err)
 	}

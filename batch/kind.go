@@ -186,6 +186,13 @@ func (r *Registry) Kinds() []KindInfo {
 	return out
 }
 
+// Has reports whether a kind is registered, so callers can reject an
+// unknown kind before they open anything.
+func (r *Registry) Has(name string) bool {
+	_, ok := r.kinds[name]
+	return ok
+}
+
 func (r *Registry) lookup(name string) (kind, error) {
 	k, ok := r.kinds[name]
 	if !ok {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 )
 
 // CSVOptions tunes a CSVReader. The zero value is usable.
@@ -100,6 +101,14 @@ func NewCSVReader(r io.Reader, name string, opts *CSVOptions) (*CSVReader, error
 	}
 	if len(rec) > o.MaxColumns {
 		return nil, &FileError{File: name, Line: line, Err: fmt.Errorf("header has %d columns, more than the limit of %d", len(rec), o.MaxColumns)}
+	}
+	for _, h := range rec {
+		// Until charsets are decoded, a header that is not UTF-8 text is
+		// most likely not a CSV file at all (an image, a spreadsheet saved
+		// under the wrong name): say so rather than "missing columns".
+		if strings.ContainsRune(h, 0) || !utf8.ValidString(h) {
+			return nil, &FileError{File: name, Line: line, Err: errors.New("the header row is not UTF-8 text: is this a CSV file?")}
+		}
 	}
 	c.header = rec
 	return c, nil

@@ -405,7 +405,7 @@ func TestImportRejected(t *testing.T) {
 		}, ": no header row: the file is empty\n"},
 		{"png", func(t *testing.T) string {
 			return writeFile(t, "image.csv", png)
-		}, `: line 1: bad header: missing required columns: "email", "name", "signup_date"` + "\n"},
+		}, ": line 1: the header row is not UTF-8 text: is this a CSV file?\n"},
 		{"binary with a bare quote", func(t *testing.T) string {
 			return writeFile(t, "random.csv", []byte("\x00\x01\xfe\"\xff,\x02\n\x03\"x\n"))
 		}, `: line 1: bare " in non-quoted-field` + "\n"},
@@ -419,6 +419,7 @@ func TestImportRejected(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			c := setup(t)
+			c.run("migrate") // so that "no batch" can be read back below
 			path := tc.path(t)
 			r := c.run("import", "customers", path)
 			want := "batchctl import: " + path + tc.reason + "the file was rejected; nothing was written\n"
@@ -436,12 +437,13 @@ func TestImportUnknownKind(t *testing.T) {
 	t.Parallel()
 	c := setup(t)
 	r := c.run("import", "suppliers", fixture)
-	want := "batchctl import: unknown kind \"suppliers\"; known kinds: customers\n"
+	want := "batchctl import: unknown kind \"suppliers\"; known kinds: customers\nrun `batchctl help` for usage\n"
 	if r.code != exitUsage || r.stdout != "" || r.stderr != want {
 		t.Fatalf("want exit %d and stderr\n%s\ngot %s", exitUsage, want, r)
 	}
-	if bs := c.batches(); len(bs) != 0 {
-		t.Errorf("an unknown kind left batches behind: %+v", bs)
+	// The kind is checked before anything is opened: no database at all.
+	if _, err := os.Stat(c.database); !os.IsNotExist(err) {
+		t.Errorf("an unknown kind created the database (stat: %v)", err)
 	}
 }
 
@@ -483,7 +485,7 @@ func TestUsageErrors(t *testing.T) {
 	t.Run("no arguments", func(t *testing.T) {
 		t.Parallel()
 		r := run(t)
-		if r.code != exitUsage || r.stdout != usage || r.stderr != "" {
+		if r.code != exitUsage || r.stdout != "" || r.stderr != usage {
 			t.Errorf("want exit %d and the usage, got %s", exitUsage, r)
 		}
 	})
@@ -565,12 +567,19 @@ func TestDatabaseFlagBeatsEnv(t *testing.T) {
 		t.Errorf("--database has %d batches, want 1", len(bs))
 	}
 
-	// Without --database, $DATABASE_URL is used: a fresh, empty database.
+	// Without --database, $DATABASE_URL is used: read-only commands refuse
+	// to invent a database there, migrate creates it.
 	r = run(t, "batches")
-	if r.code != exitOK || r.stdout != "no batches\n" {
-		t.Errorf("batches with $DATABASE_URL: %s", r)
+	if r.code != exitError || !strings.Contains(r.stderr, "no such database: "+fromEnv) {
+		t.Errorf("batches with $DATABASE_URL naming a missing file: %s", r)
+	}
+	if r := run(t, "migrate"); r.code != exitOK {
+		t.Errorf("migrate with $DATABASE_URL: %s", r)
 	}
 	if _, err := os.Stat(fromEnv); err != nil {
-		t.Errorf("batches without --database did not use $DATABASE_URL: %v", err)
+		t.Errorf("migrate without --database did not use $DATABASE_URL: %v", err)
+	}
+	if r := run(t, "batches"); r.code != exitOK || r.stdout != "no batches\n" {
+		t.Errorf("batches with $DATABASE_URL: %s", r)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/processors/customers"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -23,6 +24,13 @@ func cmdImport(ctx context.Context, e *env, args []string) (int, error) {
 		return 0, usagef("import needs <kind> <file>, got %d arguments", len(pos))
 	}
 	kind, path := pos[0], pos[1]
+	known, err := registry(nil, customers.SQLite)
+	if err != nil {
+		return 0, err
+	}
+	if !known.Has(kind) {
+		return 0, usagef("unknown kind %q; known kinds: %s", kind, kindNames(known))
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, &rows.FileError{File: path, Err: unwrapPath(err)}
@@ -32,15 +40,12 @@ func cmdImport(ctx context.Context, e *env, args []string) (int, error) {
 		return 0, &rows.FileError{File: path, Err: errors.New("is a directory, not a file")}
 	}
 
-	a, err := e.open(ctx)
+	a, err := e.open(ctx, true)
 	if err != nil {
 		return 0, err
 	}
 	defer a.close()
 	b, err := a.engine.Import(ctx, batch.ImportParams{TenantID: e.tenant, Kind: kind, SourceName: path, Source: f})
-	if errors.Is(err, batch.ErrUnknownKind) {
-		return 0, fmt.Errorf("%w; known kinds: %s", err, kindNames(a.engine.Registry()))
-	}
 	if err != nil {
 		return 0, err
 	}

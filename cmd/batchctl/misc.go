@@ -20,7 +20,7 @@ func cmdBatches(ctx context.Context, e *env, args []string) (int, error) {
 	if len(pos) != 0 {
 		return 0, usagef("batches takes no arguments")
 	}
-	a, err := e.open(ctx)
+	a, err := e.open(ctx, false)
 	if err != nil {
 		return 0, err
 	}
@@ -51,7 +51,7 @@ func cmdMigrate(ctx context.Context, e *env, args []string) (int, error) {
 	if len(pos) != 0 {
 		return 0, usagef("migrate takes no arguments")
 	}
-	a, err := e.open(ctx) // opening migrates
+	a, err := e.open(ctx, true) // opening migrates
 	if err != nil {
 		return 0, err
 	}
@@ -72,8 +72,8 @@ func cmdKinds(_ context.Context, e *env, args []string) (int, error) {
 		return 0, usagef("kinds takes no arguments")
 	}
 	// Listing kinds needs no database: the processors are never called.
-	reg := batch.NewRegistry()
-	if err := batch.Register(reg, customers.Kind(nil, customers.SQLite)); err != nil {
+	reg, err := registry(nil, customers.SQLite)
+	if err != nil {
 		return 0, err
 	}
 	kinds := reg.Kinds()

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -23,8 +25,23 @@ type app struct {
 	close  func()
 }
 
-// open connects to the database, migrates it and wires the engine.
-func (e *env) open(ctx context.Context) (*app, error) {
+// registry registers the kinds batchctl knows, with their processors
+// writing to db. db may be nil when no processor will run (listing kinds).
+func registry(db *sql.DB, d customers.Dialect) (*batch.Registry, error) {
+	reg := batch.NewRegistry()
+	if err := batch.Register(reg, customers.Kind(db, d)); err != nil {
+		return nil, err
+	}
+	return reg, nil
+}
+
+// errNoDatabase: a read-only command named a SQLite file that does not exist.
+var errNoDatabase = errors.New("no such database")
+
+// open connects to the database, migrates it and wires the engine. Unless
+// create is set, a missing SQLite file is an error rather than a new empty
+// database: `batchctl status 7` on the wrong path should say so.
+func (e *env) open(ctx context.Context, create bool) (*app, error) {
 	var (
 		store   batch.Store
 		db      *sql.DB
@@ -44,6 +61,9 @@ func (e *env) open(ctx context.Context) (*app, error) {
 		closers = append(closers, func() { db.Close() }, pool.Close)
 	} else {
 		path := strings.TrimPrefix(strings.TrimPrefix(e.database, "sqlite://"), "sqlite:")
+		if _, err := os.Stat(path); !create && errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s (import a file first, or pass --database)", errNoDatabase, path)
+		}
 		s, err := sqlite.Open(path)
 		if err != nil {
 			return nil, err
@@ -64,8 +84,8 @@ func (e *env) open(ctx context.Context) (*app, error) {
 		closeAll()
 		return nil, err
 	}
-	reg := batch.NewRegistry()
-	if err := batch.Register(reg, customers.Kind(db, dialect)); err != nil {
+	reg, err := registry(db, dialect)
+	if err != nil {
 		closeAll()
 		return nil, err
 	}

@@ -31,7 +31,7 @@ func cmdRows(ctx context.Context, e *env, args []string) (int, error) {
 		// would read as "no such rows".
 		return 0, usagef("--limit must be 0 (all rows) or more, not %d", *limit)
 	}
-	a, err := e.open(ctx)
+	a, err := e.open(ctx, false)
 	if err != nil {
 		return 0, err
 	}

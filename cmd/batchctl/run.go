@@ -65,11 +65,12 @@ func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(f
 
 // Run is batchctl's testable entry point: it returns the exit code.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(stdout, usage)
-		if len(args) == 0 {
-			return exitUsage
-		}
 		return exitOK
 	}
 	cmds := map[string]func(context.Context, *env, []string) (int, error){

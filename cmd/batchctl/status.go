@@ -20,7 +20,7 @@ func cmdStatus(ctx context.Context, e *env, args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	a, err := e.open(ctx)
+	a, err := e.open(ctx, false)
 	if err != nil {
 		return 0, err
 	}
