@@ -31,6 +31,7 @@ Usage:
   batchctl status <batch>             show a batch and its counts by state
   batchctl rows <batch> [--state S]   list a batch's rows (with their errors)
   batchctl batches                    list recent batches
+  batchctl worker [--batch N]         work open batches (--until-done to exit when idle)
   batchctl migrate                    create or update the database schema
   batchctl kinds                      list the kinds that can be imported
 
@@ -79,6 +80,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		"rows":    cmdRows,
 		"batches": cmdBatches,
 		"migrate": cmdMigrate,
+		"worker":  cmdWorker,
 		"kinds":   cmdKinds,
 	}
 	cmd, ok := cmds[args[0]]

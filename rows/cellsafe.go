@@ -1,0 +1,18 @@
+package rows
+
+// SafeCell neutralises a cell against formula injection before it is written
+// to a CSV or XLSX file that a spreadsheet program may open: a value that
+// starts with = + - @, tab, carriage return, line feed or NUL gets a leading
+// apostrophe, so the program shows it as text instead of evaluating it.
+// Every writer applies it by default; a column can opt out when its values
+// are known to be data (negative numbers, say).
+func SafeCell(s string) string {
+	if s == "" {
+		return s
+	}
+	switch s[0] {
+	case '=', '+', '-', '@', '\t', '\r', '\n', 0:
+		return "'" + s
+	}
+	return s
+}
