@@ -5,25 +5,31 @@
 #   GOFMT     gofmt command                   (default: gofmt)
 #   PKGS      packages to test/bench/vet      (default: ./...)
 #   FUZZTIME  per-target fuzzing time         (default: 60s)
+#   FUZZSHORT per-target time in make test    (default: 10s)
 #   DATABASE_URL  use this PostgreSQL instead of a throwaway local one
 
 GO       ?= go
 GOFMT    ?= gofmt
 PKGS     ?= ./...
 FUZZTIME ?= 60s
+FUZZSHORT ?= 10s
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help test test-short bench fuzz lint build
+.PHONY: help test test-short bench fuzz fuzz-short lint build
 
 help: ## Show this list of targets
 	@echo 'Usage: make TARGET [GO=go] [FUZZTIME=60s] [DATABASE_URL=...]'
 	@echo
 	@awk 'BEGIN { FS = ":[^#]*## " } /^[A-Za-z0-9_.-]+:[^#]*## / { printf "  %-11s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
-test: ## Full test suite with -race against PostgreSQL (throwaway server unless DATABASE_URL is set) and SQLite
+test: ## Full test suite with -race against PostgreSQL (throwaway server unless DATABASE_URL is set) and SQLite, then fuzz-short
 	ROWFATE_REQUIRE_POSTGRES=1 scripts/with-postgres.sh $(GO) test -race -count=1 -timeout 40m $(PKGS)
+	@$(MAKE) --no-print-directory fuzz-short
+
+fuzz-short: ## Run every Fuzz* target briefly, FUZZSHORT each (default 10s)
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZSHORT)
 
 test-short: ## Quick tests (-short, SQLite only; PostgreSQL not required)
 	$(GO) test -short -count=1 $(PKGS)

@@ -99,7 +99,8 @@ func TestImportCustomersFixture(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if b.Counts[rows.StateValid] != 286 || b.Counts[rows.StateInvalid] != 14 {
+		// Row 300 repeats row 2's email, the kind's natural key.
+		if b.Counts[rows.StateValid] != 285 || b.Counts[rows.StateInvalid] != 15 {
 			t.Fatalf("after ingest counts = %v", b.Counts)
 		}
 		if len(b.SourceDigest) != 64 {
@@ -109,11 +110,11 @@ func TestImportCustomersFixture(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if stats.Rows != 286 || stats.LeaseLost != 0 {
+		if stats.Rows != 285 || stats.LeaseLost != 0 {
 			t.Fatalf("stats = %+v", stats)
 		}
 		got := storetest.CheckInvariant(t, bd.store, "default", b.ID)
-		if got[rows.StateSucceeded] != 286 || got[rows.StateInvalid] != 14 || len(got) != 2 {
+		if got[rows.StateSucceeded] != 285 || got[rows.StateInvalid] != 15 || len(got) != 2 {
 			t.Fatalf("final counts = %v", got)
 		}
 		b, err = bd.store.BatchGet(ctx, batch.BatchGetParams{TenantID: "default", ID: b.ID})
@@ -140,6 +141,7 @@ func TestImportCustomersFixture(t *testing.T) {
 			270: "country/iso3166_1_alpha2",
 			280: "signup_date/too_early",
 			290: "name/forbidden_characters",
+			300: "email/duplicate_key",
 		}
 		for row, w := range want {
 			var parts []string
@@ -153,6 +155,9 @@ func TestImportCustomersFixture(t *testing.T) {
 				t.Errorf("row %d errors = %q, want %q", row, got, w)
 			}
 		}
+		if m := byRow[300][0].Message; m != "same email as row 2" {
+			t.Errorf("row 300 message = %q", m)
+		}
 		if m := byRow[40][0].Message; m != "must be ≥ 0" {
 			t.Errorf("row 40 message = %q", m)
 		}
@@ -160,7 +165,8 @@ func TestImportCustomersFixture(t *testing.T) {
 			t.Errorf("row 30 message = %q", m)
 		}
 
-		// Row 300 repeats row 2's email: the upsert returns the same customer.
+		// Row 300 repeats row 2's email: it is a duplicate_key row, so row
+		// 2's customer is the one stored.
 		ok, err := bd.store.RowsList(ctx, batch.RowsListParams{TenantID: "default", BatchID: b.ID, State: rows.StateSucceeded, Limit: 1000})
 		if err != nil {
 			t.Fatal(err)
@@ -169,12 +175,17 @@ func TestImportCustomersFixture(t *testing.T) {
 		for _, r := range ok {
 			ids[r.RowNo] = r.ResultID
 		}
-		if ids[2] == "" || ids[2] != ids[300] {
+		if ids[2] == "" || ids[300] != "" {
 			t.Fatalf("row 2 id %q, row 300 id %q", ids[2], ids[300])
 		}
 		var n int
 		if err := bd.db.QueryRowContext(ctx, `SELECT count(*) FROM customers`).Scan(&n); err != nil || n != 285 {
 			t.Fatalf("customers = %d, %v", n, err)
+		}
+		// Amounts are stored exactly (numeric / text), not as binary floats.
+		var amount string
+		if err := bd.db.QueryRowContext(ctx, `SELECT CAST(amount AS TEXT) FROM customers WHERE email = 'donald.liskov0@example.com'`).Scan(&amount); err != nil || amount != "702.39" {
+			t.Fatalf("amount of row 2 = %q, %v; want 702.39", amount, err)
 		}
 	})
 }
@@ -474,5 +485,70 @@ func TestShutdownFlushesDoneRows(t *testing.T) {
 		if got := storetest.CheckInvariant(t, bd.store, "default", b.ID); got[rows.StateSucceeded] != 4 {
 			t.Fatalf("counts after restart = %v", got)
 		}
+	})
+}
+
+// chunkProcessor answers a whole chunk at once; mode "all-fail" on any row
+// fails the whole call, "short" returns too few results.
+type chunkProcessor struct{ calls atomic.Int64 }
+
+func (p *chunkProcessor) Process(ctx context.Context, r outcomeRow) (string, error) {
+	panic("Process must not be called when ProcessChunk exists")
+}
+
+func (p *chunkProcessor) ProcessChunk(ctx context.Context, rs []outcomeRow) ([]batch.Result, error) {
+	p.calls.Add(1)
+	out := make([]batch.Result, len(rs))
+	for i, r := range rs {
+		switch r.Mode {
+		case "always":
+			return nil, errors.New("downstream unavailable")
+		case "slow":
+			return out[:i], nil
+		case "permanent":
+			out[i].Err = batch.Permanent(errors.New("rejected"))
+		default:
+			out[i].ID = "c-" + r.Key
+		}
+	}
+	return out, nil
+}
+
+func TestChunkProcessor(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, bd *bundle) {
+		ctx := context.Background()
+		p := &chunkProcessor{}
+		reg := batch.NewRegistry()
+		if err := batch.Register(reg, batch.Kind[outcomeRow]{Name: "chunky", Processor: p, ChunkSize: 3, MaxAttempts: 2, BackoffFunc: func(int) time.Duration { return time.Millisecond }}); err != nil {
+			t.Fatal(err)
+		}
+		e := newEngine(t, bd.store, reg, 0)
+		// Chunk 0: ok, permanent, ok. Chunk 1: ok, always (whole call fails,
+		// twice: dead). Chunk 2: slow (too few results: permanent).
+		src := "key,mode\na,ok\nb,permanent\nc,ok\nd,ok\ne,always\nf,ok\ng,slow\n"
+		b, err := e.Import(ctx, batch.ImportParams{Kind: "chunky", SourceName: "c.csv", Source: strings.NewReader(src)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Work(ctx, batch.WorkParams{BatchID: b.ID, Workers: 1, UntilDone: true}); err != nil {
+			t.Fatal(err)
+		}
+		all, err := bd.store.RowsList(ctx, batch.RowsListParams{TenantID: "default", BatchID: b.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range all {
+			got = append(got, fmt.Sprintf("%s:%s:%d:%s", r.Values[0], r.State, r.Attempts, r.ResultID))
+		}
+		want := "a:succeeded:1:c-a b:failed:1: c:succeeded:1:c-c d:dead:2: e:dead:2: f:dead:2: g:failed:1:"
+		if strings.Join(got, " ") != want {
+			t.Fatalf("rows:\n got %s\nwant %s", strings.Join(got, " "), want)
+		}
+		if n := p.calls.Load(); n != 4 {
+			t.Errorf("ProcessChunk called %d times, want 4 (one per chunk, plus the retry)", n)
+		}
+		storetest.CheckInvariant(t, bd.store, "default", b.ID)
 	})
 }

@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -23,9 +24,45 @@ type ImportParams struct {
 	Source io.Reader
 	// CSV tunes the CSV reader.
 	CSV *rows.CSVOptions
+	// Format is FormatCSV or FormatXLSX. Defaults to detection from the
+	// source's first bytes and name (rows.IsXLSX): a zip or OLE signature,
+	// or an .xlsx/.xls name, is XLSX; anything else CSV.
+	Format Format
+	// XLSX tunes the XLSX reader: sheet, header row, limits.
+	XLSX *rows.XLSXOptions
 }
 
-// Import reads a CSV source streaming, validates every row in the kind's
+// Format is the file format of an import or an export.
+type Format string
+
+// The formats.
+const (
+	FormatCSV  Format = "csv"
+	FormatXLSX Format = "xlsx"
+)
+
+// openReader opens the reader for src in p's format, detecting the format
+// when p has none. src must be buffered so that the detection can peek. A
+// reader that holds temporary files (XLSX) is an io.Closer.
+func openReader(src *bufio.Reader, p ImportParams) (rows.Reader, error) {
+	format := p.Format
+	if format == "" {
+		head, _ := src.Peek(8)
+		format = FormatCSV
+		if rows.IsXLSX(head, p.SourceName) {
+			format = FormatXLSX
+		}
+	}
+	switch format {
+	case FormatCSV:
+		return rows.NewCSVReader(src, p.SourceName, p.CSV)
+	case FormatXLSX:
+		return rows.NewXLSXReader(src, p.SourceName, p.XLSX)
+	}
+	return nil, fmt.Errorf("import %s: unknown format %q", p.SourceName, format)
+}
+
+// Import reads a CSV or XLSX source streaming, validates every row in the kind's
 // fixed phases and stores all rows with their outcome in one transaction.
 // It returns the new batch; its valid rows are then worked by Work.
 //
@@ -40,15 +77,25 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*Batch, error) {
 		p.TenantID = "default"
 	}
 	h := sha256.New()
-	r, err := rows.NewCSVReader(io.TeeReader(p.Source, h), p.SourceName, p.CSV)
+	// The digest is taken over the raw bytes as they are read, whatever
+	// the reader does with them (the XLSX reader copies them to a file).
+	r, err := openReader(bufio.NewReader(io.TeeReader(p.Source, h)), p)
 	if err != nil {
 		return nil, err
 	}
+	if c, ok := r.(io.Closer); ok {
+		defer c.Close()
+	}
 	m, err := k.mapHeader(r.Header())
 	if err != nil {
-		return nil, &rows.FileError{File: p.SourceName, Line: 1, Err: err}
+		line := int64(1)
+		if hr, ok := r.(interface{ HeaderRow() int64 }); ok {
+			line = hr.HeaderRow() // a sheet's header need not be its first row
+		}
+		return nil, &rows.FileError{File: p.SourceName, Line: line, Err: err}
 	}
 	chunkSize := int64(k.settings().chunkSize)
+	chk := newRowChecker(k, m)
 
 	seq := func(yield func(IngestRow, error) bool) {
 		var n int64
@@ -66,7 +113,7 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*Batch, error) {
 				return
 			}
 			row := IngestRow{RowNo: rec.Row, ChunkNo: n / chunkSize, State: rows.StateValid, Values: rec.Values}
-			if errs := k.validate(ctx, m, rec); len(errs) > 0 {
+			if errs := chk.check(ctx, rec); len(errs) > 0 {
 				row.State, row.Errors = rows.StateInvalid, errs
 			}
 			n++
@@ -95,6 +142,7 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*Batch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", p.SourceName, err)
 	}
+	b.Warnings = unknownWarning(m)
 	e.logger.InfoContext(ctx, "batch imported", "batch_id", b.ID, "kind", b.Kind, "tenant_id", b.TenantID, "rows", b.Counts.Total())
 	return b, nil
 }

@@ -19,6 +19,21 @@ type Processor[T any] interface {
 	Process(ctx context.Context, row T) (id string, err error)
 }
 
+// ChunkProcessor is the batched form of Processor, for speed: one call for
+// all the due rows of a chunk (one transaction downstream instead of one per
+// row). It returns one Result per row, in order; an error returned for the
+// whole call applies to every row. The engine still owns every outcome. A
+// Processor that also implements ChunkProcessor is called this way.
+type ChunkProcessor[T any] interface {
+	ProcessChunk(ctx context.Context, rows []T) ([]Result, error)
+}
+
+// Result is one row's answer from a ChunkProcessor: an id or an error.
+type Result struct {
+	ID  string
+	Err error
+}
+
 // ProcessFunc adapts a function to a Processor.
 type ProcessFunc[T any] func(ctx context.Context, row T) (string, error)
 
@@ -47,6 +62,18 @@ type Kind[T any] struct {
 	// BackoffFunc returns the delay before the next attempt after the given
 	// failed attempt (1-based). Defaults to 1s doubling, capped at 5m.
 	BackoffFunc func(attempt int) time.Duration
+	// KeyFunc returns a row's natural key (an email, an SKU). When set, a
+	// row whose key an earlier valid row of the same file already has is
+	// invalid with code duplicate_key, naming that row. Rows that fail
+	// validation and empty keys take no part. Optional.
+	KeyFunc func(T) string
+	// KeyName names the key in messages ("same email as row 12"); when it
+	// is one of the kind's columns, the error is reported on that column.
+	// Defaults to "key".
+	KeyName string
+	// Example is a row that shows what a good file looks like; `batchctl
+	// template` writes it under the header. Optional.
+	Example *T
 }
 
 // kind is a registered Kind with its type erased, so the engine can hold
@@ -57,10 +84,21 @@ type kind interface {
 	// mapHeader matches a file's header and rejects it when required
 	// columns are missing.
 	mapHeader(header []string) (*rows.Mapping, error)
-	// validate runs every phase for one record.
-	validate(ctx context.Context, m *rows.Mapping, rec rows.Record) []rows.FieldError
+	// check runs every phase for one record and returns the row's natural
+	// key, or "" when the kind has none or the row is invalid.
+	check(ctx context.Context, m *rows.Mapping, rec rows.Record) ([]rows.FieldError, string)
+	// template returns the kind's columns and its example row (nil
+	// without one).
+	template() (header, example []string, err error)
+	// binder returns the kind's binder, for mapping headers.
+	binder() *rows.Binder
+	// keyName is Kind.KeyName.
+	keyName() string
 	// process binds a stored record and calls the processor.
 	process(ctx context.Context, m *rows.Mapping, row int64, values []string) (string, error)
+	// processChunk calls the kind's ChunkProcessor, if it has one, with
+	// every row that binds; ok is false when the kind has none.
+	processChunk(ctx context.Context, m *rows.Mapping, leased []LeasedRow) (results []Result, ok bool)
 }
 
 type kindSettings struct {
@@ -107,10 +145,45 @@ func (r *registered[T]) mapHeader(header []string) (*rows.Mapping, error) {
 	return m, nil
 }
 
-func (r *registered[T]) validate(ctx context.Context, m *rows.Mapping, rec rows.Record) []rows.FieldError {
-	_, errs := r.pipeline.Run(ctx, m, rec)
-	return errs
+func (r *registered[T]) check(ctx context.Context, m *rows.Mapping, rec rows.Record) ([]rows.FieldError, string) {
+	t, errs := r.pipeline.Run(ctx, m, rec)
+	if len(errs) > 0 || r.k.KeyFunc == nil {
+		return errs, ""
+	}
+	key, err := callKey(r.k.KeyFunc, t)
+	if err != nil {
+		return []rows.FieldError{{Row: rec.Row, Code: rows.CodePanic, Message: err.Error()}}, ""
+	}
+	return nil, key
 }
+
+// callKey turns a panic in a KeyFunc into the row's error.
+func callKey[T any](f func(T) string, t T) (key string, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("key function panicked: %v", v)
+		}
+	}()
+	return f(t), nil
+}
+
+func (r *registered[T]) template() ([]string, []string, error) {
+	b := r.pipeline.Binder()
+	cols := b.Columns()
+	header := make([]string, len(cols))
+	for i, c := range cols {
+		header[i] = c.Name
+	}
+	if r.k.Example == nil {
+		return header, nil, nil
+	}
+	ex, err := b.Format(r.k.Example)
+	return header, ex, err
+}
+
+func (r *registered[T]) binder() *rows.Binder { return r.pipeline.Binder() }
+
+func (r *registered[T]) keyName() string { return r.k.KeyName }
 
 func (r *registered[T]) process(ctx context.Context, m *rows.Mapping, row int64, values []string) (string, error) {
 	var t T
@@ -119,6 +192,53 @@ func (r *registered[T]) process(ctx context.Context, m *rows.Mapping, row int64,
 		return "", Permanent(rows.FieldErrors(errs))
 	}
 	return r.k.Processor.Process(ctx, t)
+}
+
+func (r *registered[T]) processChunk(ctx context.Context, m *rows.Mapping, leased []LeasedRow) ([]Result, bool) {
+	cp, ok := r.k.Processor.(ChunkProcessor[T])
+	if !ok {
+		return nil, false
+	}
+	results := make([]Result, len(leased))
+	batchRows := make([]T, 0, len(leased))
+	idx := make([]int, 0, len(leased))
+	for i, l := range leased {
+		var t T
+		if errs := m.Bind(l.RowNo, l.Values, &t); len(errs) > 0 {
+			results[i].Err = Permanent(rows.FieldErrors(errs))
+			continue
+		}
+		batchRows = append(batchRows, t)
+		idx = append(idx, i)
+	}
+	if len(batchRows) == 0 {
+		return results, true
+	}
+	out, err := callChunk(ctx, cp, batchRows)
+	switch {
+	case err == nil && len(out) != len(batchRows):
+		err = Permanent(fmt.Errorf("processor returned %d results for %d rows", len(out), len(batchRows)))
+	case err == nil:
+		for j, res := range out {
+			results[idx[j]] = res
+		}
+		return results, true
+	}
+	// The call as a whole failed: every row it carried shares the error.
+	for _, i := range idx {
+		results[i] = Result{Err: err}
+	}
+	return results, true
+}
+
+// callChunk turns a panic in ProcessChunk into a permanent error.
+func callChunk[T any](ctx context.Context, cp ChunkProcessor[T], batchRows []T) (out []Result, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = Permanent(fmt.Errorf("processor panicked: %v", v))
+		}
+	}()
+	return cp.ProcessChunk(ctx, batchRows)
 }
 
 // Registry holds the kinds an engine knows. It is filled before the engine

@@ -47,9 +47,13 @@ type Batch struct {
 	// overwritten from its rows.
 	Counts rows.Counts `json:"counts"`
 	// SkippedEmpty is how many empty rows of the source were skipped.
-	SkippedEmpty int64      `json:"skipped_empty"`
-	CreatedAt    time.Time  `json:"created_at"`
-	FinishedAt   *time.Time `json:"finished_at,omitempty"`
+	SkippedEmpty int64 `json:"skipped_empty"`
+	// Warnings are problems of the source that did not reject it (unknown
+	// columns, which were ignored). Import sets them on the batch it
+	// returns; they are not stored.
+	Warnings   []string   `json:"warnings,omitempty"`
+	CreatedAt  time.Time  `json:"created_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
 }
 
 // Row is one stored row with its outcome.

@@ -139,34 +139,12 @@ func (e *Engine) workChunk(ctx context.Context, l *Lease) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("batch %d: header no longer maps to kind %s: %w", l.BatchID, l.Kind, err)
 	}
-	s := k.settings()
-
 	wctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var hb sync.WaitGroup
 	hb.Go(func() { e.heartbeat(wctx, cancel, l) })
 
-	outcomes := make([]RowOutcome, 0, len(l.Rows))
-	for _, r := range l.Rows {
-		if wctx.Err() != nil {
-			break
-		}
-		rctx, rcancel := context.WithTimeout(wctx, s.timeout)
-		id, perr := e.call(rctx, k, m, r)
-		rcancel()
-		out, ok := classify(wctx, id, perr, r.Attempts, s.maxAttempts)
-		if !ok {
-			break
-		}
-		out.RowNo = r.RowNo
-		if out.Error != nil {
-			out.Error.Row = r.RowNo
-		}
-		if out.State == rows.StateRetrying {
-			out.RetryDelay = s.backoff(r.Attempts)
-		}
-		outcomes = append(outcomes, out)
-	}
+	outcomes := e.processRows(wctx, k, m, l.Rows)
 	cancel(nil)
 	hb.Wait()
 	if errors.Is(context.Cause(wctx), ErrLeaseLost) {
@@ -186,6 +164,53 @@ func (e *Engine) workChunk(ctx context.Context, l *Lease) (int, error) {
 	}
 	e.logger.DebugContext(ctx, "chunk flushed", "batch_id", l.BatchID, "chunk_no", l.ChunkNo, "rows", len(outcomes), "finished", res.Finished)
 	return len(outcomes), nil
+}
+
+// processRows runs the processor over a chunk's leased rows and classifies
+// each answer. It stops early when ctx is done (shutdown or lease lost): the
+// rows without an outcome stay open for the next claim.
+func (e *Engine) processRows(ctx context.Context, k kind, m *rows.Mapping, leased []LeasedRow) []RowOutcome {
+	s := k.settings()
+	outcomes := make([]RowOutcome, 0, len(leased))
+	record := func(r LeasedRow, id string, err error) bool {
+		out, ok := classify(ctx, id, err, r.Attempts, s.maxAttempts)
+		if !ok {
+			return false
+		}
+		out.RowNo = r.RowNo
+		if out.Error != nil {
+			out.Error.Row = r.RowNo
+		}
+		if out.State == rows.StateRetrying {
+			out.RetryDelay = s.backoff(r.Attempts)
+		}
+		outcomes = append(outcomes, out)
+		return true
+	}
+
+	cctx, ccancel := context.WithTimeout(ctx, s.timeout)
+	results, chunked := k.processChunk(cctx, m, leased)
+	ccancel()
+	if chunked {
+		for i, r := range leased {
+			if !record(r, results[i].ID, results[i].Err) {
+				break
+			}
+		}
+		return outcomes
+	}
+	for _, r := range leased {
+		if ctx.Err() != nil {
+			break
+		}
+		rctx, rcancel := context.WithTimeout(ctx, s.timeout)
+		id, err := e.call(rctx, k, m, r)
+		rcancel()
+		if !record(r, id, err) {
+			break
+		}
+	}
+	return outcomes
 }
 
 // call runs the processor for one row and turns a panic into a permanent

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // DefaultTimeLayouts are tried, in order, for a time.Time field without a
@@ -19,8 +22,23 @@ var DefaultTimeLayouts = []string{"2006-01-02", time.RFC3339, "2006-01-02 15:04:
 // `col:"name"` tag can be bound, so a header can never reach an internal
 // field. Build one per type with NewBinder and reuse it.
 //
-// Tag syntax: `col:"email,alias=E-mail|mail"` and, for time.Time,
-// `layout:"2006-01-02|02/01/2006"`.
+// Tag syntax:
+//
+//   - `col:"email,alias=E-mail|mail"`: the column and its aliases.
+//   - `layout:"2006-01-02|02/01/2006"` (time.Time): the layouts tried in
+//     order; DefaultTimeLayouts without one.
+//   - `excel:"1904"` (time.Time): a plain number that no layout parses is
+//     an Excel serial date; the 1900 date system (Windows Excel, with its
+//     phantom 1900-02-29) is the default, "1904" selects the old Mac
+//     system, "off" refuses serial numbers.
+//   - `bool:"ja|oui,nein|non"` (bool): more words for true, then after the
+//     comma for false, on top of true/false/yes/no/y/n/1/0.
+//
+// Field types: strings, ints, uints, floats, Decimal (exact), bool,
+// time.Time, a string type with an Enum() []string method (its allowed
+// values, matched case-insensitively and stored as declared), any
+// encoding.TextUnmarshaler, and pointers to these (nil when the cell is
+// empty).
 type Binder struct {
 	typ    reflect.Type
 	fields []boundField
@@ -31,9 +49,25 @@ type boundField struct {
 	name    string   // Go field name
 	column  string   // canonical column name from the tag
 	keys    []string // normalised names that match: column and aliases
-	layouts []string
+	opts    fieldOpts
 	convert func(s string, v reflect.Value) error
 }
+
+// fieldOpts are the per-field binding options read from tags.
+type fieldOpts struct {
+	layouts   []string
+	excel     excelSystem
+	trueWords []string // lower-case
+	falseWord []string
+}
+
+type excelSystem int
+
+const (
+	excel1900 excelSystem = iota
+	excel1904
+	excelOff
+)
 
 // NewBinder inspects the struct type of sample (a struct or a pointer to
 // one) once.
@@ -74,12 +108,10 @@ func NewBinder(typ reflect.Type) (*Binder, error) {
 			}
 			seen[k] = sf.Name
 		}
-		if l := sf.Tag.Get("layout"); l != "" {
-			f.layouts = strings.Split(l, "|")
-		} else {
-			f.layouts = DefaultTimeLayouts
+		if err := f.opts.parse(sf.Tag); err != nil {
+			return nil, fmt.Errorf("bind: %s.%s: %w", typ, sf.Name, err)
 		}
-		conv, err := converter(sf.Type, f.layouts)
+		conv, err := converter(sf.Type, &f.opts)
 		if err != nil {
 			return nil, fmt.Errorf("bind: %s.%s: %w", typ, sf.Name, err)
 		}
@@ -90,6 +122,43 @@ func NewBinder(typ reflect.Type) (*Binder, error) {
 		return nil, fmt.Errorf("bind: %s has no field with a col tag", typ)
 	}
 	return b, nil
+}
+
+func (o *fieldOpts) parse(tag reflect.StructTag) error {
+	if l := tag.Get("layout"); l != "" {
+		o.layouts = strings.Split(l, "|")
+	} else {
+		o.layouts = DefaultTimeLayouts
+	}
+	switch x := tag.Get("excel"); x {
+	case "", "1900":
+	case "1904":
+		o.excel = excel1904
+	case "off":
+		o.excel = excelOff
+	default:
+		return fmt.Errorf(`excel tag %q: want "1900", "1904" or "off"`, x)
+	}
+	if b, ok := tag.Lookup("bool"); ok {
+		t, f, ok := strings.Cut(b, ",")
+		if !ok {
+			return fmt.Errorf(`bool tag %q: want "true words,false words", as in "ja|oui,nein|non"`, b)
+		}
+		for _, w := range strings.Split(t, "|") {
+			if w = strings.ToLower(strings.TrimSpace(w)); w != "" {
+				o.trueWords = append(o.trueWords, w)
+			}
+		}
+		for _, w := range strings.Split(f, "|") {
+			if w = strings.ToLower(strings.TrimSpace(w)); w != "" {
+				if slices.Contains(o.trueWords, w) {
+					return fmt.Errorf("bool tag %q: %q is both true and false", b, w)
+				}
+				o.falseWord = append(o.falseWord, w)
+			}
+		}
+	}
+	return nil
 }
 
 // throughPointer reports whether the field at index is reached through an
@@ -105,9 +174,10 @@ func throughPointer(typ reflect.Type, index []int) bool {
 }
 
 // NormalizeHeader is the key under which header cells and column names are
-// compared: trimmed, lower-case, with no spaces.
+// compared: Unicode NFC (so "é" typed as e and a combining accent matches
+// "é"), lower-case, with no spaces.
 func NormalizeHeader(s string) string {
-	return strings.ToLower(strings.Join(strings.Fields(s), ""))
+	return strings.ToLower(norm.NFC.String(strings.Join(strings.Fields(s), "")))
 }
 
 // Column describes one bindable column of a Binder.
@@ -239,15 +309,29 @@ func (e *convError) Error() string { return e.msg }
 
 var (
 	timeType            = reflect.TypeFor[time.Time]()
+	decimalType         = reflect.TypeFor[Decimal]()
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+	enumType            = reflect.TypeFor[Enum]()
 )
+
+// Enum is implemented by a string type whose values are a fixed list:
+//
+//	type Tier string
+//	func (Tier) Enum() []string { return []string{"free", "pro", "enterprise"} }
+//
+// A cell binds when it equals one of them ignoring case and surrounding
+// spaces, and the field holds the value as Enum spells it; anything else is
+// a oneof error listing them. Enum is called once, when the Binder is made.
+type Enum interface {
+	Enum() []string
+}
 
 // converter returns the function that parses a trimmed cell into a value of
 // type t. An empty cell leaves the zero value (nil for pointers), so that
 // "required" is the declarative phase's decision, not the binder's.
-func converter(t reflect.Type, layouts []string) (func(string, reflect.Value) error, error) {
+func converter(t reflect.Type, o *fieldOpts) (func(string, reflect.Value) error, error) {
 	if t.Kind() == reflect.Pointer {
-		inner, err := converter(t.Elem(), layouts)
+		inner, err := converter(t.Elem(), o)
 		if err != nil {
 			return nil, err
 		}
@@ -265,6 +349,7 @@ func converter(t reflect.Type, layouts []string) (func(string, reflect.Value) er
 		}, nil
 	}
 	if t == timeType {
+		layouts, excel := o.layouts, o.excel
 		return func(s string, v reflect.Value) error {
 			if s == "" {
 				return nil
@@ -275,7 +360,50 @@ func converter(t reflect.Type, layouts []string) (func(string, reflect.Value) er
 					return nil
 				}
 			}
+			if excel != excelOff && looksSerial(s) {
+				tm, err := excelDate(s, excel)
+				if err != nil {
+					return &convError{CodeBadDate, fmt.Sprintf("%q: %v", s, err)}
+				}
+				v.Set(reflect.ValueOf(tm))
+				return nil
+			}
 			return &convError{CodeBadDate, fmt.Sprintf("%q is not a date in the form %s", s, humanLayouts(layouts))}
+		}, nil
+	}
+	if t == decimalType {
+		return func(s string, v reflect.Value) error {
+			if s == "" {
+				return nil
+			}
+			d, err := ParseDecimal(s)
+			switch {
+			case errors.Is(err, errDecimalRange):
+				return &convError{CodeOutOfRange, fmt.Sprintf("%q has more than %d digits", s, maxDecimalDigits)}
+			case err != nil:
+				return &convError{CodeNotANumber, fmt.Sprintf("%q is not a number (write 1234.50: a point for decimals, no thousands separator)", s)}
+			}
+			v.Set(reflect.ValueOf(d))
+			return nil
+		}, nil
+	}
+	if t.Kind() == reflect.String && t.Implements(enumType) {
+		allowed := reflect.Zero(t).Interface().(Enum).Enum()
+		if len(allowed) == 0 {
+			return nil, fmt.Errorf("%s.Enum() lists no values", t)
+		}
+		list := strings.Join(allowed, ", ")
+		return func(s string, v reflect.Value) error {
+			if s == "" {
+				return nil
+			}
+			for _, a := range allowed {
+				if strings.EqualFold(a, s) {
+					v.SetString(a)
+					return nil
+				}
+			}
+			return &convError{CodeOneOf, fmt.Sprintf("%q must be one of %s", s, list)}
 		}, nil
 	}
 	if reflect.PointerTo(t).Implements(textUnmarshalerType) {
@@ -334,22 +462,88 @@ func converter(t reflect.Type, layouts []string) (func(string, reflect.Value) er
 			return nil
 		}, nil
 	case reflect.Bool:
+		trueWords, falseWords := o.trueWords, o.falseWord
+		words := "yes/no, true/false or 1/0"
+		if len(trueWords) > 0 {
+			words = trueWords[0] + "/" + falseWords[0] + ", " + words
+		}
 		return func(s string, v reflect.Value) error {
 			if s == "" {
 				return nil
 			}
-			switch strings.ToLower(s) {
-			case "true", "yes", "y", "1":
+			w := strings.ToLower(s)
+			switch {
+			case w == "true" || w == "yes" || w == "y" || w == "1" || slices.Contains(trueWords, w):
 				v.SetBool(true)
-			case "false", "no", "n", "0":
+			case w == "false" || w == "no" || w == "n" || w == "0" || slices.Contains(falseWords, w):
 				v.SetBool(false)
 			default:
-				return &convError{CodeNotABool, fmt.Sprintf("%q is not yes/no, true/false or 1/0", s)}
+				return &convError{CodeNotABool, fmt.Sprintf("%q is not %s", s, words)}
 			}
 			return nil
 		}, nil
 	}
 	return nil, fmt.Errorf("unsupported field type %s", t)
+}
+
+// looksSerial reports whether s is a plain non-negative number, the way a
+// spreadsheet's date cell reads when exported without formatting: 45292 or
+// 45292.5.
+func looksSerial(s string) bool {
+	digits, point := 0, false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.' && !point && digits > 0:
+			point = true
+		default:
+			return false
+		}
+	}
+	return digits > 0 && digits <= 12
+}
+
+// Excel serial dates. In the 1900 system day 1 is 1900-01-01, and Excel
+// (copying Lotus 1-2-3) counts a 1900-02-29 that never was as day 60: days
+// from 61 on are one more than the calendar says, so they count from
+// 1899-12-30, days 1-59 from 1899-12-31. In the 1904 system day 0 is
+// 1904-01-01. A fraction is the time of day, to the millisecond. The
+// largest serial either system shows is 9999-12-31.
+var (
+	excelEpoch1900 = time.Date(1899, 12, 30, 0, 0, 0, 0, time.UTC)
+	excelEpoch1904 = time.Date(1904, 1, 1, 0, 0, 0, 0, time.UTC)
+	excelLast      = time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC)
+)
+
+func excelDate(s string, system excelSystem) (time.Time, error) {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return time.Time{}, errors.New("is not an Excel serial date")
+	}
+	day := math.Floor(f)
+	ms := math.Round((f - day) * 86400e3)
+	var base time.Time
+	switch {
+	case system == excel1904:
+		base = excelEpoch1904
+	case day == 60:
+		return time.Time{}, errors.New("is Excel's 1900-02-29, a day that does not exist")
+	case day < 1:
+		return time.Time{}, errors.New("is not an Excel serial date (day 0 is before 1900-01-01)")
+	case day < 60:
+		base = excelEpoch1900.AddDate(0, 0, 1)
+	default:
+		base = excelEpoch1900
+	}
+	if day > 3e6 {
+		return time.Time{}, errors.New("is past the last Excel date, 9999-12-31")
+	}
+	tm := base.AddDate(0, 0, int(day)).Add(time.Duration(ms) * time.Millisecond)
+	if tm.After(excelLast) {
+		return time.Time{}, errors.New("is past the last Excel date, 9999-12-31")
+	}
+	return tm, nil
 }
 
 func numErr(s string, err error) error {
@@ -368,4 +562,84 @@ func humanLayouts(layouts []string) string {
 		out[i] = r.Replace(l)
 	}
 	return strings.Join(out, " or ")
+}
+
+// MappedColumn is one header cell that feeds a field.
+type MappedColumn struct {
+	Header string `json:"header"` // as the file spells it, trimmed
+	Column string `json:"column"` // as the kind declares it
+	Field  string `json:"field"`  // Go field name
+}
+
+// Matched lists the header cells that feed a field, in header order.
+func (m *Mapping) Matched() []MappedColumn {
+	var out []MappedColumn
+	for i, fi := range m.cell {
+		if fi >= 0 {
+			f := &m.b.fields[fi]
+			out = append(out, MappedColumn{Header: strings.TrimSpace(m.header[i]), Column: f.column, Field: f.name})
+		}
+	}
+	return out
+}
+
+// Format writes the bound fields of v (a struct of the binder's type or a
+// pointer to one) as cells in Columns order, in a form Bind reads back:
+// times in the field's first layout, decimals exact, nil pointers and zero
+// times empty. It is how a kind's example row becomes a template.
+func (b *Binder) Format(v any) ([]string, error) {
+	rv := reflect.ValueOf(v)
+	for rv.Kind() == reflect.Pointer && !rv.IsNil() {
+		rv = rv.Elem()
+	}
+	if rv.Type() != b.typ {
+		return nil, fmt.Errorf("format: want %s, got %T", b.typ, v)
+	}
+	out := make([]string, len(b.fields))
+	for i := range b.fields {
+		f := &b.fields[i]
+		s, err := formatValue(rv.FieldByIndex(f.index), &f.opts)
+		if err != nil {
+			return nil, fmt.Errorf("format %s: %w", f.name, err)
+		}
+		out[i] = s
+	}
+	return out, nil
+}
+
+var textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+
+func formatValue(v reflect.Value, o *fieldOpts) (string, error) {
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return "", nil
+		}
+		v = v.Elem()
+	}
+	switch {
+	case v.Type() == timeType:
+		t := v.Interface().(time.Time)
+		if t.IsZero() {
+			return "", nil
+		}
+		return t.Format(o.layouts[0]), nil
+	case v.Type() == decimalType:
+		return v.Interface().(Decimal).String(), nil
+	case v.Kind() != reflect.String && v.Type().Implements(textMarshalerType):
+		b, err := v.Interface().(encoding.TextMarshaler).MarshalText()
+		return string(b), err
+	}
+	switch v.Kind() {
+	case reflect.String:
+		return v.String(), nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.FormatInt(v.Int(), 10), nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return strconv.FormatUint(v.Uint(), 10), nil
+	case reflect.Float32, reflect.Float64:
+		return strconv.FormatFloat(v.Float(), 'f', -1, v.Type().Bits()), nil
+	case reflect.Bool:
+		return strconv.FormatBool(v.Bool()), nil
+	}
+	return "", fmt.Errorf("cannot format %s", v.Type())
 }

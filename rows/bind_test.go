@@ -562,6 +562,11 @@ type fuzzRow struct {
 	P  *int      `col:"p"`
 	L  level     `col:"l"`
 	LP *level    `col:"lp"`
+	D  Decimal   `col:"d"`
+	DP *Decimal  `col:"dp"`
+	E  tier      `col:"e"`
+	BL bool      `col:"bl" bool:"ja|oui,nein|non"`
+	X  time.Time `col:"x" excel:"1904"`
 
 	Internal string
 }
@@ -578,11 +583,16 @@ func FuzzBind(f *testing.F) {
 		{"", ""},
 		{"i,i8,u,f", "9223372036854775808,-129,18446744073709551616,1e999"},
 		{"s,i,s", "a,1,b"},
+		{"d,dp,e,bl,x", "12.50,-0.001,PRO,Ja,43830.5"},
+		{"d,dp,e,bl,x", "1e3,12345678901234567890,gold,vielleicht,60"},
+		{"t,x", "60,0"},
+		{"t", "2958466"},
+		{"d", "-.5"},
 	} {
 		f.Add(seed[0], seed[1])
 	}
 	b := mustBinder(f, reflect.TypeFor[fuzzRow]())
-	known := map[Code]bool{CodeNotANumber: true, CodeOutOfRange: true, CodeNotABool: true, CodeBadDate: true, CodeInvalid: true}
+	known := map[Code]bool{CodeNotANumber: true, CodeOutOfRange: true, CodeNotABool: true, CodeBadDate: true, CodeInvalid: true, CodeOneOf: true}
 
 	f.Fuzz(func(t *testing.T, headerLine, recordLine string) {
 		header := strings.Split(headerLine, ",")

@@ -11,10 +11,23 @@ import (
 	"unicode/utf8"
 )
 
-// CSVOptions tunes a CSVReader. The zero value is usable.
+// CSVOptions tunes a CSVReader. The zero value is usable: it detects the
+// encoding and the delimiter and applies safe limits.
 type CSVOptions struct {
-	// Comma is the field delimiter. Defaults to ','.
+	// Encoding is the file's character set: utf-8, utf-16 (by byte order
+	// mark, little-endian without one), utf-16le, utf-16be or windows-1252
+	// (latin1 and cp1252 are accepted as names for it). A byte order mark
+	// overrides a declared UTF-8 or UTF-16. Defaults to detection: see
+	// CSVReader.Encoding.
+	Encoding string
+	// Comma is the field delimiter. Defaults to sniffing among , ; tab and
+	// | (see SniffDelimiter).
 	Comma rune
+	// MaxLineBytes caps one record as read: a physical line, or all the
+	// lines of a record whose quoted cell spans several. A longer record
+	// is a file error, which bounds the memory a hostile file (or one
+	// unbalanced quote) can take. Defaults to 4 MiB.
+	MaxLineBytes int
 	// MaxColumns caps the number of header columns. Defaults to 1024.
 	MaxColumns int
 	// MaxCellBytes caps the size of one cell; a longer cell is a row error.
@@ -23,15 +36,24 @@ type CSVOptions struct {
 	// MaxRows caps the number of data rows; more is a file error.
 	// Defaults to 10,000,000.
 	MaxRows int64
+	// KeepFormulaQuote keeps a leading apostrophe that guards a formula
+	// character. By default one is removed: SafeCell adds it when a report
+	// is written ("'=SUM(A1)", "'-1"), and a report fixed and uploaded
+	// again must read as the values it was written from. An apostrophe in
+	// front of anything else is always kept.
+	KeepFormulaQuote bool
 }
 
-func (o *CSVOptions) withDefaults() CSVOptions {
+func (o *CSVOptions) withDefaults() (CSVOptions, error) {
 	var c CSVOptions
 	if o != nil {
 		c = *o
 	}
-	if c.Comma == 0 {
-		c.Comma = ','
+	if c.Comma != 0 && !validDelim(c.Comma) {
+		return c, fmt.Errorf("bad delimiter %q", c.Comma)
+	}
+	if c.MaxLineBytes <= 0 {
+		c.MaxLineBytes = 4 << 20
 	}
 	if c.MaxColumns <= 0 {
 		c.MaxColumns = 1024
@@ -42,18 +64,25 @@ func (o *CSVOptions) withDefaults() CSVOptions {
 	if c.MaxRows <= 0 {
 		c.MaxRows = 10_000_000
 	}
-	return c
+	return c, nil
 }
 
-// CSVReader reads a CSV file one record at a time. It strips one leading
-// UTF-8 byte order mark, reads the first non-empty row as the header, and
-// numbers rows the way a spreadsheet program shows them.
+// CSVReader reads a CSV file one record at a time. It decodes the file's
+// character set to UTF-8 (dropping one byte order mark), finds the
+// delimiter, reads the first non-empty row as the header, and numbers rows
+// the way a spreadsheet program shows them.
+//
+// Problems of one row (ragged, NUL bytes, invalid UTF-8, an over-long cell)
+// are Record.Errors and the file goes on; problems that make the rest of
+// the file unreadable (bare-CR line endings, an unbalanced quote, a record
+// over MaxLineBytes, more than MaxRows rows) are a *FileError with the line.
 type CSVReader struct {
-	name   string
-	opts   CSVOptions
-	r      *csv.Reader
-	lines  *lineCounter
-	header []string
+	name     string
+	opts     CSVOptions
+	r        *csv.Reader
+	lines    *lineCounter
+	header   []string
+	encoding string
 
 	row      int64 // spreadsheet row of the last record returned or skipped
 	nextLine int64 // physical line right after the last record read
@@ -65,19 +94,28 @@ var _ Reader = (*CSVReader)(nil)
 
 // NewCSVReader reads the header of r and returns a reader positioned at the
 // first data row. name is used in errors only. A file with no header (empty,
-// or only blank lines) is a *FileError.
+// or only blank lines) is a *FileError, and so are options that cannot
+// apply (an unknown encoding, a bad delimiter).
 func NewCSVReader(r io.Reader, name string, opts *CSVOptions) (*CSVReader, error) {
-	o := opts.withDefaults()
-	lc := &lineCounter{r: r}
-	br := bufio.NewReaderSize(lc, 64<<10)
-	if bom, err := br.Peek(3); err == nil && bytes.Equal(bom, []byte{0xEF, 0xBB, 0xBF}) {
-		_, _ = br.Discard(3)
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, &FileError{File: name, Err: err}
+	}
+	text, enc, err := decodeSource(r, o.Encoding)
+	if err != nil {
+		return nil, &FileError{File: name, Err: err}
+	}
+	lc := &lineCounter{r: &lineGuard{r: text, max: o.MaxLineBytes, line: 1, recStart: 1}}
+	br := bufio.NewReaderSize(lc, sniffBytes)
+	if o.Comma == 0 {
+		head, err := br.Peek(sniffBytes)
+		o.Comma = SniffDelimiter(head, err != nil)
 	}
 	cr := csv.NewReader(br)
 	cr.Comma = o.Comma
 	cr.FieldsPerRecord = -1 // ragged rows are row errors, checked below
 	cr.ReuseRecord = false
-	c := &CSVReader{name: name, opts: o, r: cr, lines: lc, nextLine: 1}
+	c := &CSVReader{name: name, opts: o, r: cr, lines: lc, nextLine: 1, encoding: enc}
 
 	// Blank and whitespace-only rows before the header still count as rows.
 	var (
@@ -128,6 +166,10 @@ func (c *CSVReader) read() ([]string, int64, error) {
 			}
 			return nil, 0, io.EOF
 		}
+		var ge *guardError
+		if errors.As(err, &ge) {
+			return nil, 0, &FileError{File: c.name, Line: ge.line, Err: ge.err}
+		}
 		var pe *csv.ParseError
 		if errors.As(err, &pe) {
 			return nil, 0, &FileError{File: c.name, Line: int64(pe.StartLine), Err: pe.Err}
@@ -152,6 +194,17 @@ func (c *CSVReader) read() ([]string, int64, error) {
 
 // Header returns the header row as the file spells it.
 func (c *CSVReader) Header() []string { return c.header }
+
+// Encoding returns the character set the file is read in: utf-8,
+// utf-16le, utf-16be or windows-1252. Unless CSVOptions.Encoding declares
+// it, a byte order mark decides, and without one the first 64 KiB: valid
+// UTF-8 is UTF-8, and invalid UTF-8 that decodes cleanly as Windows-1252
+// (no undefined byte, no control character but tab, CR and LF) is
+// Windows-1252.
+func (c *CSVReader) Encoding() string { return c.encoding }
+
+// Comma returns the field delimiter, declared or sniffed.
+func (c *CSVReader) Comma() rune { return c.opts.Comma }
 
 // SkippedEmpty returns how many blank rows were skipped so far.
 func (c *CSVReader) SkippedEmpty() int64 { return c.skipped }
@@ -180,16 +233,51 @@ func (c *CSVReader) Next() (Record, error) {
 			})
 		}
 		for i, v := range rec {
-			if len(v) > c.opts.MaxCellBytes {
-				out.Errors = append(out.Errors, FieldError{
-					Row: c.row, Column: c.column(i), Code: CodeCellTooLong,
-					Message: fmt.Sprintf("cell is %d bytes, more than the limit of %d", len(v), c.opts.MaxCellBytes),
-				})
-				rec[i] = "" // don't carry an oversized cell into the store
-			}
+			rec[i], out.Errors = c.checkCell(i, v, out.Errors)
 		}
 		return out, nil
 	}
+}
+
+// checkCell returns what of cell i is kept, with the cell's problems added
+// to errs. A cell that cannot be stored as it is (too long; a NUL or bad
+// bytes, which PostgreSQL text refuses) is a row error, and what is kept is
+// emptied or made valid so that the row can still be stored and reported.
+func (c *CSVReader) checkCell(i int, v string, errs []FieldError) (string, []FieldError) {
+	if len(v) > c.opts.MaxCellBytes {
+		errs = append(errs, FieldError{
+			Row: c.row, Column: c.column(i), Code: CodeCellTooLong,
+			Message: fmt.Sprintf("cell is %d bytes, more than the limit of %d", len(v), c.opts.MaxCellBytes),
+		})
+		return "", errs // don't carry an oversized cell into the store
+	}
+	if strings.IndexByte(v, 0) >= 0 {
+		errs = append(errs, FieldError{
+			Row: c.row, Column: c.column(i), Code: CodeNulByte,
+			Message: "cell contains a NUL byte (shown as \uFFFD): is this a binary file, or UTF-16 without a byte order mark?",
+		})
+		v = strings.ReplaceAll(v, "\x00", "\uFFFD")
+	}
+	if !utf8.ValidString(v) {
+		errs = append(errs, FieldError{
+			Row: c.row, Column: c.column(i), Code: CodeBadEncoding,
+			Message: "cell is not valid UTF-8 (bad bytes shown as \uFFFD): save the file as UTF-8, or declare its encoding",
+		})
+		v = strings.ToValidUTF8(v, "\uFFFD")
+	}
+	if !c.opts.KeepFormulaQuote {
+		v = unquoteFormula(v)
+	}
+	return v, errs
+}
+
+// unquoteFormula removes the apostrophe SafeCell puts in front of a formula
+// character, and only that one.
+func unquoteFormula(v string) string {
+	if len(v) >= 2 && v[0] == '\'' && SafeCell(v[1:]) != v[1:] {
+		return v[1:]
+	}
+	return v
 }
 
 func (c *CSVReader) column(i int) string {
@@ -197,6 +285,74 @@ func (c *CSVReader) column(i int) string {
 		return strings.TrimSpace(c.header[i]) // as Mapping names it
 	}
 	return fmt.Sprintf("#%d", i+1)
+}
+
+// guardError is a problem lineGuard found; it carries the line.
+type guardError struct {
+	line int64
+	err  error
+}
+
+func (e *guardError) Error() string { return fmt.Sprintf("line %d: %v", e.line, e.err) }
+
+// lineGuard sits below encoding/csv, which buffers a whole record before
+// returning it: it fails the read as soon as one record (a line, or the
+// lines a quoted cell spans) grows past max bytes, so that a file of one
+// endless line or with an unbalanced quote costs max bytes of memory, not
+// the file's size. It also rejects a carriage return that ends a line on
+// its own outside quotes (old Mac line endings), which encoding/csv would
+// read as part of a cell and turn the whole file into one row.
+//
+// Quotes are tracked by parity: "" inside a quoted cell toggles twice. A
+// quote in the middle of an unquoted cell throws the parity off, but
+// encoding/csv rejects that cell first.
+type lineGuard struct {
+	r         io.Reader
+	max       int
+	line      int64 // physical line of the next byte
+	recStart  int64 // line the current record started on
+	recBytes  int
+	inQuote   bool
+	pendingCR bool
+	err       error
+}
+
+func (g *lineGuard) Read(p []byte) (int, error) {
+	if g.err != nil {
+		return 0, g.err
+	}
+	n, err := g.r.Read(p)
+	for i, b := range p[:n] {
+		if g.pendingCR {
+			g.pendingCR = false
+			if b != '\n' {
+				g.err = &guardError{line: g.line, err: errors.New("a line ends with a bare carriage return (CR without LF): save the file with Windows (CRLF) or Unix (LF) line endings")}
+				return i, g.err
+			}
+		}
+		switch b {
+		case '"':
+			g.inQuote = !g.inQuote
+		case '\r':
+			g.pendingCR = !g.inQuote
+		case '\n':
+			g.line++
+			if !g.inQuote {
+				g.recBytes, g.recStart = 0, g.line
+				continue
+			}
+		}
+		g.recBytes++
+		if g.recBytes > g.max {
+			if g.inQuote {
+				g.err = &guardError{line: g.recStart, err: fmt.Errorf("a quoted cell runs past %d bytes: is a closing quote missing?", g.max)}
+			} else {
+				g.err = &guardError{line: g.recStart, err: fmt.Errorf("line is longer than the limit of %d bytes", g.max)}
+			}
+			return i, g.err
+		}
+	}
+	return n, err
 }
 
 // lineCounter counts the physical lines read through it, the way

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // readAll reads every record of input. It stops at the first error and
@@ -560,13 +561,27 @@ func FuzzCSVReader(f *testing.F) {
 		"\"\"\"\",\"\"\n\"\n\"\n",
 		"email;name\na;b\n",
 		"a,b\n\xff\xfe,\xc3\n",
+		"\xff\xfea\x00,\x00b\x00\n\x001\x00,\x002\x00\n\x00", // UTF-16 LE
+		"\xfe\xff\x00a\x00,\x00b\x00\n\x001\x00,\x002\x00\n", // UTF-16 BE
+		"\xff\xfea\x00\n\x00\x00\xd8\n\x00",                  // lone surrogate
+		"name,city\nM\xfcller,K\xf6ln\n",                     // Windows-1252
+		"a\tb\n1\t2\n",                                       // tabs
+		"a|b\n1|2\n",                                         // pipes
+		"a;b\n1,5;2\n",                                       // semicolons, decimal commas
+		"a,b\r\n1,2\r3,4\r\n",                                // a bare CR
+		"a,b\n'=1,'-2\n''=x,'\n",                             // formula quotes
+		"a,b\n1,\"" + strings.Repeat("x\n", 200) + "\n",      // quote swallowing the file
+		"a,b\n" + strings.Repeat("y", 300) + "\n",            // over MaxLineBytes
+		"a,b\n\x00\x00,\x00\n",                               // NUL only
 	} {
 		f.Add([]byte(seed), false)
 	}
 	f.Add([]byte("email;name\na@x;A\n"), true)
 
 	f.Fuzz(func(t *testing.T, data []byte, semicolon bool) {
-		opts := &CSVOptions{MaxCellBytes: 16, MaxColumns: 64}
+		// Without semicolon the delimiter is sniffed and the encoding
+		// detected; MaxLineBytes is small enough for the fuzzer to reach.
+		opts := &CSVOptions{MaxCellBytes: 16, MaxColumns: 64, MaxLineBytes: 256}
 		if semicolon {
 			opts.Comma = ';'
 		}
@@ -620,13 +635,19 @@ func FuzzCSVReader(f *testing.F) {
 				if fe.Row != rec.Row {
 					t.Fatalf("error row %d in record row %d", fe.Row, rec.Row)
 				}
-				if fe.Code != CodeRaggedRow && fe.Code != CodeCellTooLong {
+				switch fe.Code {
+				case CodeRaggedRow, CodeCellTooLong, CodeNulByte, CodeBadEncoding:
+				default:
 					t.Fatalf("unexpected code %q", fe.Code)
 				}
 			}
 			for _, v := range rec.Values {
 				if len(v) > opts.MaxCellBytes {
 					t.Fatalf("cell of %d bytes kept", len(v))
+				}
+				// What is kept must be storable as PostgreSQL text.
+				if strings.IndexByte(v, 0) >= 0 || !utf8.ValidString(v) {
+					t.Fatalf("cell %q kept with a NUL or bad bytes", v)
 				}
 			}
 		}
@@ -637,7 +658,7 @@ func FuzzCSVReader(f *testing.F) {
 		if rowsSeen > newlines+1 {
 			t.Fatalf("%d rows (%d records, %d blank) from %d lines", rowsSeen, records, r.SkippedEmpty(), newlines+1)
 		}
-		if !bytes.ContainsRune(data, '"') {
+		if !bytes.ContainsRune(data, '"') && r.Encoding() != EncodingUTF16LE && r.Encoding() != EncodingUTF16BE {
 			lines := newlines
 			if len(data) > 0 && data[len(data)-1] != '\n' {
 				lines++

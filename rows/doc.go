@@ -3,6 +3,13 @@
 // file into records, and the Binder that turns a record into a kind's Go
 // struct.
 //
+// The CSV reader takes files as users send them: it decodes UTF-16 and
+// Windows-1252 to UTF-8, sniffs the delimiter, and turns bytes that cannot
+// be stored (NUL, invalid UTF-8, over-long cells) into row errors while
+// bounding the memory a hostile file can take (CSVOptions). The CSV writer
+// writes what spreadsheet programs open safely, and what the reader reads
+// back as written (SafeCell and CSVOptions.KeepFormulaQuote).
+//
 // Nothing here touches a database. Readers never hold more than one record
 // in memory, so a file of any size can be read in constant space.
 package rows

@@ -23,6 +23,12 @@ const (
 	CodeNulByte     Code = "nul_byte"
 	CodeCellTooLong Code = "cell_too_long"
 	CodePanic       Code = "panic"
+	// CodeOneOf is a value outside an Enum's list; the declarative
+	// oneof tag uses the same code.
+	CodeOneOf Code = "oneof"
+	// CodeDuplicateKey is a row whose natural key an earlier row of the
+	// same file already has.
+	CodeDuplicateKey Code = "duplicate_key"
 )
 
 // FieldError explains why one field (or the whole row, when Column is empty)

@@ -4,15 +4,15 @@ package rows
 type Record struct {
 	// Row is the row number as a spreadsheet program shows it: the header is
 	// row 1 and blank lines count, so a user can find the row in the file.
-	Row int64
+	Row int64 `json:"row"`
 	// Line is the physical line where the record starts (differs from Row
 	// when quoted cells span lines).
-	Line int64
+	Line int64 `json:"line"`
 	// Values are the cells in header order. A ragged row keeps what it had.
-	Values []string
+	Values []string `json:"values"`
 	// Errors are reading problems of this row (ragged, bad bytes). A row
 	// with reading errors is stored as invalid; the file goes on.
-	Errors []FieldError
+	Errors []FieldError `json:"errors,omitempty"`
 }
 
 // Reader streams the records of one file. Next returns io.EOF after the last

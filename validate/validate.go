@@ -38,7 +38,7 @@ type Pipeline[T any] struct {
 	binder    *rows.Binder
 	validator *validator.Validate
 	// perField are the Validate<Field> methods, in field order.
-	perField []fieldCheck
+	perField []fieldCheck[T]
 	// required lists the columns whose field is tagged required: a file
 	// without one of them is rejected as a whole.
 	required []string
@@ -58,9 +58,12 @@ func hasTag(tag, name string) bool {
 	return false
 }
 
-type fieldCheck struct {
-	field  string
-	method int // index in the method set of *T
+type fieldCheck[T any] struct {
+	field string
+	// call is the method expression (*T).Validate<Field>, found once by
+	// reflection and then called directly: a reflect call per field and
+	// row would cost several allocations each.
+	call func(*T, context.Context) error
 }
 
 var ctxType = reflect.TypeFor[context.Context]()
@@ -75,6 +78,20 @@ func New[T any]() (*Pipeline[T], error) {
 		return nil, err
 	}
 	v := validator.New(validator.WithRequiredStructEnabled())
+	// Name fields by their declared column, not their Go name, in
+	// everything validator produces (FieldError.Field, Namespace). Run
+	// renames once more to the file's spelling through the Mapping.
+	v.RegisterTagNameFunc(func(sf reflect.StructField) string {
+		if c, ok := b.ColumnOf(sf.Name); ok {
+			return c
+		}
+		return sf.Name
+	})
+	// validator cannot compare a struct with gte=0; it sees a Decimal as
+	// the nearest float64, which is exact enough for a bound in a tag.
+	v.RegisterCustomTypeFunc(func(f reflect.Value) any {
+		return f.Interface().(rows.Decimal).Float64()
+	}, rows.Decimal{})
 	p := &Pipeline[T]{binder: b, validator: v}
 	// A zero row may well fail validation, which is fine; a malformed tag
 	// makes validator panic, and that must surface here, at registration,
@@ -104,7 +121,11 @@ func New[T any]() (*Pipeline[T], error) {
 		if mt.NumIn() != 2 || mt.In(1) != ctxType || mt.NumOut() != 1 || mt.Out(0) != errType {
 			return nil, fmt.Errorf("validate: %s.Validate%s must be func(context.Context) error", typ, c.Field)
 		}
-		p.perField = append(p.perField, fieldCheck{field: c.Field, method: m.Index})
+		call, ok := m.Func.Interface().(func(*T, context.Context) error)
+		if !ok {
+			return nil, fmt.Errorf("validate: %s.Validate%s must be func(context.Context) error", typ, c.Field)
+		}
+		p.perField = append(p.perField, fieldCheck[T]{field: c.Field, call: call})
 	}
 	return p, nil
 }
@@ -185,7 +206,7 @@ func (p *Pipeline[T]) Run(ctx context.Context, m *rows.Mapping, rec rows.Record)
 				if failed[field] {
 					continue
 				}
-				note(rows.FieldError{Field: field, Column: m.ColumnName(field), Code: rows.Code(ve.Tag()), Message: message(ve)})
+				note(rows.FieldError{Field: field, Column: m.ColumnName(field), Code: rows.Code(ve.Tag()), Message: message(ve, m)})
 			}
 		} else {
 			note(rows.FieldError{Code: rows.CodeInvalid, Message: err.Error()})
@@ -193,16 +214,11 @@ func (p *Pipeline[T]) Run(ctx context.Context, m *rows.Mapping, rec rows.Record)
 	}
 
 	// 3. Per field, by convention.
-	rv := reflect.ValueOf(&t)
 	for _, fc := range p.perField {
 		if failed[fc.field] {
 			continue
 		}
-		err := guard(func() error {
-			out := rv.Method(fc.method).Call([]reflect.Value{reflect.ValueOf(ctx)})
-			e, _ := out[0].Interface().(error)
-			return e
-		})
+		err := guard(func() error { return fc.call(&t, ctx) })
 		if err != nil {
 			for _, fe := range hookErrors(err, rows.FieldError{Field: fc.field, Column: m.ColumnName(fc.field)}, m) {
 				note(fe)
@@ -278,9 +294,30 @@ func fill(fe, base rows.FieldError, m *rows.Mapping) rows.FieldError {
 	return fe
 }
 
+// fieldParamTags are the validator tags whose parameter names other Go
+// fields; a message names those fields by their column, as the file
+// spells it.
+var fieldParamTags = map[string]string{
+	"eqfield": "must equal %s", "nefield": "must differ from %s",
+	"gtfield": "must be greater than %s", "gtefield": "must be at least %s",
+	"ltfield": "must be less than %s", "ltefield": "must be at most %s",
+	"required_with": "is required when %s is given", "required_with_all": "is required when %s are given",
+	"required_without": "is required when %s is empty", "required_without_all": "is required when %s are empty",
+	"excluded_with": "must be empty when %s is given", "excluded_without": "must be empty when %s is empty",
+}
+
 // message renders a validator error in words a spreadsheet user reads.
-func message(ve validator.FieldError) string {
+func message(ve validator.FieldError, m *rows.Mapping) string {
 	p := ve.Param()
+	if form, ok := fieldParamTags[ve.Tag()]; ok {
+		names := strings.Fields(p)
+		for i, n := range names {
+			if c := m.ColumnName(n); c != "" {
+				names[i] = c
+			}
+		}
+		return fmt.Sprintf(form, strings.Join(names, ", "))
+	}
 	switch ve.Tag() {
 	case "required":
 		return "is required"

@@ -24,7 +24,8 @@ const fixture = "../../fixtures/customers.csv"
 // fixtureInvalid are the rows of the fixture that fail validation. Row
 // numbers are physical lines, so the header is row 1 and the data rows are
 // 2..301.
-var fixtureInvalid = []int64{10, 20, 30, 40, 50, 90, 120, 140, 160, 200, 250, 270, 280, 290}
+// Row 300 repeats row 2's email, the customers kind's natural key.
+var fixtureInvalid = []int64{10, 20, 30, 40, 50, 90, 120, 140, 160, 200, 250, 270, 280, 290, 300}
 
 // The JSON shapes scripts rely on, declared here rather than borrowed from
 // package batch so that renaming a json tag there breaks these tests.
@@ -179,8 +180,8 @@ func testFixtureFlow(t *testing.T, c *cli, hint string) {
 	t.Run("import", func(t *testing.T) {
 		r := c.run("import", "customers", fixture)
 		want := "batch 1  finished  " + fixture + "  (customers, tenant default)\n" +
-			"      invalid   14\n" +
-			"    succeeded  286\n" +
+			"      invalid   15\n" +
+			"    succeeded  285\n" +
 			"        total  300\n" +
 			"list the invalid rows: batchctl rows 1 --state invalid" + hint + "\n"
 		if r.code != exitRows || r.stdout != want || r.stderr != "" {
@@ -194,14 +195,14 @@ func testFixtureFlow(t *testing.T, c *cli, hint string) {
 		want := jsonBatch{
 			ID: 1, TenantID: "default", Kind: "customers", SourceName: fixture, Status: "finished",
 			Header: []string{"email", "name", "country", "signup_date", "amount"},
-			Counts: map[string]int64{"invalid": 14, "succeeded": 286},
+			Counts: map[string]int64{"invalid": 15, "succeeded": 285},
 		}
 		if fmt.Sprint(b) != fmt.Sprint(want) {
 			t.Errorf("status 1:\n got %+v\nwant %+v", b, want)
 		}
 
 		r := c.run("status", "1")
-		if r.code != exitRows || !strings.Contains(r.stdout, "    succeeded  286\n") {
+		if r.code != exitRows || !strings.Contains(r.stdout, "    succeeded  285\n") {
 			t.Errorf("status 1 as text: %s", r)
 		}
 	})
@@ -254,6 +255,7 @@ func testFixtureFlow(t *testing.T, c *cli, hint string) {
 			270: "country/Country/iso3166_1_alpha2",
 			280: "signup_date/SignupDate/too_early",
 			290: "name/Name/forbidden_characters",
+			300: "email/Email/duplicate_key",
 		} {
 			if got := errs(no); got != want {
 				t.Errorf("row %d errors %q, want %q", no, got, want)
@@ -273,8 +275,8 @@ func testFixtureFlow(t *testing.T, c *cli, hint string) {
 	t.Run("succeeded rows", func(t *testing.T) {
 		var rs []jsonRow
 		c.runJSON(exitOK, &rs, "rows", "1", "--state", "succeeded", "--limit", "0", "-o", "json")
-		if len(rs) != 286 {
-			t.Fatalf("%d succeeded rows, want 286", len(rs))
+		if len(rs) != 285 {
+			t.Fatalf("%d succeeded rows, want 285", len(rs))
 		}
 		ids := map[int64]string{}
 		distinct := map[string]bool{}
@@ -285,10 +287,10 @@ func testFixtureFlow(t *testing.T, c *cli, hint string) {
 			ids[r.RowNo] = r.ResultID
 			distinct[r.ResultID] = true
 		}
-		// Row 300 repeats row 2's email: the upsert by email returns the
-		// same customer.
-		if ids[2] == "" || ids[300] != ids[2] {
-			t.Errorf("row 300 result id %q, want row 2's %q", ids[300], ids[2])
+		// Row 300 repeats row 2's email: it is invalid (duplicate_key),
+		// never upserted over row 2.
+		if ids[2] == "" || ids[300] != "" {
+			t.Errorf("row 2 result id %q, row 300 %q: want row 2 only", ids[2], ids[300])
 		}
 		if len(distinct) != 285 {
 			t.Errorf("%d distinct result ids, want 285", len(distinct))
@@ -330,7 +332,7 @@ func testFixtureFlow(t *testing.T, c *cli, hint string) {
 
 	t.Run("batches", func(t *testing.T) {
 		bs := c.batches()
-		if len(bs) != 1 || bs[0].ID != 1 || bs[0].Status != "finished" || bs[0].Counts["succeeded"] != 286 {
+		if len(bs) != 1 || bs[0].ID != 1 || bs[0].Status != "finished" || bs[0].Counts["succeeded"] != 285 {
 			t.Errorf("batches: %+v", bs)
 		}
 	})

@@ -16,6 +16,9 @@ func cmdImport(ctx context.Context, e *env, args []string) (int, error) {
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
 	workers := fs.Int("workers", 2, "concurrent workers")
 	noWork := fs.Bool("no-work", false, "only ingest; leave the valid rows for `batchctl worker`")
+	dryRun := fs.Bool("dry-run", false, "validate every row and report; create no batch, run no processor")
+	csvOpts := csvFlags(fs)
+	xlsxOpts := xlsxFlags(fs)
 	pos, err := e.parse(fs, args)
 	if err != nil {
 		return 0, err
@@ -31,6 +34,10 @@ func cmdImport(ctx context.Context, e *env, args []string) (int, error) {
 	if !known.Has(kind) {
 		return 0, usagef("unknown kind %q; known kinds: %s", kind, kindNames(known))
 	}
+	opts, err := csvOpts()
+	if err != nil {
+		return 0, err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, &rows.FileError{File: path, Err: unwrapPath(err)}
@@ -39,15 +46,27 @@ func cmdImport(ctx context.Context, e *env, args []string) (int, error) {
 	if st, err := f.Stat(); err == nil && st.IsDir() {
 		return 0, &rows.FileError{File: path, Err: errors.New("is a directory, not a file")}
 	}
+	if *dryRun {
+		// No database: a dry run must not even create one.
+		res, err := known.DryRun(ctx, batch.ImportParams{TenantID: e.tenant, Kind: kind, SourceName: path, Source: f, CSV: opts, XLSX: xlsxOpts})
+		if err != nil {
+			return 0, err
+		}
+		return e.printDryRun(res)
+	}
 
 	a, err := e.open(ctx, true)
 	if err != nil {
 		return 0, err
 	}
 	defer a.close()
-	b, err := a.engine.Import(ctx, batch.ImportParams{TenantID: e.tenant, Kind: kind, SourceName: path, Source: f})
+	b, err := a.engine.Import(ctx, batch.ImportParams{TenantID: e.tenant, Kind: kind, SourceName: path, Source: f, CSV: opts, XLSX: xlsxOpts})
 	if err != nil {
 		return 0, err
+	}
+	warnings := b.Warnings
+	for _, w := range warnings {
+		fmt.Fprintf(e.stderr, "warning: %s: %s\n", path, w)
 	}
 	if !*noWork {
 		if _, err := a.engine.Work(ctx, batch.WorkParams{BatchID: b.ID, TenantIDs: []string{e.tenant}, Workers: *workers, UntilDone: true}); err != nil {
@@ -59,6 +78,7 @@ func cmdImport(ctx context.Context, e *env, args []string) (int, error) {
 		if b, err = a.store.BatchGet(ctx, batch.BatchGetParams{TenantID: e.tenant, ID: b.ID}); err != nil {
 			return 0, err
 		}
+		b.Warnings = warnings
 	}
 	if err := e.printBatch(b, true); err != nil {
 		return 0, err

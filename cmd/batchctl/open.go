@@ -22,7 +22,10 @@ import (
 type app struct {
 	store  batch.Store
 	engine *batch.Engine
-	close  func()
+	// db is the database the demo kinds read and write (the customers
+	// table): the store's own.
+	db    *sql.DB
+	close func()
 }
 
 // registry registers the kinds batchctl knows, with their processors
@@ -94,5 +97,5 @@ func (e *env) open(ctx context.Context, create bool) (*app, error) {
 		closeAll()
 		return nil, err
 	}
-	return &app{store: store, engine: eng, close: closeAll}, nil
+	return &app{store: store, engine: eng, db: db, close: closeAll}, nil
 }

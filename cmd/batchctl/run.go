@@ -28,8 +28,24 @@ const usage = `batchctl: batches with per-row outcomes
 
 Usage:
   batchctl import <kind> <file.csv>   import a file, work its rows, print the summary
+                                      (--dry-run: validate only, write nothing;
+                                       --encoding E, --delimiter D: override detection)
+  batchctl import <kind> <file.xlsx>  the same from a workbook (found by its content);
+                                      --sheet NAME|N picks the sheet (default the first
+                                      visible), --header-row N the header's row
+  batchctl preview <file> [--kind K]  show what the engine sees: encoding, delimiter,
+                                      header, first rows and the header-to-field mapping
   batchctl status <batch>             show a batch and its counts by state
   batchctl rows <batch> [--state S]   list a batch's rows (with their errors)
+  batchctl errors <batch> [-o FILE]   write the invalid, failed, dead and unknown rows as
+                                      a CSV to fix and import again (stdout without -o)
+  batchctl template <kind> [-o FILE]  write an empty CSV with the kind's header and an
+                                      example row
+  batchctl export <kind> [-o FILE]    write the kind's rows to FILE (.xlsx: a workbook,
+                                      else CSV; --format csv|xlsx overrides; stdout
+                                      without -o) and record the export as a batch;
+                                      text cells get a ' before = + - @ (formula
+                                      injection) unless the column is tagged raw
   batchctl batches                    list recent batches
   batchctl worker [--batch N]         work open batches (--until-done to exit when idle)
   batchctl migrate                    create or update the database schema
@@ -39,7 +55,8 @@ Common flags (before or after the arguments):
   --database URL   postgres://... for PostgreSQL, or a SQLite file path.
                    Defaults to $DATABASE_URL, then ./rowfate.db (SQLite).
   --tenant ID      tenant that owns the batches (default "default")
-  -o text|json     output format (default text)
+  -o text|json     output format (default text); for errors, template and
+                   export, -o names the output file instead
   -v               verbose logs on stderr
 
 Exit codes: 0 all rows succeeded; 1 operational error; 2 usage error;
@@ -55,6 +72,10 @@ type env struct {
 	output         string
 	verbose        bool
 	logger         *slog.Logger
+	// outPath makes -o name an output file rather than a format, for
+	// commands whose output is a file (errors, template); "" or "-" is
+	// standard output.
+	outPath bool
 }
 
 // usageError is a bad command line; it maps to exit code 2.
@@ -75,13 +96,17 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitOK
 	}
 	cmds := map[string]func(context.Context, *env, []string) (int, error){
-		"import":  cmdImport,
-		"status":  cmdStatus,
-		"rows":    cmdRows,
-		"batches": cmdBatches,
-		"migrate": cmdMigrate,
-		"worker":  cmdWorker,
-		"kinds":   cmdKinds,
+		"import":   cmdImport,
+		"status":   cmdStatus,
+		"rows":     cmdRows,
+		"batches":  cmdBatches,
+		"migrate":  cmdMigrate,
+		"worker":   cmdWorker,
+		"kinds":    cmdKinds,
+		"preview":  cmdPreview,
+		"errors":   cmdErrors,
+		"template": cmdTemplate,
+		"export":   cmdExport,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {
@@ -119,7 +144,11 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 func (e *env) parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	fs.StringVar(&e.database, "database", "", "database URL or SQLite path")
 	fs.StringVar(&e.tenant, "tenant", "default", "tenant id")
-	fs.StringVar(&e.output, "o", "text", "output format: text or json")
+	if e.outPath {
+		fs.StringVar(&e.output, "o", "", "output file (default: standard output)")
+	} else {
+		fs.StringVar(&e.output, "o", "text", "output format: text or json")
+	}
 	fs.BoolVar(&e.verbose, "v", false, "verbose logs")
 	fs.SetOutput(io.Discard)
 	var pos []string
@@ -134,7 +163,7 @@ func (e *env) parse(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
-	if e.output != "text" && e.output != "json" {
+	if !e.outPath && e.output != "text" && e.output != "json" {
 		return nil, usagef("-o must be text or json, not %q", e.output)
 	}
 	if e.database == "" {

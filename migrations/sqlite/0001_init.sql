@@ -39,7 +39,11 @@ CREATE TABLE batch_rows (
     PRIMARY KEY (batch_id, row_no)
 ) WITHOUT ROWID;
 
-CREATE INDEX batch_rows_state ON batch_rows (batch_id, state);
+-- No index on state, on purpose: every outcome changes a row's state, and
+-- an index on it turns each of those updates into index maintenance (and,
+-- on PostgreSQL, rules out HOT updates). Readers by state (the error
+-- report, `batchctl rows --state`) walk the batch's primary-key range
+-- instead; counts come from batch_chunks.
 
 CREATE TABLE batch_chunks (
     batch_id         INTEGER NOT NULL,

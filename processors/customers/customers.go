@@ -23,11 +23,23 @@ const Name = "customers"
 
 // Customer is one row of a customers file.
 type Customer struct {
-	Email      string    `col:"email,alias=e-mail|mail|email address" validate:"required,email,max=254"`
-	Name       string    `col:"name,alias=full name|customer name" validate:"required,max=200"`
-	Country    string    `col:"country,alias=country code" validate:"omitempty,iso3166_1_alpha2"`
-	SignupDate time.Time `col:"signup_date,alias=signup date|signed up" layout:"2006-01-02|02/01/2006|2006-01-02T15:04:05Z07:00" validate:"required"`
-	Amount     float64   `col:"amount" validate:"gte=0"`
+	Email      string       `col:"email,alias=e-mail|mail|email address" validate:"required,email,max=254"`
+	Name       string       `col:"name,alias=full name|customer name" validate:"required,max=200"`
+	Country    string       `col:"country,alias=country code" validate:"omitempty,iso3166_1_alpha2"`
+	SignupDate time.Time    `col:"signup_date,alias=signup date|signed up" layout:"2006-01-02|02/01/2006|2006-01-02T15:04:05Z07:00" validate:"required"`
+	Amount     rows.Decimal `col:"amount" validate:"gte=0"`
+}
+
+// ValidateAmount keeps amounts to cents: the column is numeric(18,2), and a
+// third decimal would be rounded away without a word.
+func (c *Customer) ValidateAmount(context.Context) error {
+	if c.Amount.Scale() > 2 && c.Amount.Cmp(rows.NewDecimal(0, 0)) != 0 {
+		trimmed := strings.TrimRight(c.Amount.String(), "0")
+		if i := strings.IndexByte(trimmed, '.'); i >= 0 && len(trimmed)-i-1 > 2 {
+			return &rows.FieldError{Code: "too_many_decimals", Message: "must have at most 2 decimal places"}
+		}
+	}
+	return nil
 }
 
 // ValidateName is found by convention and run after the declarative tags.
@@ -47,7 +59,7 @@ func (c *Customer) ValidateRow(context.Context) error {
 	if !c.SignupDate.IsZero() && c.SignupDate.Before(earliestSignup) {
 		errs = append(errs, rows.FieldError{Field: "SignupDate", Code: "too_early", Message: "must be on or after 2000-01-01"})
 	}
-	if c.Amount > 0 && c.Country == "" {
+	if c.Amount.Sign() > 0 && c.Country == "" {
 		errs = append(errs, rows.FieldError{Field: "Country", Code: "required_with_amount", Message: "is required when amount is above 0"})
 	}
 	if len(errs) > 0 {
@@ -80,7 +92,7 @@ func EnsureSchema(ctx context.Context, db *sql.DB, d Dialect) error {
 		name TEXT NOT NULL,
 		country TEXT NOT NULL,
 		signup_date TEXT NOT NULL,
-		amount REAL NOT NULL,
+		amount TEXT NOT NULL,
 		updated_at TEXT NOT NULL)`
 	if d == Postgres {
 		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(1919907687, hashtext(current_schema()))`); err != nil {
@@ -92,7 +104,7 @@ func EnsureSchema(ctx context.Context, db *sql.DB, d Dialect) error {
 			name text NOT NULL,
 			country text NOT NULL,
 			signup_date date NOT NULL,
-			amount double precision NOT NULL,
+			amount numeric(18,2) NOT NULL,
 			updated_at timestamptz NOT NULL)`
 	}
 	if _, err := tx.ExecContext(ctx, ddl); err != nil {
@@ -110,17 +122,22 @@ type Processor struct {
 // NewProcessor returns a processor writing to db.
 func NewProcessor(db *sql.DB, d Dialect) *Processor { return &Processor{db: db, d: d} }
 
+// upsertSQL inserts or updates a customer by email; the same text runs on
+// PostgreSQL and SQLite.
+const upsertSQL = `INSERT INTO customers (email, name, country, signup_date, amount, updated_at)
+	VALUES ($1, $2, $3, $4, $5, $6)
+	ON CONFLICT (email) DO UPDATE SET name = excluded.name, country = excluded.country,
+		signup_date = excluded.signup_date, amount = excluded.amount, updated_at = excluded.updated_at
+	RETURNING id`
+
+func upsertArgs(c Customer) []any {
+	return []any{strings.ToLower(c.Email), c.Name, strings.ToUpper(c.Country), c.SignupDate.Format("2006-01-02"), c.Amount, time.Now().UTC().Format(time.RFC3339Nano)}
+}
+
 // Process upserts one customer.
 func (p *Processor) Process(ctx context.Context, c Customer) (string, error) {
 	var id int64
-	date := c.SignupDate.Format("2006-01-02")
-	now := time.Now().UTC().Format(time.RFC3339Nano)
-	err := p.db.QueryRowContext(ctx, `INSERT INTO customers (email, name, country, signup_date, amount, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6)
-		ON CONFLICT (email) DO UPDATE SET name = excluded.name, country = excluded.country,
-			signup_date = excluded.signup_date, amount = excluded.amount, updated_at = excluded.updated_at
-		RETURNING id`, strings.ToLower(c.Email), c.Name, strings.ToUpper(c.Country), date, c.Amount, now).Scan(&id)
-	if err != nil {
+	if err := p.db.QueryRowContext(ctx, upsertSQL, upsertArgs(c)...).Scan(&id); err != nil {
 		return "", fmt.Errorf("upsert customer %s: %w", c.Email, err)
 	}
 	return strconv.FormatInt(id, 10), nil
@@ -132,5 +149,13 @@ func Kind(db *sql.DB, d Dialect) batch.Kind[Customer] {
 		Name:        Name,
 		Description: "customers keyed by email, upserted into the customers table",
 		Processor:   NewProcessor(db, d),
+		// The upsert is keyed by email: a second row with the same email
+		// in one file would silently overwrite the first.
+		KeyFunc: func(c Customer) string { return strings.ToLower(strings.TrimSpace(c.Email)) },
+		KeyName: "email",
+		Example: &Customer{
+			Email: "ada@example.com", Name: "Ada Lovelace", Country: "GB",
+			SignupDate: time.Date(2024, 1, 31, 0, 0, 0, 0, time.UTC), Amount: rows.NewDecimal(125050, 2),
+		},
 	}
 }

@@ -248,11 +248,18 @@ func testStaleToken(t *testing.T, s batch.Store) {
 func testExpiredLease(t *testing.T, s batch.Store) {
 	ctx := context.Background()
 	b := ingest(t, s, tenant, 3, 10)
-	old := claim(t, s, batch.ChunkClaimParams{BatchID: b.ID, LeaseDuration: 50 * time.Millisecond})
+	old := claim(t, s, batch.ChunkClaimParams{BatchID: b.ID, LeaseDuration: time.Minute})
 	if _, err := s.ChunkClaim(ctx, batch.ChunkClaimParams{Owner: "w2", LeaseDuration: time.Minute}); !errors.Is(err, batch.ErrNoWork) {
 		t.Fatalf("claim of a live lease = %v, want ErrNoWork", err)
 	}
-	time.Sleep(120 * time.Millisecond)
+	// Let the lease run out without waiting a minute: a renewal sets the
+	// expiry to now plus the duration, so a 1ms renewal ends it. (A short
+	// lease from the start would make the check above flaky on a loaded
+	// machine.)
+	if err := s.LeaseRenew(ctx, batch.LeaseRenewParams{TenantID: tenant, BatchID: b.ID, ChunkNo: old.ChunkNo, Token: old.Token, LeaseDuration: time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
 	l := claim(t, s, batch.ChunkClaimParams{Owner: "w2", BatchID: b.ID})
 	if l.ChunkNo != old.ChunkNo || l.Token <= old.Token {
 		t.Fatalf("reclaim token %d after %d", l.Token, old.Token)
@@ -280,7 +287,7 @@ func testRetryDue(t *testing.T, s batch.Store) {
 	b := ingest(t, s, tenant, 2, 10)
 	l := claim(t, s, batch.ChunkClaimParams{BatchID: b.ID})
 	outs := []batch.RowOutcome{
-		{RowNo: l.Rows[0].RowNo, State: rows.StateRetrying, Error: &rows.FieldError{Code: "processor_error", Message: "503"}, RetryDelay: 300 * time.Millisecond},
+		{RowNo: l.Rows[0].RowNo, State: rows.StateRetrying, Error: &rows.FieldError{Code: "processor_error", Message: "503"}, RetryDelay: 1500 * time.Millisecond},
 		{RowNo: l.Rows[1].RowNo, State: rows.StateFailed, Error: &rows.FieldError{Code: "processor_error", Message: "no"}},
 	}
 	if _, err := s.ChunkFlush(ctx, batch.ChunkFlushParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token, Outcomes: outs, Release: true}); err != nil {
@@ -290,7 +297,7 @@ func testRetryDue(t *testing.T, s batch.Store) {
 	if _, err := s.ChunkClaim(ctx, batch.ChunkClaimParams{Owner: "w", LeaseDuration: time.Minute}); !errors.Is(err, batch.ErrNoWork) {
 		t.Fatalf("claim before the retry is due = %v, want ErrNoWork", err)
 	}
-	time.Sleep(400 * time.Millisecond)
+	time.Sleep(1600 * time.Millisecond)
 	l2 := claim(t, s, batch.ChunkClaimParams{BatchID: b.ID})
 	if len(l2.Rows) != 1 || l2.Rows[0].Attempts != 2 {
 		t.Fatalf("due rows = %+v", l2.Rows)

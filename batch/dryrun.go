@@ -1,0 +1,94 @@
+package batch
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/rowfate/rowfate/rows"
+)
+
+// DryRunMaxErrors is how many field errors a DryRunResult keeps: the
+// first ones, in row order.
+const DryRunMaxErrors = 20
+
+// DryRunResult is what an import of a file would give, without the batch.
+type DryRunResult struct {
+	Kind       string `json:"kind"`
+	SourceName string `json:"source_name"`
+	Format     Format `json:"format"`
+	// Encoding and Delimiter are what the CSV reader used, declared or
+	// detected; empty for XLSX.
+	Encoding  string   `json:"encoding,omitempty"`
+	Delimiter string   `json:"delimiter,omitempty"`
+	Header    []string `json:"header"`
+	// Counts has the rows that would be valid and invalid.
+	Counts       rows.Counts `json:"counts"`
+	SkippedEmpty int64       `json:"skipped_empty"`
+	Warnings     []string    `json:"warnings,omitempty"`
+	// Errors are the first DryRunMaxErrors field errors.
+	Errors []rows.FieldError `json:"errors,omitempty"`
+}
+
+// DryRun reads and validates a source exactly as Import does (every
+// phase, the natural key included) and reports the outcome, without
+// creating a batch, writing anything or running a processor. A rejected
+// source is the same *rows.FileError Import would return.
+func (e *Engine) DryRun(ctx context.Context, p ImportParams) (*DryRunResult, error) {
+	return e.registry.DryRun(ctx, p)
+}
+
+// DryRun is Engine.DryRun without an engine: it needs no store, so a
+// command line can check a file without opening a database.
+func (r *Registry) DryRun(ctx context.Context, p ImportParams) (*DryRunResult, error) {
+	k, err := r.lookup(p.Kind)
+	if err != nil {
+		return nil, err
+	}
+	cr, err := openReader(bufio.NewReader(p.Source), p)
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := cr.(io.Closer); ok {
+		defer c.Close()
+	}
+	m, err := k.mapHeader(cr.Header())
+	if err != nil {
+		return nil, &rows.FileError{File: p.SourceName, Line: 1, Err: err}
+	}
+	res := &DryRunResult{
+		Kind: p.Kind, SourceName: p.SourceName, Format: FormatXLSX,
+		Header: cr.Header(), Counts: rows.Counts{}, Warnings: unknownWarning(m),
+	}
+	if csvr, ok := cr.(*rows.CSVReader); ok {
+		res.Format, res.Encoding, res.Delimiter = FormatCSV, csvr.Encoding(), rows.DelimiterName(csvr.Comma())
+	}
+	chk := newRowChecker(k, m)
+	for {
+		rec, err := cr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("dry run %s: %w", p.SourceName, err)
+		}
+		errs := chk.check(ctx, rec)
+		if len(errs) == 0 {
+			res.Counts[rows.StateValid]++
+			continue
+		}
+		res.Counts[rows.StateInvalid]++
+		for _, fe := range errs {
+			if len(res.Errors) < DryRunMaxErrors {
+				res.Errors = append(res.Errors, fe)
+			}
+		}
+	}
+	res.SkippedEmpty = cr.SkippedEmpty()
+	return res, nil
+}

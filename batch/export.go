@@ -1,0 +1,326 @@
+package batch
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+
+	"github.com/rowfate/rowfate/rows"
+)
+
+// CodeExport is the row error code of a row an export's source could not
+// produce (a row error it yielded).
+const CodeExport rows.Code = "export_error"
+
+// ExportKind describes one export type: the row struct T, whose col tags
+// name the file's columns (in field order, as an import of the same type
+// expects them), and the rows to write.
+//
+// Formula injection: text cells go through rows.SafeCell, so a value that
+// starts with = + - @, tab, CR, LF or NUL gets a leading apostrophe (the
+// readers take it off again). Numbers, booleans and dates are never touched:
+// Go formats them and they cannot be formulas. A text column whose values
+// are known to be data opts out with the raw option of its col tag,
+// `col:"phone,raw"`, or by being listed in RawColumns.
+type ExportKind[T any] struct {
+	// Name is the batch's kind.
+	Name string
+	// Description is one line for listings.
+	Description string
+	// RowsFunc returns the rows to export, in order; it is called once per
+	// export and the sequence is read once, streaming. An error yielded
+	// with a row marks that row: when it is a *rows.FieldError,
+	// rows.FieldErrors or Permanent(err), the row's outcome is failed with
+	// the error and the export goes on; any other error (a lost
+	// connection) aborts the export and is returned. Required.
+	RowsFunc func(ctx context.Context) iter.Seq2[T, error]
+	// RawColumns lists text columns written without formula protection,
+	// besides those tagged raw.
+	RawColumns []string
+	// ChunkSize is the number of rows per chunk of the batch. Defaults to
+	// 1000.
+	ChunkSize int
+}
+
+// ExportParams describe one export.
+type ExportParams struct {
+	// TenantID owns the batch. Defaults to "default".
+	TenantID string
+	// DestName names the file: the batch's source name, and the format's
+	// default (.xlsx is XLSX, anything else CSV).
+	DestName string
+	// Dest receives the file, streaming. Required. When the export fails
+	// Dest holds a partial file: write to a temporary file and rename it
+	// on success (batchctl export does).
+	Dest io.Writer
+	// Format is FormatCSV or FormatXLSX. Defaults from DestName.
+	Format Format
+	// Sheet names the XLSX sheet. Defaults to the kind's name.
+	Sheet string
+	// CSV tunes the CSV writer (delimiter, byte order mark). Its Unsafe
+	// field is ignored: protection is per column.
+	CSV *rows.CSVWriterOptions
+	// TmpDir is where the rows' outcomes and excelize's sheet spill while
+	// the file is written. Defaults to os.TempDir().
+	TmpDir string
+}
+
+// exportOutcome is one row's outcome, spooled to disk until the file is
+// complete.
+type exportOutcome struct {
+	Row    int64             `json:"r"`
+	Failed bool              `json:"f,omitempty"`
+	Values []string          `json:"v,omitempty"`
+	Errors []rows.FieldError `json:"e,omitempty"`
+}
+
+// Export writes the rows of k to p.Dest as CSV or XLSX, streaming, and
+// records the export as a finished batch: one row per exported row, in
+// state succeeded (written, its cells as the payload) or failed (with the
+// error of why it was not written), the file's SHA-256 as the source
+// digest.
+//
+// Every row is persisted, as for an import, so that an export's outcome
+// can be read back row by row; the cost is the same bulk write an import
+// of the file would make (see DESIGN.md "Stores"). The outcomes are spooled
+// to a temporary file while the file is written and ingested after it is
+// complete, in one transaction: the rows' source (a query on the same
+// database, say) is never read while the store writes, which a
+// single-connection SQLite store could not do, and a failed export leaves
+// no batch behind.
+//
+// A row's number is its position in the export as if every row were
+// written, the header being row 1: when no row failed, the row of the file.
+func Export[T any](ctx context.Context, e *Engine, k ExportKind[T], p ExportParams) (*Batch, error) {
+	if k.Name == "" || k.RowsFunc == nil {
+		return nil, errors.New("export: the kind needs a Name and a RowsFunc")
+	}
+	if p.Dest == nil {
+		return nil, fmt.Errorf("export %s: no destination", k.Name)
+	}
+	if p.TenantID == "" {
+		p.TenantID = "default"
+	}
+	format := p.Format
+	if format == "" {
+		format = FormatCSV
+		if strings.EqualFold(filepath.Ext(p.DestName), ".xlsx") {
+			format = FormatXLSX
+		}
+	}
+	if format != FormatCSV && format != FormatXLSX {
+		return nil, fmt.Errorf("export %s: unknown format %q", k.Name, format)
+	}
+	enc, err := newExportEncoder(reflect.TypeFor[T](), k.RawColumns)
+	if err != nil {
+		return nil, err
+	}
+	chunkSize := int64(k.ChunkSize)
+	if chunkSize <= 0 {
+		chunkSize = 1000
+	}
+
+	spool, err := os.CreateTemp(p.TmpDir, "rowfate-export-*")
+	if err != nil {
+		return nil, fmt.Errorf("export %s: spool: %w", k.Name, err)
+	}
+	defer func() {
+		spool.Close()
+		os.Remove(spool.Name())
+	}()
+	digest := sha256.New()
+	out := io.MultiWriter(p.Dest, digest)
+	header := enc.header()
+	w, err := newExportWriter(out, format, header, p, k.Name)
+	if err != nil {
+		return nil, fmt.Errorf("export %s: %w", k.Name, err)
+	}
+	n, err := writeExport(ctx, k, enc, w, spool)
+	if err != nil {
+		w.abort()
+		return nil, fmt.Errorf("export %s: %w", k.Name, err)
+	}
+	if err := w.close(); err != nil {
+		return nil, fmt.Errorf("export %s: %w", k.Name, err)
+	}
+
+	if _, err := spool.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("export %s: spool: %w", k.Name, err)
+	}
+	dec := json.NewDecoder(bufio.NewReaderSize(spool, 64<<10))
+	seq := func(yield func(IngestRow, error) bool) {
+		for i := int64(0); i < n; i++ {
+			var o exportOutcome
+			if err := dec.Decode(&o); err != nil {
+				yield(IngestRow{}, fmt.Errorf("read back the outcome of row %d: %w", i+2, err))
+				return
+			}
+			row := IngestRow{RowNo: o.Row, ChunkNo: i / chunkSize, State: rows.StateSucceeded, Values: o.Values, Errors: o.Errors}
+			if o.Failed {
+				row.State = rows.StateFailed
+			}
+			if !yield(row, nil) {
+				return
+			}
+		}
+	}
+	b, err := e.store.BatchIngest(ctx, BatchIngestParams{
+		TenantID:   p.TenantID,
+		Kind:       k.Name,
+		SourceName: p.DestName,
+		Header:     header,
+		Rows:       seq,
+		SummaryFunc: func() IngestSummary {
+			return IngestSummary{SourceDigest: hex.EncodeToString(digest.Sum(nil))}
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("export %s: %w", k.Name, err)
+	}
+	e.logger.InfoContext(ctx, "batch exported", "batch_id", b.ID, "kind", b.Kind, "tenant_id", b.TenantID,
+		"rows", b.Counts.Total(), "failed", b.Counts[rows.StateFailed])
+	return b, nil
+}
+
+// writeExport reads the kind's rows, writes each to the file and spools its
+// outcome. It returns the number of rows.
+func writeExport[T any](ctx context.Context, k ExportKind[T], enc *exportEncoder, w *exportWriter, spool io.Writer) (int64, error) {
+	bw := bufio.NewWriterSize(spool, 64<<10)
+	js := json.NewEncoder(bw)
+	cells := make([]rows.Cell, len(enc.cols))
+	var n int64
+	for t, err := range k.RowsFunc(ctx) {
+		if cerr := ctx.Err(); cerr != nil {
+			return n, cerr
+		}
+		rowNo := n + 2 // the header is row 1
+		o := exportOutcome{Row: rowNo}
+		if err != nil {
+			errs, ok := exportRowErrors(err)
+			if !ok {
+				return n, fmt.Errorf("rows after row %d: %w", rowNo-1, err)
+			}
+			o.Failed, o.Errors = true, errs
+		} else if errs := enc.encode(reflect.ValueOf(&t).Elem(), cells); len(errs) > 0 {
+			o.Failed, o.Errors = true, errs
+		} else {
+			werr := w.write(cells)
+			var fe *rows.FieldError
+			switch {
+			case errors.As(werr, &fe):
+				o.Failed, o.Errors = true, []rows.FieldError{*fe}
+			case werr != nil:
+				return n, werr
+			default:
+				o.Values = make([]string, len(cells))
+				for i, c := range cells {
+					o.Values[i] = c.Text
+				}
+			}
+		}
+		for i := range o.Errors {
+			o.Errors[i].Row = rowNo
+		}
+		if err := js.Encode(&o); err != nil {
+			return n, fmt.Errorf("spool: %w", err)
+		}
+		n++
+	}
+	if err := ctx.Err(); err != nil {
+		return n, err
+	}
+	if err := bw.Flush(); err != nil {
+		return n, fmt.Errorf("spool: %w", err)
+	}
+	return n, nil
+}
+
+// exportRowErrors tells a row's error (the row fails, the export goes on)
+// from the source's (the export stops).
+func exportRowErrors(err error) ([]rows.FieldError, bool) {
+	var fes rows.FieldErrors
+	if errors.As(err, &fes) && len(fes) > 0 {
+		return append([]rows.FieldError(nil), fes...), true
+	}
+	var fe *rows.FieldError
+	if errors.As(err, &fe) {
+		return []rows.FieldError{*fe}, true
+	}
+	if IsPermanent(err) {
+		return []rows.FieldError{{Code: CodeExport, Message: err.Error()}}, true
+	}
+	return nil, false
+}
+
+// exportWriter is the CSV or XLSX writer of an export.
+type exportWriter struct {
+	csv  *rows.CSVWriter
+	xlsx *rows.XLSXWriter
+	buf  []string
+}
+
+func newExportWriter(out io.Writer, format Format, header []string, p ExportParams, kind string) (*exportWriter, error) {
+	if format == FormatXLSX {
+		sheet := p.Sheet
+		if sheet == "" {
+			sheet = kind
+		}
+		xw, err := rows.NewXLSXWriter(out, header, &rows.XLSXWriterOptions{Sheet: sheet, TmpDir: p.TmpDir})
+		if err != nil {
+			return nil, err
+		}
+		return &exportWriter{xlsx: xw}, nil
+	}
+	var o rows.CSVWriterOptions
+	if p.CSV != nil {
+		o = *p.CSV
+	}
+	o.Unsafe = true // SafeCell is applied per column, below
+	cw, err := rows.NewCSVWriter(out, &o)
+	if err != nil {
+		return nil, err
+	}
+	safe := make([]string, len(header))
+	for i, h := range header {
+		safe[i] = rows.SafeCell(h)
+	}
+	if err := cw.Write(safe); err != nil {
+		return nil, err
+	}
+	return &exportWriter{csv: cw}, nil
+}
+
+// write writes one row. A *rows.FieldError is a row the format cannot hold.
+func (w *exportWriter) write(cells []rows.Cell) error {
+	if w.xlsx != nil {
+		return w.xlsx.WriteRow(cells)
+	}
+	w.buf = w.buf[:0]
+	for _, c := range cells {
+		w.buf = append(w.buf, c.Safe())
+	}
+	return w.csv.Write(w.buf)
+}
+
+func (w *exportWriter) close() error {
+	if w.xlsx != nil {
+		return w.xlsx.Close()
+	}
+	return w.csv.Flush()
+}
+
+func (w *exportWriter) abort() {
+	if w.xlsx != nil {
+		w.xlsx.Abort()
+	}
+}

@@ -1,0 +1,192 @@
+package batch_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/processors/customers"
+	"github.com/rowfate/rowfate/rows"
+)
+
+// TestErrorReportRoundTrip is the loop users live in: import, take the
+// error report, fix it in a spreadsheet (here: in code, saved back through
+// the same CSV writer a spreadsheet would be), import it again.
+func TestErrorReportRoundTrip(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, bd *bundle) {
+		ctx := context.Background()
+		if err := customers.EnsureSchema(ctx, bd.db, bd.dialect); err != nil {
+			t.Fatal(err)
+		}
+		reg := batch.NewRegistry()
+		if err := batch.Register(reg, customers.Kind(bd.db, bd.dialect)); err != nil {
+			t.Fatal(err)
+		}
+		e := newEngine(t, bd.store, reg, 0)
+		f, err := os.Open("../fixtures/customers.csv")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		b1, err := e.Import(ctx, batch.ImportParams{Kind: customers.Name, SourceName: "customers.csv", Source: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Work(ctx, batch.WorkParams{BatchID: b1.ID, UntilDone: true}); err != nil {
+			t.Fatal(err)
+		}
+
+		var report bytes.Buffer
+		n, err := e.ErrorReport(ctx, batch.ErrorReportParams{BatchID: b1.ID}, &report)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(report.Bytes(), []byte("\xEF\xBB\xBF")) {
+			t.Fatalf("report does not start with a UTF-8 BOM: %q", report.Bytes()[:8])
+		}
+		recs, err := csv.NewReader(bytes.NewReader(report.Bytes()[3:])).ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantHeader := []string{"email", "name", "country", "signup_date", "amount", "row", "error"}
+		if !slices.Equal(recs[0], wantHeader) {
+			t.Fatalf("report header %q, want %q", recs[0], wantHeader)
+		}
+		if n != 15 || len(recs) != 16 {
+			t.Fatalf("report has %d rows (n=%d), want the 15 invalid rows", len(recs)-1, n)
+		}
+		byRow := map[string][]string{}
+		var order []string
+		for _, r := range recs[1:] {
+			byRow[r[5]] = r
+			order = append(order, r[5])
+		}
+		if want := []string{"10", "20", "30", "40", "50", "90", "120", "140", "160", "200", "250", "270", "280", "290", "300"}; !slices.Equal(order, want) {
+			t.Errorf("report rows %v, want %v", order, want)
+		}
+		if got := byRow["250"]; got[6] != "email: must be a valid email; amount: must be ≥ 0" || got[4] != "'-1" {
+			t.Errorf("row 250 = %q: want the joined errors and the amount guarded as '-1", got)
+		}
+		if got := byRow["300"][6]; got != "email: same email as row 2" {
+			t.Errorf("row 300 error %q", got)
+		}
+
+		// Fix every row but 160 (amount "12,50"), and give row 290 a name
+		// that needs SafeCell's apostrophe in the saved file.
+		var fixed bytes.Buffer
+		cw, err := rows.NewCSVWriter(&fixed, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cw.Write(recs[0]); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs[1:] {
+			r = slices.Clone(r)
+			for i := range r {
+				r[i] = strings.TrimPrefix(r[i], "'") // as a spreadsheet shows them
+			}
+			if r[5] != "160" {
+				r[0] = fmt.Sprintf("fixed%s@example.com", r[5])
+				r[1], r[2], r[3], r[4] = "Fixed Name", "FR", "2020-01-02", "1.50"
+			}
+			if r[5] == "290" {
+				r[1] = "=not a formula"
+			}
+			if err := cw.Write(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := cw.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(fixed.Bytes(), []byte(`'=not a formula`)) {
+			t.Fatalf("the saved file does not guard the formula: %s", fixed.Bytes())
+		}
+
+		b2, err := e.Import(ctx, batch.ImportParams{Kind: customers.Name, SourceName: "errors.csv", Source: bytes.NewReader(fixed.Bytes())})
+		if err != nil {
+			t.Fatalf("importing the fixed report: %v", err)
+		}
+		if b2.Counts[rows.StateValid] != 14 || b2.Counts[rows.StateInvalid] != 1 {
+			t.Errorf("fixed report counts %v, want 14 valid and 1 invalid", b2.Counts)
+		}
+		if w := strings.Join(b2.Warnings, ";"); w != `unknown columns ignored: "row", "error"` {
+			t.Errorf("warnings %q", w)
+		}
+		stored, err := bd.store.RowsList(ctx, batch.RowsListParams{TenantID: "default", BatchID: b2.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, r := range stored {
+			if r.Values[5] == "290" {
+				names = append(names, r.Values[1])
+			}
+		}
+		if !slices.Equal(names, []string{"=not a formula"}) {
+			t.Errorf("row 290's name read back as %q, want the apostrophe removed", names)
+		}
+
+		// The report of the second batch has the same columns, not a
+		// second row and error pair; its row is the row in errors.csv.
+		report.Reset()
+		if n, err := e.ErrorReport(ctx, batch.ErrorReportParams{BatchID: b2.ID}, &report); err != nil || n != 1 {
+			t.Fatalf("second report: %d rows, %v", n, err)
+		}
+		recs, err = csv.NewReader(bytes.NewReader(report.Bytes()[3:])).ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(recs[0], wantHeader) || recs[1][0] != "dennis.wirth158@example.com" || recs[1][5] != "10" {
+			t.Errorf("second report %q", recs)
+		}
+
+		// Another tenant sees no such batch.
+		if _, err := e.ErrorReport(ctx, batch.ErrorReportParams{TenantID: "other", BatchID: b1.ID}, &report); err == nil {
+			t.Error("another tenant got the report")
+		}
+	})
+}
+
+func TestDryRunWritesNothing(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, bd *bundle) {
+		ctx := context.Background()
+		reg := batch.NewRegistry()
+		if err := batch.Register(reg, customers.Kind(bd.db, bd.dialect)); err != nil {
+			t.Fatal(err)
+		}
+		e := newEngine(t, bd.store, reg, 0)
+		f, err := os.Open("../fixtures/customers.csv")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		res, err := e.DryRun(ctx, batch.ImportParams{Kind: customers.Name, SourceName: "customers.csv", Source: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Counts[rows.StateValid] != 285 || res.Counts[rows.StateInvalid] != 15 || res.Encoding != "utf-8" || res.Delimiter != "," {
+			t.Errorf("dry run %+v", res)
+		}
+		if len(res.Errors) == 0 || res.Errors[0].Row != 10 || res.Errors[0].Code != "email" {
+			t.Errorf("first errors %+v", res.Errors)
+		}
+		bs, err := bd.store.BatchList(ctx, batch.BatchListParams{TenantID: "default"})
+		if err != nil || len(bs) != 0 {
+			t.Errorf("a dry run left %d batches (%v)", len(bs), err)
+		}
+		_, err = e.DryRun(ctx, batch.ImportParams{Kind: customers.Name, SourceName: "x.csv", Source: strings.NewReader("name\nAnn\n")})
+		if err == nil || !strings.Contains(err.Error(), "missing required columns") {
+			t.Errorf("dry run of a file without email: %v", err)
+		}
+	})
+}

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const bom = "\ufeff"
+
+func TestPreview(t *testing.T) {
+	t.Parallel()
+	c := setup(t)
+	path := writeFile(t, "semi.csv", []byte("E-Mail;Name;notes;amount\na@example.com;Ann;hi;1,50\n\nb@example.com;Bob\n"))
+
+	r := c.run("preview", path, "--kind", "customers")
+	want := "file       " + path + "\n" +
+		"encoding   utf-8 (detected)\n" +
+		"delimiter  ; (sniffed)\n" +
+		`header     "E-Mail" | "Name" | "notes" | "amount"` + "\n" +
+		`row 2      "a@example.com" | "Ann" | "hi" | "1,50"` + "\n" +
+		`row 4      "b@example.com" | "Bob"` + "\n" +
+		"           ! row 4: row has 2 cells, the header has 4\n" +
+		"kind customers\n" +
+		`  matched  "E-Mail" -> email` + "\n" +
+		`  matched  "Name" -> name` + "\n" +
+		`  matched  "amount" -> amount` + "\n" +
+		`  unknown  "notes" (ignored)` + "\n" +
+		"  missing  country (optional)\n" +
+		"  missing  signup_date (required: the file would be rejected)\n"
+	if r.code != exitOK || r.stdout != want || r.stderr != "" {
+		t.Fatalf("want exit 0 and stdout\n%s\ngot %s", want, r)
+	}
+	// Preview reads the file only: no database.
+	if _, err := os.Stat(c.database); !os.IsNotExist(err) {
+		t.Errorf("preview created the database (stat: %v)", err)
+	}
+
+	var got struct {
+		Encoding  string `json:"encoding"`
+		Delimiter string `json:"delimiter"`
+		Rows      []struct {
+			Row    int64    `json:"row"`
+			Values []string `json:"values"`
+		} `json:"rows"`
+		Kind struct {
+			Missing []struct {
+				Column   string `json:"column"`
+				Required bool   `json:"required"`
+			} `json:"missing"`
+		} `json:"kind"`
+	}
+	c.runJSON(exitOK, &got, "preview", path, "--kind", "customers", "--rows", "1", "-o", "json", "--delimiter", ",")
+	if got.Delimiter != "," || len(got.Rows) != 1 || len(got.Rows[0].Values) != 2 || len(got.Kind.Missing) != 5 {
+		t.Errorf("preview with --delimiter , as JSON: %+v", got)
+	}
+
+	latin := writeFile(t, "latin.csv", []byte("name\nM\xfcller\n"))
+	r = c.run("preview", latin)
+	if r.code != exitOK || !strings.Contains(r.stdout, "encoding   windows-1252 (detected)\n") || !strings.Contains(r.stdout, `"Müller"`) {
+		t.Errorf("preview of a Windows-1252 file: %s", r)
+	}
+	r = c.run("preview", latin, "--encoding", "utf-8")
+	if r.code != exitOK || !strings.Contains(r.stdout, "encoding   utf-8 (as given)\n") || !strings.Contains(r.stdout, "bad_encoding") && !strings.Contains(r.stdout, "not valid UTF-8") {
+		t.Errorf("preview of a Windows-1252 file as UTF-8: %s", r)
+	}
+
+	for _, tc := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"preview"}, "batchctl preview: preview needs <file>, got 0 arguments\n"},
+		{[]string{"preview", path, "--kind", "suppliers"}, "batchctl preview: unknown kind \"suppliers\"; known kinds: customers\n"},
+		{[]string{"preview", path, "--encoding", "ebcdic"}, "batchctl preview: --encoding: unknown encoding \"ebcdic\""},
+		{[]string{"preview", path, "--delimiter", "ab"}, "batchctl preview: --delimiter: bad delimiter \"ab\""},
+	} {
+		r := c.run(tc.args...)
+		if r.code != exitUsage || !strings.HasPrefix(r.stderr, tc.stderr) {
+			t.Errorf("%v: want exit %d and stderr %q, got %s", tc.args, exitUsage, tc.stderr, r)
+		}
+	}
+	r = c.run("preview", writeFile(t, "cr.csv", []byte("a,b\r1,2\r")))
+	if r.code != exitRejected || !strings.Contains(r.stderr, "line 1: a line ends with a bare carriage return") {
+		t.Errorf("preview of a bare-CR file: %s", r)
+	}
+}
+
+func TestImportDryRun(t *testing.T) {
+	t.Parallel()
+	c := setup(t)
+	r := c.run("import", "customers", fixture, "--dry-run")
+	if r.code != exitRows || r.stderr != "" {
+		t.Fatalf("dry run: %s", r)
+	}
+	for _, want := range []string{
+		"dry run  " + fixture + "  (customers): nothing was written\n",
+		"  encoding utf-8, delimiter ,\n",
+		"  valid 285, invalid 15, total 300\n",
+		"first errors:\n  row 10, column email: must be a valid email\n",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("dry run output lacks %q:\n%s", want, r)
+		}
+	}
+	if _, err := os.Stat(c.database); !os.IsNotExist(err) {
+		t.Errorf("a dry run created the database (stat: %v)", err)
+	}
+
+	ok := writeFile(t, "ok.tsv", []byte("email\tname\tsignup_date\textra\na@example.com\tAnn\t2020-01-02\tx\n"))
+	var res struct {
+		Counts   map[string]int64 `json:"counts"`
+		Warnings []string         `json:"warnings"`
+	}
+	c.runJSON(exitOK, &res, "import", "customers", ok, "--dry-run", "-o", "json")
+	if res.Counts["valid"] != 1 || len(res.Warnings) != 1 || res.Warnings[0] != `unknown columns ignored: "extra"` {
+		t.Errorf("dry run as JSON: %+v", res)
+	}
+
+	// The warning also reaches a real import, on stderr.
+	r = c.run("import", "customers", ok)
+	if r.code != exitOK || r.stderr != "warning: "+ok+`: unknown columns ignored: "extra"`+"\n" {
+		t.Errorf("import with an unknown column: %s", r)
+	}
+}
+
+func TestErrorsReportAndReimport(t *testing.T) {
+	t.Parallel()
+	c := setup(t)
+	if r := c.run("import", "customers", fixture); r.code != exitRows {
+		t.Fatalf("import: %s", r)
+	}
+
+	// Without -o the report goes to stdout.
+	r := c.run("errors", "1")
+	if r.code != exitOK || !strings.HasPrefix(r.stdout, bom+"email,name,country,signup_date,amount,row,error\r\n") || r.stderr != "" {
+		t.Fatalf("errors 1: %s", r)
+	}
+	if !strings.Contains(r.stdout, "carol(at)example.com,Alan Hopper,US,2011-10-25,'-1,250,email: must be a valid email; amount: must be ≥ 0\r\n") {
+		t.Errorf("row 250 missing or wrong in:\n%s", r.stdout)
+	}
+	if n := strings.Count(r.stdout, "\r\n"); n != 16 {
+		t.Errorf("report has %d lines, want a header and 15 rows", n)
+	}
+
+	out := filepath.Join(t.TempDir(), "errors.csv")
+	r = c.run("errors", "1", "-o", out)
+	if r.code != exitOK || r.stdout != "" || !strings.HasPrefix(r.stderr, "wrote 15 rows to "+out) {
+		t.Fatalf("errors 1 -o %s: %s", out, r)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(data, []byte(c.run("errors", "1").stdout)) {
+		t.Error("the file differs from the report on stdout")
+	}
+	only := c.run("errors", "1", "--state", "succeeded")
+	if only.code != exitOK || strings.Count(only.stdout, "\r\n") != 286 {
+		t.Errorf("errors --state succeeded: %d lines", strings.Count(only.stdout, "\r\n"))
+	}
+
+	// Importing the report as it is: the row and error columns are
+	// ignored, the apostrophe of '-1 is removed again (so amount fails
+	// gte, not not_a_number), and row 300 is no longer a duplicate.
+	r = c.run("import", "customers", out)
+	if r.code != exitRows || !strings.Contains(r.stdout, "    succeeded   1\n") || !strings.Contains(r.stdout, "      invalid  14\n") {
+		t.Fatalf("import of the report: %s", r)
+	}
+	if r.stderr != "warning: "+out+`: unknown columns ignored: "row", "error"`+"\n" {
+		t.Errorf("import of the report, stderr %q", r.stderr)
+	}
+	var rs []jsonRow
+	c.runJSON(exitOK, &rs, "rows", "2", "--state", "invalid", "-o", "json")
+	for _, row := range rs {
+		if row.Values[0] == "carol(at)example.com" {
+			if row.Values[4] != "-1" || len(row.Errors) != 2 || row.Errors[1].Code != "gte" {
+				t.Errorf("row of carol: %+v", row)
+			}
+		}
+	}
+
+	for _, tc := range []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{[]string{"errors"}, exitUsage, "batchctl errors: need exactly one <batch> id, got 0 arguments\n"},
+		{[]string{"errors", "1", "--state", "nope"}, exitUsage, "batchctl errors: unknown state \"nope\"\n"},
+		{[]string{"errors", "9"}, exitError, "batchctl errors: error report of batch 9: get batch 9: not found\n"},
+		{[]string{"errors", "1", "-o", filepath.Join(t.TempDir(), "missing", "x.csv")}, exitError, "batchctl errors: create "},
+	} {
+		r := c.run(tc.args...)
+		if r.code != tc.code || !strings.HasPrefix(r.stderr, tc.stderr) {
+			t.Errorf("%v: want exit %d and stderr %q, got %s", tc.args, tc.code, tc.stderr, r)
+		}
+	}
+}
+
+func TestTemplate(t *testing.T) {
+	t.Parallel()
+	c := setup(t)
+	r := c.run("template", "customers")
+	want := bom + "email,name,country,signup_date,amount\r\nada@example.com,Ada Lovelace,GB,2024-01-31,1250.50\r\n"
+	if r.code != exitOK || r.stdout != want || r.stderr != "" {
+		t.Fatalf("want exit 0 and stdout %q, got %s", want, r)
+	}
+	if _, err := os.Stat(c.database); !os.IsNotExist(err) {
+		t.Errorf("template created the database (stat: %v)", err)
+	}
+	// The template is a file the kind imports as it is.
+	out := filepath.Join(t.TempDir(), "customers.csv")
+	if r := c.run("template", "customers", "-o", out); r.code != exitOK {
+		t.Fatalf("template -o: %s", r)
+	}
+	r = c.run("import", "customers", out)
+	if r.code != exitOK || !strings.Contains(r.stdout, "succeeded  1") {
+		t.Errorf("import of the template: %s", r)
+	}
+	if r := c.run("template", "suppliers"); r.code != exitUsage {
+		t.Errorf("template of an unknown kind: %s", r)
+	}
+}

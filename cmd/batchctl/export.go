@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/processors/customers"
+	"github.com/rowfate/rowfate/rows"
+)
+
+// exportFunc runs one export kind on a wired app.
+type exportFunc func(ctx context.Context, a *app, p batch.ExportParams) (*batch.Batch, error)
+
+// exportKinds are the export kinds batchctl knows, by name.
+func exportKinds() map[string]exportFunc {
+	return map[string]exportFunc{
+		customers.Name: func(ctx context.Context, a *app, p batch.ExportParams) (*batch.Batch, error) {
+			return batch.Export(ctx, a.engine, customers.ExportKind(a.db), p)
+		},
+	}
+}
+
+// cmdExport writes a kind's rows to a CSV or XLSX file and records the
+// export as a batch with one outcome per row.
+//
+// -o names the file, as for errors and template; its extension picks the
+// format (.xlsx, else CSV) unless --format says. Without -o (or with -o -)
+// the file goes to standard output and the summary to standard error.
+func cmdExport(ctx context.Context, e *env, args []string) (int, error) {
+	fs := flag.NewFlagSet("export", flag.ContinueOnError)
+	format := fs.String("format", "", "csv or xlsx (default: from the -o file's extension, else csv)")
+	sheet := fs.String("sheet", "", "XLSX sheet name (default: the kind's name)")
+	e.outPath = true
+	pos, err := e.parse(fs, args)
+	if err != nil {
+		return 0, err
+	}
+	if len(pos) != 1 {
+		return 0, usagef("export needs <kind>, got %d arguments", len(pos))
+	}
+	kind := pos[0]
+	exports := exportKinds()
+	run, ok := exports[kind]
+	if !ok {
+		names := make([]string, 0, len(exports))
+		for n := range exports {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return 0, usagef("unknown export kind %q; known kinds: %s", kind, strings.Join(names, ", "))
+	}
+	f := batch.Format(strings.ToLower(*format))
+	switch {
+	case f == "" && strings.EqualFold(filepath.Ext(e.output), ".xlsx"):
+		f = batch.FormatXLSX
+	case f == "":
+		f = batch.FormatCSV
+	case f != batch.FormatCSV && f != batch.FormatXLSX:
+		return 0, usagef("--format must be csv or xlsx, not %q", *format)
+	}
+	toStdout := e.output == "" || e.output == "-"
+	if !toStdout {
+		// Fail on a bad destination before opening the database.
+		if st, err := os.Stat(dirOf(e.output)); err != nil || !st.IsDir() {
+			return 0, fmt.Errorf("export to %s: no such folder %s", e.output, dirOf(e.output))
+		}
+	}
+
+	a, err := e.open(ctx, true)
+	if err != nil {
+		return 0, err
+	}
+	defer a.close()
+	w, commit, abort, err := e.outputFile()
+	if err != nil {
+		return 0, err
+	}
+	name := e.output
+	if toStdout {
+		name = "-"
+	}
+	b, err := run(ctx, a, batch.ExportParams{TenantID: e.tenant, DestName: name, Dest: w, Format: f, Sheet: *sheet})
+	if err != nil {
+		abort()
+		return 0, err
+	}
+	if err := commit(); err != nil {
+		return 0, err
+	}
+	if toStdout {
+		e.stdout = e.stderr // the file took standard output
+	}
+	if err := e.printBatch(b, true); err != nil {
+		return 0, err
+	}
+	return batchExit(b), nil
+}
+
+// xlsxFlags adds the XLSX reader's flags to an import-like command.
+func xlsxFlags(fs *flag.FlagSet) *rows.XLSXOptions {
+	o := &rows.XLSXOptions{}
+	fs.StringVar(&o.Sheet, "sheet", "", "XLSX: sheet name or 1-based position (default: the first visible sheet)")
+	fs.Int64Var(&o.HeaderRow, "header-row", 0, "XLSX: 1-based row of the header (default: the first non-empty row that is not a title)")
+	return o
+}

@@ -1,0 +1,701 @@
+package rows
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/xuri/excelize/v2"
+)
+
+// CodeCellError is the row error of a cell that holds an Excel error value
+// (#DIV/0!, #N/A, #REF!, ...), usually a formula that failed.
+const CodeCellError Code = "cell_error"
+
+// XLSXOptions tunes an XLSXReader. The zero value is usable; every limit has
+// a default that a legitimate 1,000,000-row workbook fits.
+type XLSXOptions struct {
+	// Sheet picks the sheet by name (case-insensitive, as Excel compares
+	// names) or, when no sheet has that name, by its 1-based position in
+	// the tab order ("2" is the second tab). Defaults to the first visible
+	// worksheet.
+	Sheet string
+	// HeaderRow is the 1-based row of the header. Defaults to the first
+	// non-empty row that is not a title: a row whose only cell is merged
+	// across several columns is taken for a title and passed over.
+	HeaderRow int64
+	// MaxFileBytes caps the file as uploaded, checked before anything is
+	// opened. Defaults to 256 MiB.
+	MaxFileBytes int64
+	// MaxUnzipBytes caps the sum of the parts' unpacked sizes (excelize's
+	// UnzipSizeLimit). Defaults to 2 GiB; large sheets spill to TmpDir, so
+	// this is a disk bound, not a memory one.
+	MaxUnzipBytes int64
+	// MaxMemoryBytes caps the unpacked size of the parts excelize holds in
+	// memory: every part but worksheets and shared strings larger than
+	// 4 MiB. Defaults to 64 MiB.
+	MaxMemoryBytes int64
+	// MaxCompressionRatio refuses a part larger than 1 MiB that inflates
+	// more than this many times its packed size (a zip bomb). Defaults to
+	// 200; spreadsheets inflate 5 to 30 times.
+	MaxCompressionRatio int64
+	// TmpDir is where the upload and excelize's spills are written.
+	// Defaults to os.TempDir().
+	TmpDir string
+	// MaxColumns caps the header's columns. Defaults to 1024.
+	MaxColumns int
+	// ExtraColumns is how many columns past the header a data row may
+	// reach; cells there are a row error (ragged_row), and a cell farther
+	// out rejects the file before the row is read. Defaults to 64.
+	ExtraColumns int
+	// MaxCellBytes caps one cell; a longer cell is a row error. Defaults to
+	// 64 KiB.
+	MaxCellBytes int
+	// KeepFormulaQuote keeps a leading apostrophe in front of a formula
+	// character, as CSVOptions.KeepFormulaQuote does: by default it is
+	// removed, so a file written with SafeCell reads as its values.
+	KeepFormulaQuote bool
+}
+
+// spill size of excelize's UnzipXMLSizeLimit: sheets and shared strings
+// larger than this are read from TmpDir, not from memory.
+const xlsxSpillBytes = 4 << 20
+
+type xlsxOpts struct {
+	XLSXOptions
+	spillBytes int64
+}
+
+func (o *XLSXOptions) withDefaults() *xlsxOpts {
+	c := &xlsxOpts{spillBytes: xlsxSpillBytes}
+	if o != nil {
+		c.XLSXOptions = *o
+	}
+	def := func(v *int64, d int64) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&c.MaxFileBytes, 256<<20)
+	def(&c.MaxUnzipBytes, 2<<30)
+	def(&c.MaxMemoryBytes, 64<<20)
+	def(&c.MaxCompressionRatio, 200)
+	if c.MaxColumns <= 0 {
+		c.MaxColumns = 1024
+	}
+	if c.ExtraColumns <= 0 {
+		c.ExtraColumns = 64
+	}
+	if c.MaxCellBytes <= 0 {
+		c.MaxCellBytes = 64 << 10
+	}
+	return c
+}
+
+// XLSXReader reads one sheet of an XLSX workbook a row at a time with
+// excelize's streaming Rows iterator. Cells are read as their raw values
+// with their types: numbers as stored (no thousands separators, no rounding
+// by the display format), booleans as "true" and "false", dates and times
+// converted from Excel serial numbers in the workbook's date system (1900,
+// with its phantom 1900-02-29, or 1904) to 2006-01-02, 15:04:05 or
+// 2006-01-02 15:04:05, formulas as their cached values. Row numbers are the
+// sheet's.
+//
+// Hostile files are refused before work (see XLSXOptions for the limits):
+// a file that is too large, an .xls, .xlsb, .ods or password-protected
+// workbook, a damaged zip, a zip bomb, a DOCTYPE in any part, a row wider
+// than the header allows, rows out of order. Each is a *FileError; a panic
+// inside excelize is one too.
+//
+// Close releases the temporary files.
+type XLSXReader struct {
+	name string
+	o    *xlsxOpts
+
+	dir string // temporary folder of this reader
+	// ahead delivers the data rows the scanner goroutine read; stop ends
+	// it, scanDone waits for it.
+	ahead    chan xlsxScanned
+	stop     chan struct{}
+	scanDone sync.WaitGroup
+	spool    *os.File
+	pkg      *xlsxPackage
+	sheet    xlsxSheetInfo
+	file     *excelize.File
+	iter     *excelize.Rows
+	scan     *xlsxSheetScanner
+	exRow    int64 // rows excelize's iterator has moved through
+	header   []string
+	hdrRow   int64
+	width    int // header columns
+
+	skipped int64
+	lastRow int64
+	err     error // sticky: after a file error, every Next returns it
+}
+
+// xlsxRow is one row as read: its number and cell values by column index.
+type xlsxRow struct {
+	n      int64
+	values []string
+	meta   []xlsxCellMeta
+}
+
+var _ Reader = (*XLSXReader)(nil)
+
+// NewXLSXReader copies r to a file under TmpDir (refusing more than
+// MaxFileBytes), inspects the workbook, opens the chosen sheet and reads its
+// header. name is used in errors only. Every problem with the file is a
+// *FileError.
+func NewXLSXReader(r io.Reader, name string, opts *XLSXOptions) (xr *XLSXReader, err error) {
+	x := &XLSXReader{name: name, o: opts.withDefaults()}
+	defer func() {
+		if v := recover(); v != nil {
+			err = x.fileErr(fmt.Errorf("the XLSX parser failed on this file: %v", v))
+		}
+		if err != nil {
+			x.Close()
+			xr = nil
+		}
+	}()
+	if err := x.spoolFrom(r); err != nil {
+		return nil, err
+	}
+	if err := x.open(); err != nil {
+		return nil, x.fileErr(err)
+	}
+	if err := x.readHeader(); err != nil {
+		return nil, x.fileErr(err)
+	}
+	return x, nil
+}
+
+func (x *XLSXReader) fileErr(err error) error {
+	var fe *FileError
+	if errors.As(err, &fe) {
+		return fe
+	}
+	return &FileError{File: x.name, Err: err}
+}
+
+// spoolFrom copies the upload to a temporary file, so that excelize can open
+// it without reading it into memory and the zip can be read twice.
+func (x *XLSXReader) spoolFrom(r io.Reader) error {
+	// One folder per reader holds the upload and excelize's spills, so that
+	// Close removes them all, even those of an excelize call that failed
+	// half way.
+	dir, err := os.MkdirTemp(x.o.TmpDir, "rowfate-xlsx-")
+	if err != nil {
+		return fmt.Errorf("xlsx: temporary folder: %w", err)
+	}
+	x.dir = dir
+	f, err := os.Create(filepath.Join(dir, "upload.xlsx"))
+	if err != nil {
+		return fmt.Errorf("xlsx: temporary file: %w", err)
+	}
+	x.spool = f
+	n, err := io.Copy(f, io.LimitReader(r, x.o.MaxFileBytes+1))
+	if err != nil {
+		return fmt.Errorf("xlsx: copy %s: %w", x.name, err)
+	}
+	if n > x.o.MaxFileBytes {
+		return x.fileErr(fmt.Errorf("the file is larger than the limit of %d bytes", x.o.MaxFileBytes))
+	}
+	if n == 0 {
+		return x.fileErr(errors.New("the file is empty"))
+	}
+	return nil
+}
+
+func (x *XLSXReader) open() error {
+	st, err := x.spool.Stat()
+	if err != nil {
+		return err
+	}
+	size := st.Size()
+	head := make([]byte, 8)
+	n, _ := x.spool.ReadAt(head, 0)
+	head = head[:n]
+	switch {
+	case bytes.Equal(head, xlsxOLEMagic):
+		return xlsxOLEKind(x.spool, size)
+	case !bytes.HasPrefix(head, xlsxZipMagic):
+		return errors.New("the file is not an XLSX workbook (it does not start like a zip archive)")
+	}
+	x.pkg, err = inspectXLSX(x.spool, size, x.o)
+	if err != nil {
+		return err
+	}
+	if x.sheet, err = x.pickSheet(); err != nil {
+		return err
+	}
+	part := x.pkg.part(x.sheet.Part)
+	if part == nil {
+		return fmt.Errorf("the sheet %q has no data part (%s)", x.sheet.Name, x.sheet.Part)
+	}
+
+	x.file, err = excelize.OpenFile(x.spool.Name(), excelize.Options{
+		UnzipSizeLimit:    x.o.MaxUnzipBytes,
+		UnzipXMLSizeLimit: x.o.spillBytes,
+		TmpDir:            x.dir,
+	})
+	if err != nil {
+		return fmt.Errorf("the workbook cannot be opened: %v", err)
+	}
+	x.iter, err = x.file.Rows(x.sheet.Name)
+	if err != nil {
+		return fmt.Errorf("the sheet %q cannot be read: %v", x.sheet.Name, err)
+	}
+	x.scan, err = newXLSXSheetScanner(part)
+	if err != nil {
+		return fmt.Errorf("the sheet %q cannot be read: %v", x.sheet.Name, err)
+	}
+	x.scan.sst = x.pkg.sst
+	return nil
+}
+
+// pickSheet resolves XLSXOptions.Sheet.
+func (x *XLSXReader) pickSheet() (xlsxSheetInfo, error) {
+	sheets := x.pkg.sheets
+	want := strings.TrimSpace(x.o.Sheet)
+	if want == "" {
+		for _, s := range sheets {
+			if !s.Hidden && s.Part != "" {
+				return s, nil
+			}
+		}
+		return xlsxSheetInfo{}, errors.New("the workbook has no visible worksheet")
+	}
+	for _, s := range sheets {
+		if strings.EqualFold(s.Name, want) {
+			if s.Part == "" {
+				return s, fmt.Errorf("the sheet %q is not a worksheet (a chart?)", s.Name)
+			}
+			return s, nil
+		}
+	}
+	if i, err := strconv.Atoi(want); err == nil && i >= 1 && i <= len(sheets) {
+		s := sheets[i-1]
+		if s.Part == "" {
+			return s, fmt.Errorf("sheet %d (%q) is not a worksheet (a chart?)", i, s.Name)
+		}
+		return s, nil
+	}
+	names := make([]string, len(sheets))
+	for i, s := range sheets {
+		names[i] = strconv.Quote(s.Name)
+	}
+	return xlsxSheetInfo{}, fmt.Errorf("the workbook has no sheet %q; its sheets are %s", want, strings.Join(names, ", "))
+}
+
+// step reads the next row of the sheet that has a row element: the scanner
+// reads its cells' attributes first (and refuses a row wider than limit
+// before excelize allocates it), then excelize's iterator is moved to the
+// same row and reads the values. It returns io.EOF at the end.
+func (x *XLSXReader) step(limit int) (*xlsxRow, error) {
+	var (
+		n    int64
+		meta []xlsxCellMeta
+		err  error
+	)
+	if x.ahead != nil {
+		res, ok := <-x.ahead
+		if !ok {
+			return nil, io.EOF
+		}
+		n, meta, err = res.n, res.meta, res.err
+	} else {
+		n, meta, err = x.scan.next(limit)
+	}
+	if err != nil {
+		var wide *errXLSXTooWide
+		if errors.As(err, &wide) {
+			if x.header == nil {
+				return nil, fmt.Errorf("sheet %q: %v, past the limit of %d columns", x.sheet.Name, wide, x.o.MaxColumns)
+			}
+			return nil, fmt.Errorf("sheet %q: %v, more than %d columns past the header's last column %s",
+				x.sheet.Name, wide, x.o.ExtraColumns, xlsxColName(x.width))
+		}
+		if errors.Is(err, io.EOF) {
+			return nil, io.EOF
+		}
+		return nil, fmt.Errorf("sheet %q: %w", x.sheet.Name, err)
+	}
+	for x.exRow < n {
+		if !x.iter.Next() {
+			if err := x.iter.Error(); err != nil {
+				return nil, fmt.Errorf("sheet %q, row %d: %v", x.sheet.Name, n, err)
+			}
+			return nil, fmt.Errorf("sheet %q: the XML parser ended before row %d (damaged sheet?)", x.sheet.Name, n)
+		}
+		x.exRow++
+	}
+	values, err := x.iter.Columns(excelize.Options{RawCellValue: true})
+	if err != nil {
+		return nil, fmt.Errorf("sheet %q, row %d: %v", x.sheet.Name, n, err)
+	}
+	return &xlsxRow{n: n, values: values, meta: meta}, nil
+}
+
+// typed converts row's raw values by their cells' types and styles, and
+// returns the row errors found on the way (error values, oversized cells).
+func (x *XLSXReader) typed(r *xlsxRow) []FieldError {
+	var errs []FieldError
+	m := 0
+	for i, v := range r.values {
+		col := i + 1
+		for m < len(r.meta) && r.meta[m].col < col {
+			m++
+		}
+		if v == "" {
+			continue
+		}
+		var c xlsxCellMeta
+		if m < len(r.meta) && r.meta[m].col == col {
+			c = r.meta[m]
+		}
+		switch c.typ {
+		case "b":
+			switch v {
+			case "1":
+				v = "true"
+			case "0":
+				v = "false"
+			}
+		case "e":
+			// The cell is emptied, as the CSV reader empties a cell it
+			// rejects: the error is the row's, not a second one from
+			// binding "#DIV/0!" as a number. The message keeps the value.
+			errs = append(errs, FieldError{Row: r.n, Column: x.column(i), Code: CodeCellError,
+				Message: fmt.Sprintf("cell %s%d holds the error %s", xlsxColName(col), r.n, v)})
+			v = ""
+		case "d":
+			v = xlsxISODate(strings.TrimSpace(v))
+		case "s", "str", "inlineStr":
+			if !x.o.KeepFormulaQuote {
+				v = unquoteFormula(v) // as the CSV reader does
+			}
+		default: // a number
+			if k := x.pkg.styles.kind(c.style); k != xlsxNumber {
+				if s, ok := xlsxSerialText(v, k, x.pkg.date1904); ok {
+					v = s
+					break
+				}
+			}
+			v = xlsxNumberText(v)
+		}
+		if len(v) > x.o.MaxCellBytes {
+			errs = append(errs, FieldError{Row: r.n, Column: x.column(i), Code: CodeCellTooLong,
+				Message: fmt.Sprintf("cell %s%d is %d bytes, more than the limit of %d", xlsxColName(col), r.n, len(v), x.o.MaxCellBytes)})
+			v = ""
+		}
+		r.values[i] = v
+	}
+	return errs
+}
+
+func (x *XLSXReader) column(i int) string {
+	if i < len(x.header) {
+		return strings.TrimSpace(x.header[i])
+	}
+	return xlsxColName(i + 1)
+}
+
+func xlsxBlank(values []string) bool {
+	for _, v := range values {
+		if strings.TrimSpace(v) != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// readHeader finds the header row and reads it.
+func (x *XLSXReader) readHeader() error {
+	var (
+		rows      int64
+		nonEmpty  bool
+		row       *xlsxRow
+		candidate *xlsxRow
+	)
+	// Merged ranges are listed after the rows: reading them costs a pass
+	// over the packed sheet without an XML parse, a small part of reading
+	// the rows themselves. Only ranges near the top can touch the header.
+	maxRow := x.o.HeaderRow
+	if maxRow <= 0 {
+		maxRow = 1000
+	}
+	merges, err := xlsxScanMerges(x.pkg.part(x.sheet.Part), maxRow, 100_000)
+	if err != nil {
+		return fmt.Errorf("sheet %q: reading merged cells: %v", x.sheet.Name, err)
+	}
+
+	for {
+		row, err = x.step(x.o.MaxColumns)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		rows++
+		x.typed(row)
+		if x.o.HeaderRow > 0 {
+			if row.n < x.o.HeaderRow {
+				continue
+			}
+			if row.n > x.o.HeaderRow || xlsxBlank(row.values) {
+				return fmt.Errorf("sheet %q: the header row %d is empty", x.sheet.Name, x.o.HeaderRow)
+			}
+			candidate = row
+			break
+		}
+		if xlsxBlank(row.values) {
+			continue
+		}
+		nonEmpty = true
+		// A lone cell merged across columns is a title above the header.
+		if cells := xlsxNonBlank(row.values); len(cells) == 1 {
+			if xlsxMergedAcross(merges, row.n, cells[0]+1) {
+				continue
+			}
+		}
+		candidate = row
+		break
+	}
+	if candidate == nil {
+		switch {
+		case x.o.HeaderRow > 0:
+			return fmt.Errorf("sheet %q has no row %d", x.sheet.Name, x.o.HeaderRow)
+		case nonEmpty:
+			return fmt.Errorf("sheet %q has only a title, no header row", x.sheet.Name)
+		case rows > 0:
+			return fmt.Errorf("no header row: every row of sheet %q is empty", x.sheet.Name)
+		}
+		part := x.pkg.part(x.sheet.Part)
+		if part.UncompressedSize64 > 64<<10 {
+			return fmt.Errorf("sheet %q yields no rows from %d bytes of XML (damaged, or not written by a spreadsheet program)",
+				x.sheet.Name, part.UncompressedSize64)
+		}
+		return fmt.Errorf("no header row: sheet %q is empty", x.sheet.Name)
+	}
+	header := candidate.values
+	for len(header) > 0 && strings.TrimSpace(header[len(header)-1]) == "" {
+		header = header[:len(header)-1]
+	}
+	for _, mg := range merges {
+		// A last header cell merged across empty columns covers them.
+		if mg.row1 == candidate.n && mg.col1 <= len(header) && mg.col2 > len(header) && mg.col2 <= x.o.MaxColumns {
+			header = append(header, make([]string, mg.col2-len(header))...)
+		}
+	}
+	// A header cell merged across columns names the first; the columns it
+	// covers are named after it ("Address (2)", ...) so that they are
+	// columns the kind does not know, rather than nameless ones.
+	for i := range header {
+		if strings.TrimSpace(header[i]) != "" {
+			continue
+		}
+		for _, mg := range merges {
+			if mg.row1 <= candidate.n && candidate.n <= mg.row2 && mg.col1 <= i+1 && i+1 <= mg.col2 && mg.col1 < i+1 {
+				if first := strings.TrimSpace(header[mg.col1-1]); first != "" && mg.row1 == candidate.n {
+					header[i] = fmt.Sprintf("%s (%d)", first, i+2-mg.col1)
+				}
+			}
+		}
+	}
+	x.header = header
+	x.hdrRow = candidate.n
+	x.width = len(header)
+	x.lastRow = candidate.n
+	x.scanAhead(x.width + x.o.ExtraColumns)
+	// Rows above the header are not data; they are not counted as skipped.
+	return nil
+}
+
+func xlsxNonBlank(values []string) []int {
+	var out []int
+	for i, v := range values {
+		if strings.TrimSpace(v) != "" {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func xlsxMergedAcross(merges []xlsxMerge, row int64, col int) bool {
+	for _, m := range merges {
+		if m.row1 == row && m.col1 == col && m.col2 > m.col1 {
+			return true
+		}
+	}
+	return false
+}
+
+// xlsxScanned is a row the scanner read ahead.
+type xlsxScanned struct {
+	n    int64
+	meta []xlsxCellMeta
+	err  error
+}
+
+// scanAhead runs the scanner in its own goroutine for the data rows, a
+// bounded number of rows ahead of excelize: the two XML parses of the sheet
+// then use two cores. The scanner is still always ahead, so every check it
+// makes comes before excelize reads the row.
+func (x *XLSXReader) scanAhead(limit int) {
+	ahead := make(chan xlsxScanned, 64)
+	x.stop = make(chan struct{})
+	x.ahead = ahead
+	x.scanDone.Add(1)
+	go func() {
+		defer x.scanDone.Done()
+		defer close(ahead)
+		for {
+			var res xlsxScanned
+			func() {
+				defer func() {
+					if v := recover(); v != nil {
+						res.err = fmt.Errorf("the sheet scanner failed after row %d: %v", x.scan.row, v)
+					}
+				}()
+				var meta []xlsxCellMeta
+				res.n, meta, res.err = x.scan.next(limit)
+				res.meta = append([]xlsxCellMeta(nil), meta...)
+			}()
+			select {
+			case ahead <- res:
+			case <-x.stop:
+				return
+			}
+			if res.err != nil {
+				return
+			}
+		}
+	}()
+}
+
+// Header returns the header row as the sheet spells it, without trailing
+// empty columns.
+func (x *XLSXReader) Header() []string { return x.header }
+
+// SkippedEmpty returns how many empty rows below the header were skipped
+// so far: rows without values and rows the sheet leaves out.
+func (x *XLSXReader) SkippedEmpty() int64 { return x.skipped }
+
+// Sheets lists the workbook's sheet names in tab order.
+func (x *XLSXReader) Sheets() []string {
+	out := make([]string, len(x.pkg.sheets))
+	for i, s := range x.pkg.sheets {
+		out[i] = s.Name
+	}
+	return out
+}
+
+// Sheet returns the name of the sheet being read.
+func (x *XLSXReader) Sheet() string { return x.sheet.Name }
+
+// HeaderRow returns the sheet row of the header.
+func (x *XLSXReader) HeaderRow() int64 { return x.hdrRow }
+
+// Date1904 reports whether the workbook uses the 1904 date system.
+func (x *XLSXReader) Date1904() bool { return x.pkg.date1904 }
+
+// Next returns the next non-empty row, or io.EOF. Its Row (and Line) is the
+// sheet's row number.
+func (x *XLSXReader) Next() (rec Record, err error) {
+	if x.err != nil {
+		return Record{}, x.err
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			err = x.fileErr(fmt.Errorf("the XLSX parser failed after row %d: %v", x.lastRow, v))
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			x.err = err
+		}
+	}()
+	for {
+		r, err := x.step(x.width + x.o.ExtraColumns)
+		if errors.Is(err, io.EOF) {
+			return Record{}, io.EOF
+		}
+		if err != nil {
+			return Record{}, x.fileErr(err)
+		}
+		x.skipped += r.n - x.lastRow - 1 // rows the sheet leaves out
+		x.lastRow = r.n
+		errs := x.typed(r)
+		if xlsxBlank(r.values) && len(errs) == 0 {
+			x.skipped++
+			continue
+		}
+		values := r.values
+		for len(values) < x.width {
+			values = append(values, "")
+		}
+		for i := x.width; i < len(values); i++ {
+			if strings.TrimSpace(values[i]) != "" {
+				errs = append(errs, FieldError{Row: r.n, Code: CodeRaggedRow,
+					Message: fmt.Sprintf("cell %s%d has a value outside the header's columns (A to %s)", xlsxColName(i+1), r.n, xlsxColName(x.width))})
+				break
+			}
+		}
+		if len(values) > x.width && len(errs) == 0 {
+			values = values[:x.width] // only blank cells past the header
+		}
+		return Record{Row: r.n, Line: r.n, Values: values, Errors: errs}, nil
+	}
+}
+
+// Close removes the temporary files. It is safe to call more than once.
+func (x *XLSXReader) Close() error {
+	var errs []error
+	if x.stop != nil {
+		close(x.stop)
+		x.scanDone.Wait() // the scanner is done with its reader
+		x.stop = nil
+	}
+	if x.scan != nil {
+		errs = append(errs, x.scan.close())
+		x.scan = nil
+	}
+	if x.iter != nil {
+		_ = x.iter.Close()
+		x.iter = nil
+	}
+	if x.file != nil {
+		errs = append(errs, x.file.Close())
+		x.file = nil
+	}
+	if x.spool != nil {
+		errs = append(errs, x.spool.Close())
+		x.spool = nil
+	}
+	if x.dir != "" {
+		errs = append(errs, os.RemoveAll(x.dir))
+		x.dir = ""
+	}
+	return errors.Join(errs...)
+}
+
+// IsXLSX reports whether a file is to be read as a workbook: its first bytes
+// are a zip's or an OLE compound file's (an .xls or an encrypted workbook,
+// which the XLSX reader names), or its name ends in .xlsx, .xlsm or .xls.
+// head is the start of the file; 8 bytes are enough.
+func IsXLSX(head []byte, name string) bool {
+	if bytes.HasPrefix(head, xlsxZipMagic) || bytes.HasPrefix(head, xlsxOLEMagic) {
+		return true
+	}
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".xlsx", ".xlsm", ".xls", ".xltx", ".xltm":
+		return true
+	}
+	return false
+}

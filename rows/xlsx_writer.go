@@ -1,0 +1,300 @@
+package rows
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/xuri/excelize/v2"
+)
+
+// Codes of the rows a writer cannot put in a file. The file stays good; the
+// row is left out and its outcome is the error.
+const (
+	CodeBadCharacter Code = "bad_character"
+	CodeSheetFull    Code = "sheet_full"
+)
+
+// xlsxMaxCellChars is the longest text an XLSX cell holds, in UTF-16 units.
+const xlsxMaxCellChars = 32_767
+
+// CellType is how a Cell's value is meant: it decides the cell type an XLSX
+// file stores. CSV has only text.
+type CellType uint8
+
+// The cell types.
+const (
+	CellText     CellType = iota // text; formula-protected by SafeCell unless Raw
+	CellNumber                   // Text is a number in Go syntax (strconv)
+	CellBool                     // Text is "true" or "false"
+	CellDate                     // Time, shown as a date
+	CellDateTime                 // Time, shown as date and time
+)
+
+// Cell is one value to write. Text is the value as text: what a CSV file
+// holds and what a batch stores; XLSXWriter stores it typed.
+type Cell struct {
+	Type CellType
+	Text string
+	// Time is the value of a CellDate or CellDateTime; the zero time is an
+	// empty cell. The wall clock is written: XLSX times have no zone.
+	Time time.Time
+	// Raw writes a text cell as it is, without SafeCell's apostrophe: for
+	// columns whose values are known to be data (a phone number "+44 ...").
+	Raw bool
+}
+
+// Safe returns the cell's text as a file should hold it: through SafeCell
+// unless the cell is Raw or not text (a number or date formatted by Go can
+// not be a formula).
+func (c Cell) Safe() string {
+	if c.Type != CellText || c.Raw {
+		return c.Text
+	}
+	return SafeCell(c.Text)
+}
+
+// XLSXWriterOptions tunes an XLSXWriter. The zero value is usable.
+type XLSXWriterOptions struct {
+	// Sheet names the sheet. Defaults to "Sheet1".
+	Sheet string
+	// TmpDir is where excelize spills the sheet while it is written.
+	// Defaults to os.TempDir().
+	TmpDir string
+}
+
+// XLSXWriter writes one sheet of an XLSX workbook streaming (excelize's
+// StreamWriter): a header row in bold, frozen so it stays in view, then
+// one row per WriteRow, typed (numbers, booleans, dates) and with text cells
+// through SafeCell unless a cell is Raw. Memory stays flat: the sheet
+// spills to TmpDir as it grows, and the workbook is zipped to the
+// destination by Close.
+type XLSXWriter struct {
+	w      io.Writer
+	f      *excelize.File
+	sw     *excelize.StreamWriter
+	sheet  string
+	header []string
+	cols   int
+	row    int // last row written
+	date   int // style ids
+	stamp  int
+	buf    []any
+	cells  []excelize.Cell
+	done   bool
+}
+
+// NewXLSXWriter starts a workbook with header as its first row.
+func NewXLSXWriter(w io.Writer, header []string, opts *XLSXWriterOptions) (*XLSXWriter, error) {
+	var o XLSXWriterOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Sheet == "" {
+		o.Sheet = "Sheet1"
+	}
+	if len(header) == 0 || len(header) > xlsxMaxCols {
+		return nil, fmt.Errorf("xlsx writer: %d columns", len(header))
+	}
+	f := excelize.NewFile(excelize.Options{TmpDir: o.TmpDir})
+	x := &XLSXWriter{w: w, f: f, sheet: o.Sheet, header: header, cols: len(header)}
+	if err := x.start(header); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("xlsx writer: %w", err)
+	}
+	return x, nil
+}
+
+func (x *XLSXWriter) start(header []string) error {
+	if x.sheet != "Sheet1" {
+		if err := x.f.SetSheetName("Sheet1", x.sheet); err != nil {
+			return err
+		}
+	}
+	var err error
+	dateFmt, stampFmt := "yyyy-mm-dd", "yyyy-mm-dd hh:mm:ss"
+	if x.date, err = x.f.NewStyle(&excelize.Style{CustomNumFmt: &dateFmt}); err != nil {
+		return err
+	}
+	if x.stamp, err = x.f.NewStyle(&excelize.Style{CustomNumFmt: &stampFmt}); err != nil {
+		return err
+	}
+	head, err := x.f.NewStyle(xlsxHeaderStyle())
+	if err != nil {
+		return err
+	}
+	if x.sw, err = x.f.NewStreamWriter(x.sheet); err != nil {
+		return err
+	}
+	if err := x.sw.SetPanes(&excelize.Panes{Freeze: true, YSplit: 1, TopLeftCell: "A2", ActivePane: "bottomLeft",
+		Selection: []excelize.Selection{{SQRef: "A2", ActiveCell: "A2", Pane: "bottomLeft"}}}); err != nil {
+		return err
+	}
+	for i, h := range header {
+		width := float64(utf8.RuneCountInString(h)) + 4
+		if err := x.sw.SetColWidth(i+1, i+1, min(max(width, 12), 60)); err != nil {
+			return err
+		}
+	}
+	cells := make([]any, len(header))
+	for i, h := range header {
+		cells[i] = excelize.Cell{StyleID: head, Value: SafeCell(h)}
+	}
+	x.row = 1
+	return x.sw.SetRow("A1", cells, excelize.RowOpts{StyleID: head})
+}
+
+// xlsxHeaderStyle is the header row's look: bold on light grey with a
+// rule below.
+func xlsxHeaderStyle() *excelize.Style {
+	return &excelize.Style{
+		Font:      &excelize.Font{Bold: true},
+		Fill:      excelize.Fill{Type: "pattern", Pattern: 1, Color: []string{"D9D9D9"}},
+		Border:    []excelize.Border{{Type: "bottom", Color: "808080", Style: 1}},
+		Alignment: &excelize.Alignment{Vertical: "center"},
+	}
+}
+
+// Rows returns the number of data rows written.
+func (x *XLSXWriter) Rows() int64 { return int64(x.row - 1) }
+
+// WriteRow writes one row. A row the format cannot hold (a cell longer than
+// 32,767 characters, a control character, a full sheet) is not written and
+// is returned as a *FieldError naming the column; the file stays good and
+// the next row can be written. Any other error is the writer's and ends
+// the file.
+func (x *XLSXWriter) WriteRow(cells []Cell) error {
+	if x.done {
+		return errors.New("xlsx writer: closed")
+	}
+	if x.row >= xlsxMaxRows {
+		return &FieldError{Code: CodeSheetFull, Message: fmt.Sprintf("an XLSX sheet holds at most %d rows", xlsxMaxRows)}
+	}
+	if len(cells) > x.cols {
+		return fmt.Errorf("xlsx writer: %d cells for %d columns", len(cells), x.cols)
+	}
+	name := func(i int) string {
+		if i < len(x.header) {
+			return x.header[i]
+		}
+		return xlsxColName(i + 1)
+	}
+	x.buf = x.buf[:0]
+	x.cells = x.cells[:0]
+	for i, c := range cells {
+		var v excelize.Cell
+		switch c.Type {
+		case CellNumber:
+			if f, ok := xlsxExactFloat(c.Text); ok {
+				v.Value = f
+			} else {
+				v.Value = c.Text // more digits than a double keeps: text loses none
+			}
+		case CellBool:
+			v.Value = c.Text == "true"
+		case CellDate, CellDateTime:
+			if c.Time.IsZero() {
+				break
+			}
+			v.Value, v.StyleID = c.Time, x.date
+			if c.Type == CellDateTime {
+				v.StyleID = x.stamp
+			}
+		default:
+			s := c.Safe()
+			if s == "" {
+				break
+			}
+			if err := xlsxCheckText(s); err != nil {
+				err.Column = name(i)
+				return err
+			}
+			v.Value = s
+		}
+		x.cells = append(x.cells, v)
+	}
+	for i := range x.cells {
+		if x.cells[i].Value == nil {
+			x.buf = append(x.buf, nil)
+			continue
+		}
+		x.buf = append(x.buf, x.cells[i])
+	}
+	x.row++
+	if err := x.sw.SetRow("A"+strconv.Itoa(x.row), x.buf); err != nil {
+		return fmt.Errorf("xlsx writer: row %d: %w", x.row, err)
+	}
+	return nil
+}
+
+// xlsxCheckText refuses text an XLSX cell cannot hold as it is: excelize
+// would cut it at 32,767 characters or turn control characters into U+FFFD,
+// silently.
+func xlsxCheckText(s string) *FieldError {
+	if !utf8.ValidString(s) {
+		return &FieldError{Code: CodeBadEncoding, Message: "is not valid UTF-8"}
+	}
+	n := 0
+	for _, r := range s {
+		n++
+		if r >= 0x10000 {
+			n++ // a surrogate pair in UTF-16
+		}
+		if (r < 0x20 && r != '\t' && r != '\n' && r != '\r') || r == 0xFFFE || r == 0xFFFF || utf16.IsSurrogate(r) {
+			return &FieldError{Code: CodeBadCharacter, Message: fmt.Sprintf("holds the control character %U, which an XLSX cell cannot store", r)}
+		}
+	}
+	if n > xlsxMaxCellChars {
+		return &FieldError{Code: CodeCellTooLong, Message: fmt.Sprintf("is %d characters, more than an XLSX cell holds (%d)", n, xlsxMaxCellChars)}
+	}
+	return nil
+}
+
+// xlsxExactFloat parses a number to store as a number cell: one of at most
+// 15 significant digits, which Excel (and excelize, which cuts the rest)
+// keeps exactly. A number with more (an int64 id, a float's noise digits,
+// a long decimal) is better stored as text than rounded: it reads back
+// as written.
+func xlsxExactFloat(s string) (float64, bool) {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, false
+	}
+	mant, _, _ := strings.Cut(strings.ToLower(s), "e")
+	digits := strings.Trim(strings.NewReplacer("-", "", "+", "", ".", "").Replace(mant), "0")
+	if !strings.Contains(mant, ".") {
+		digits = strings.TrimRight(strings.TrimLeft(mant, "+-0"), "0") // 1200 has 2
+	}
+	return f, len(digits) <= 15
+}
+
+// Close finishes the sheet, zips the workbook to the destination and
+// removes the temporary files.
+func (x *XLSXWriter) Close() error {
+	if x.done {
+		return nil
+	}
+	x.done = true
+	defer x.f.Close()
+	if err := x.sw.Flush(); err != nil {
+		return fmt.Errorf("xlsx writer: %w", err)
+	}
+	if err := x.f.Write(x.w); err != nil {
+		return fmt.Errorf("xlsx writer: %w", err)
+	}
+	return nil
+}
+
+// Abort discards the workbook and removes the temporary files.
+func (x *XLSXWriter) Abort() {
+	if !x.done {
+		x.done = true
+		_ = x.f.Close()
+	}
+}
