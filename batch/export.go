@@ -86,9 +86,9 @@ type exportOutcome struct {
 
 // Export writes the rows of k to p.Dest as CSV or XLSX, streaming, and
 // records the export as a finished batch: one row per exported row, in
-// state succeeded (written, its cells as the payload) or failed (with the
-// error of why it was not written), the file's SHA-256 as the source
-// digest.
+// state succeeded (written) or failed (with the error of why it was not
+// written), its cells as the payload either way, the file's SHA-256 as the
+// source digest.
 //
 // Every row is persisted, as for an import, so that an export's outcome
 // can be read back row by row; the cost is the same bulk write an import
@@ -211,20 +211,24 @@ func writeExport[T any](ctx context.Context, k ExportKind[T], enc *exportEncoder
 				return n, fmt.Errorf("rows after row %d: %w", rowNo-1, err)
 			}
 			o.Failed, o.Errors = true, errs
-		} else if errs := enc.encode(reflect.ValueOf(&t).Elem(), cells); len(errs) > 0 {
-			o.Failed, o.Errors = true, errs
 		} else {
-			werr := w.write(cells)
-			var fe *rows.FieldError
-			switch {
-			case errors.As(werr, &fe):
-				o.Failed, o.Errors = true, []rows.FieldError{*fe}
-			case werr != nil:
-				return n, werr
-			default:
-				o.Values = make([]string, len(cells))
-				for i, c := range cells {
-					o.Values[i] = c.Text
+			// A row that is not written keeps its cells as the payload
+			// too, so that what the file lacks can be read back.
+			errs := enc.encode(reflect.ValueOf(&t).Elem(), cells)
+			o.Values = make([]string, len(cells))
+			for i, c := range cells {
+				o.Values[i] = c.Text
+			}
+			if len(errs) > 0 {
+				o.Failed, o.Errors = true, errs
+			} else {
+				werr := w.write(cells)
+				var fe *rows.FieldError
+				switch {
+				case errors.As(werr, &fe):
+					o.Failed, o.Errors = true, []rows.FieldError{*fe}
+				case werr != nil:
+					return n, werr
 				}
 			}
 		}

@@ -280,6 +280,10 @@ func TestExportOutcomes(t *testing.T) {
 				continue
 			}
 			got[r.RowNo] = r.Errors[0].Column + "/" + string(r.Errors[0].Code)
+			// A row the format refused keeps its cells.
+			if r.RowNo == 6 && (len(r.Values) != 5 || r.Values[1] != "bell\a") {
+				t.Errorf("%s: row 6 values %q", tt.format, r.Values)
+			}
 		}
 		if fmt.Sprint(got) != fmt.Sprint(tt.failed) {
 			t.Errorf("%s: failed rows %v, want %v", tt.format, got, tt.failed)

@@ -127,6 +127,7 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*Batch, error) {
 		Kind:       p.Kind,
 		SourceName: p.SourceName,
 		Header:     r.Header(),
+		Warnings:   unknownWarning(m),
 		Rows:       seq,
 		SummaryFunc: func() IngestSummary {
 			// Drain what the CSV reader left unread (trailing bytes) so the
@@ -142,7 +143,6 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*Batch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", p.SourceName, err)
 	}
-	b.Warnings = unknownWarning(m)
 	e.logger.InfoContext(ctx, "batch imported", "batch_id", b.ID, "kind", b.Kind, "tenant_id", b.TenantID, "rows", b.Counts.Total())
 	return b, nil
 }

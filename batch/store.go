@@ -74,7 +74,7 @@ type Row struct {
 type IngestRow struct {
 	RowNo   int64
 	ChunkNo int64
-	State   rows.State // valid or invalid
+	State   rows.State // valid or invalid; an export's: succeeded (written) or failed
 	Values  []string
 	Errors  []rows.FieldError
 }
@@ -91,6 +91,9 @@ type BatchIngestParams struct {
 	Kind       string
 	SourceName string
 	Header     []string
+	// Warnings are stored with the batch (unknown columns, say) and come
+	// back on every BatchGet.
+	Warnings []string
 	// Rows yields the rows in order. A non-nil error aborts the ingest: the
 	// store rolls back and nothing of the batch is left.
 	Rows iter.Seq2[IngestRow, error]

@@ -44,6 +44,9 @@ func cmdExport(ctx context.Context, e *env, args []string) (int, error) {
 	if len(pos) != 1 {
 		return 0, usagef("export needs <kind>, got %d arguments", len(pos))
 	}
+	if e.output == "text" || e.output == "json" {
+		return 0, usagef("for export, -o names the output file (out.xlsx, out.csv), not a format")
+	}
 	kind := pos[0]
 	exports := exportKinds()
 	run, ok := exports[kind]

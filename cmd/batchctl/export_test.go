@@ -133,6 +133,7 @@ func TestExport(t *testing.T) {
 		{[]string{"export"}, exitUsage, "export needs <kind>"},
 		{[]string{"export", "orders"}, exitUsage, `unknown export kind "orders"; known kinds: customers`},
 		{[]string{"export", "customers", "--format", "ods"}, exitUsage, "--format must be csv or xlsx"},
+		{[]string{"export", "customers", "-o", "json"}, exitUsage, "-o names the output file"},
 		{[]string{"export", "customers", "-o", filepath.Join(dir, "no", "such", "x.csv")}, exitError, "no such folder"},
 	} {
 		r := c.run(tc.args...)

@@ -64,8 +64,7 @@ func cmdImport(ctx context.Context, e *env, args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	warnings := b.Warnings
-	for _, w := range warnings {
+	for _, w := range b.Warnings {
 		fmt.Fprintf(e.stderr, "warning: %s: %s\n", path, w)
 	}
 	if !*noWork {
@@ -78,7 +77,6 @@ func cmdImport(ctx context.Context, e *env, args []string) (int, error) {
 		if b, err = a.store.BatchGet(ctx, batch.BatchGetParams{TenantID: e.tenant, ID: b.ID}); err != nil {
 			return 0, err
 		}
-		b.Warnings = warnings
 	}
 	if err := e.printBatch(b, true); err != nil {
 		return 0, err

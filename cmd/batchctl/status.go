@@ -32,6 +32,11 @@ func cmdStatus(ctx context.Context, e *env, args []string) (int, error) {
 	if err := e.printBatch(b, true); err != nil {
 		return 0, err
 	}
+	if e.output == "text" {
+		for _, w := range b.Warnings {
+			fmt.Fprintf(e.stdout, "warning: %s\n", w)
+		}
+	}
 	if b.Status == batch.StatusRunning {
 		return exitOK, nil
 	}

@@ -108,3 +108,9 @@ type EventPayload struct {
 	Counts   rows.Counts `json:"counts"`
 	Finished bool        `json:"finished"`
 }
+
+// BatchOptions is the JSON of batches.options: what a batch keeps that has
+// no column of its own.
+type BatchOptions struct {
+	Warnings []string `json:"warnings,omitempty"`
+}

@@ -114,8 +114,9 @@ func (s *Store) BatchIngest(ctx context.Context, p batch.BatchIngestParams) (*ba
 	var id int64
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var txNow time.Time
-		if err := tx.QueryRow(ctx, `INSERT INTO batches (tenant_id, kind, source_name, header)
-			VALUES ($1, $2, $3, $4) RETURNING id, now()`, p.TenantID, p.Kind, p.SourceName, p.Header).Scan(&id, &txNow); err != nil {
+		if err := tx.QueryRow(ctx, `INSERT INTO batches (tenant_id, kind, source_name, header, options)
+			VALUES ($1, $2, $3, $4, $5) RETURNING id, now()`, p.TenantID, p.Kind, p.SourceName, p.Header,
+			storesql.BatchOptions{Warnings: p.Warnings}).Scan(&id, &txNow); err != nil {
 			return fmt.Errorf("insert batch: %w", err)
 		}
 		src := newCopySource(p.Rows, id, p.TenantID, txNow)
@@ -246,15 +247,17 @@ func (s *Store) BatchGet(ctx context.Context, p batch.BatchGetParams) (*batch.Ba
 	var (
 		b      batch.Batch
 		status string
+		opts   storesql.BatchOptions
 	)
 	err := s.pool.QueryRow(ctx, `SELECT id, tenant_id, kind, source_name, source_digest, status, header,
-			skipped_empty, created_at, finished_at
+			options, skipped_empty, created_at, finished_at
 		FROM batches WHERE id = $1 AND tenant_id = $2`, p.ID, p.TenantID).
-		Scan(&b.ID, &b.TenantID, &b.Kind, &b.SourceName, &b.SourceDigest, &status, &b.Header, &b.SkippedEmpty, &b.CreatedAt, &b.FinishedAt)
+		Scan(&b.ID, &b.TenantID, &b.Kind, &b.SourceName, &b.SourceDigest, &status, &b.Header, &opts, &b.SkippedEmpty, &b.CreatedAt, &b.FinishedAt)
 	if err != nil {
 		return nil, fmt.Errorf("get batch %d: %w", p.ID, interpretError(err))
 	}
 	b.Status = batch.Status(status)
+	b.Warnings = opts.Warnings
 	dests, counts := storesql.CountDests()
 	if err := s.pool.QueryRow(ctx, `SELECT `+storesql.SumColumns()+` FROM batch_chunks WHERE batch_id = $1 AND tenant_id = $2`, p.ID, p.TenantID).Scan(dests...); err != nil {
 		return nil, fmt.Errorf("get batch %d: totals: %w", p.ID, err)

@@ -141,10 +141,14 @@ func (s *Store) BatchIngest(ctx context.Context, p batch.BatchIngestParams) (*ba
 	if err != nil {
 		return nil, err
 	}
+	options, err := json.Marshal(storesql.BatchOptions{Warnings: p.Warnings})
+	if err != nil {
+		return nil, err
+	}
 	var id int64
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		if err := tx.QueryRowContext(ctx, `INSERT INTO batches (tenant_id, kind, source_name, header, created_at)
-			VALUES (?, ?, ?, ?, `+now+`) RETURNING id`, p.TenantID, p.Kind, p.SourceName, string(header)).Scan(&id); err != nil {
+		if err := tx.QueryRowContext(ctx, `INSERT INTO batches (tenant_id, kind, source_name, header, options, created_at)
+			VALUES (?, ?, ?, ?, ?, `+now+`) RETURNING id`, p.TenantID, p.Kind, p.SourceName, string(header), string(options)).Scan(&id); err != nil {
 			return fmt.Errorf("insert batch: %w", err)
 		}
 		ins, err := tx.PrepareContext(ctx, `INSERT INTO batch_rows
@@ -241,14 +245,15 @@ func (s *Store) BatchGet(ctx context.Context, p batch.BatchGetParams) (*batch.Ba
 	var (
 		b        batch.Batch
 		header   string
+		options  string
 		created  int64
 		finished sql.NullInt64
 		status   string
 	)
 	err := s.db.QueryRowContext(ctx, `SELECT id, tenant_id, kind, source_name, source_digest, status, header,
-			skipped_empty, created_at, finished_at
+			options, skipped_empty, created_at, finished_at
 		FROM batches WHERE id = ? AND tenant_id = ?`, p.ID, p.TenantID).
-		Scan(&b.ID, &b.TenantID, &b.Kind, &b.SourceName, &b.SourceDigest, &status, &header, &b.SkippedEmpty, &created, &finished)
+		Scan(&b.ID, &b.TenantID, &b.Kind, &b.SourceName, &b.SourceDigest, &status, &header, &options, &b.SkippedEmpty, &created, &finished)
 	if err != nil {
 		return nil, fmt.Errorf("get batch %d: %w", p.ID, interpretError(err))
 	}
@@ -261,6 +266,11 @@ func (s *Store) BatchGet(ctx context.Context, p batch.BatchGetParams) (*batch.Ba
 	if err := json.Unmarshal([]byte(header), &b.Header); err != nil {
 		return nil, fmt.Errorf("get batch %d: header: %w", p.ID, err)
 	}
+	var opts storesql.BatchOptions
+	if err := json.Unmarshal([]byte(options), &opts); err != nil {
+		return nil, fmt.Errorf("get batch %d: options: %w", p.ID, err)
+	}
+	b.Warnings = opts.Warnings
 	dests, counts := storesql.CountDests()
 	if err := s.db.QueryRowContext(ctx, `SELECT `+storesql.SumColumns()+` FROM batch_chunks WHERE batch_id = ? AND tenant_id = ?`, p.ID, p.TenantID).Scan(dests...); err != nil {
 		return nil, fmt.Errorf("get batch %d: totals: %w", p.ID, err)

@@ -68,6 +68,7 @@ func ingest(t *testing.T, s batch.Store, tenantID string, n, size int, invalid .
 	}
 	b, err := s.BatchIngest(context.Background(), batch.BatchIngestParams{
 		TenantID: tenantID, Kind: "k", SourceName: "f.csv", Header: []string{"a", "b"}, Rows: seq,
+		Warnings:    []string{`unknown columns ignored: "x"`},
 		SummaryFunc: func() batch.IngestSummary { return batch.IngestSummary{SourceDigest: "abc", SkippedEmpty: 3} },
 	})
 	if err != nil {
@@ -110,6 +111,9 @@ func testIngestCounts(t *testing.T, s batch.Store) {
 	}
 	if len(b.Header) != 2 || b.Header[0] != "a" {
 		t.Fatalf("header = %v", b.Header)
+	}
+	if len(b.Warnings) != 1 || b.Warnings[0] != `unknown columns ignored: "x"` {
+		t.Fatalf("warnings = %q", b.Warnings)
 	}
 	CheckInvariant(t, s, tenant, b.ID)
 
