@@ -88,7 +88,11 @@ func cmdErrors(ctx context.Context, e *env, args []string) (int, error) {
 		return 0, err
 	}
 	if e.output != "" && e.output != "-" {
-		fmt.Fprintf(e.stderr, "wrote %d rows to %s; fix them and run: batchctl import <kind> %s\n", n, e.output, e.output)
+		kind := "<kind>"
+		if b, err := a.store.BatchGet(ctx, batch.BatchGetParams{TenantID: e.tenant, ID: id}); err == nil {
+			kind = b.Kind
+		}
+		fmt.Fprintf(e.stderr, "wrote %d rows to %s; fix them and run: batchctl import %s %s%s\n", n, e.output, kind, e.output, e.flagsHint())
 	}
 	return exitOK, nil
 }
