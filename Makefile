@@ -17,7 +17,7 @@ FUZZSHORT ?= 10s
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help test test-short bench fuzz fuzz-short lint build
+.PHONY: help test test-short bench bench-xlsx fuzz fuzz-short lint build
 
 help: ## Show this list of targets
 	@echo 'Usage: make TARGET [GO=go] [FUZZTIME=60s] [DATABASE_URL=...]'
@@ -36,6 +36,9 @@ test-short: ## Quick tests (-short, SQLite only; PostgreSQL not required)
 
 bench: ## Benchmarks (-count 6, for benchstat) against PostgreSQL; output also saved to bench.out
 	set -o pipefail; scripts/with-postgres.sh $(GO) test -run '^$$' -bench . -benchmem -count 6 $(PKGS) | tee bench.out
+
+bench-xlsx: ## Read/write 1,000,000 rows as XLSX and CSV, and export them: rows/s and peak RSS, 3 runs each
+	bench/xlsx/run.sh 1000000 3
 
 fuzz: ## Run every Fuzz* target for FUZZTIME each (default 60s)
 	@set -euo pipefail; \

@@ -10,6 +10,16 @@
 // writes what spreadsheet programs open safely, and what the reader reads
 // back as written (SafeCell and CSVOptions.KeepFormulaQuote).
 //
-// Nothing here touches a database. Readers never hold more than one record
-// in memory, so a file of any size can be read in constant space.
+// The XLSX reader streams one sheet with excelize's Rows iterator and reads
+// cells as their raw typed values (dates from Excel serials in either date
+// system), after inspecting the package with archive/zip so that a hostile
+// workbook (a zip bomb, a DOCTYPE, a renamed .xls or .ods, rows wider than
+// the header allows) is refused before excelize works on it (XLSXOptions).
+// The XLSX writer streams a typed sheet with a frozen header; the error
+// report and the import template have XLSX forms (WriteErrorReportXLSX,
+// WriteTemplateXLSX).
+//
+// Nothing here touches a database. Readers hold a bounded number of rows in
+// memory (the XLSX reader looks a few rows ahead), so a file of any size can
+// be read in constant space.
 package rows

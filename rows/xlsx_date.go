@@ -242,6 +242,9 @@ func xlsxISODate(v string) string {
 // out and trailing zeros of a fraction are dropped, so that an int or
 // decimal field can parse it.
 func xlsxNumberText(raw string) string {
+	if _, err := strconv.ParseFloat(raw, 64); err != nil {
+		return raw // not a number after all: leave it be
+	}
 	if !strings.ContainsAny(raw, "eE") {
 		if strings.Contains(raw, ".") {
 			// 20.000 (excelize pads what it cuts to 15 digits) is 20.

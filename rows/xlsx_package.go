@@ -220,6 +220,9 @@ func inspectXLSX(ra io.ReaderAt, size int64, o *xlsxOpts) (*xlsxPackage, error) 
 		if p.sst, err = xlsxCheckSST(f); err != nil {
 			return nil, fmt.Errorf("the shared strings: %w", err)
 		}
+		if p.sst > o.MaxSharedStrings {
+			return nil, fmt.Errorf("the workbook has %d distinct texts (shared strings), more than the limit of %d", p.sst, o.MaxSharedStrings)
+		}
 	}
 	if p.part("xl/styles.xml") != nil {
 		if err := p.styles.read(p, "xl/styles.xml"); err != nil {

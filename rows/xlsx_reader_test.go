@@ -74,6 +74,7 @@ func TestXLSXReaderOptions(t *testing.T) {
 		{name: "no such sheet", opts: XLSXOptions{Sheet: "Third"}, fileErr: `no sheet "Third"; its sheets are "First", "Second"`},
 		{name: "too large", opts: XLSXOptions{MaxFileBytes: 100}, fileErr: "larger than the limit of 100 bytes"},
 		{name: "unzip limit", opts: XLSXOptions{MaxUnzipBytes: 1000}, fileErr: "unpacks to more than 1000 bytes"},
+		{name: "shared strings limit", opts: XLSXOptions{MaxSharedStrings: 3}, fileErr: "has 12 distinct texts (shared strings), more than the limit of 3"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -290,6 +291,18 @@ func TestIsXLSX(t *testing.T) {
 	for _, tt := range tests {
 		if got := IsXLSX(tt.head, tt.name); got != tt.want {
 			t.Errorf("IsXLSX(%q, %q) = %v", tt.head, tt.name, got)
+		}
+	}
+}
+
+func TestXLSXNumberText(t *testing.T) {
+	t.Parallel()
+	for raw, want := range map[string]string{
+		"702.39": "702.39", "20.000": "20", "1E-3": "0.001", "1.5E+3": "1500", "-0": "-0",
+		"12345678901234567890": "12345678901234567890", "Version 2.10": "Version 2.10", "": "",
+	} {
+		if got := xlsxNumberText(raw); got != want {
+			t.Errorf("xlsxNumberText(%q) = %q, want %q", raw, got, want)
 		}
 	}
 }

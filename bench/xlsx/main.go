@@ -5,16 +5,23 @@
 //	go build -o /tmp/xlsxbench ./bench/xlsx
 //	/usr/bin/time -v /tmp/xlsxbench write-xlsx -rows 1000000 -file /tmp/c.xlsx
 //	/usr/bin/time -v /tmp/xlsxbench read-xlsx -file /tmp/c.xlsx
+//	/usr/bin/time -v /tmp/xlsxbench write-xlsx-sst -rows 1000000 -file /tmp/s.xlsx
+//	/usr/bin/time -v /tmp/xlsxbench read-xlsx -file /tmp/s.xlsx
 //	/usr/bin/time -v /tmp/xlsxbench write-csv -rows 1000000 -file /tmp/c.csv
 //	/usr/bin/time -v /tmp/xlsxbench read-csv -file /tmp/c.csv
 //	/usr/bin/time -v /tmp/xlsxbench export -rows 1000000 -file /tmp/e.xlsx
 //
-// The rows are customer-like (email, name, country, date, amount). export
+// The rows are customer-like (email, name, country, date, amount).
+// write-xlsx writes with rows.XLSXWriter (inline strings); write-xlsx-sst
+// writes the parts by hand with every text a shared string, as Excel does,
+// which is what costs the reader memory (excelize's index of the table). export
 // runs batch.Export from a Go iterator into a fresh SQLite store, so it
 // includes persisting every row's outcome.
 package main
 
 import (
+	"archive/zip"
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -67,7 +74,7 @@ func cells(c customer, out []rows.Cell) {
 
 func main() {
 	if len(os.Args) < 2 {
-		log.Fatal("usage: xlsx write-xlsx|read-xlsx|write-csv|read-csv|export -rows N -file PATH")
+		log.Fatal("usage: xlsx write-xlsx|write-xlsx-sst|read-xlsx|write-csv|read-csv|export -rows N -file PATH")
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	n := fs.Int("rows", 1_000_000, "rows to write")
@@ -91,6 +98,8 @@ func main() {
 	switch os.Args[1] {
 	case "write-xlsx":
 		count, err = writeXLSX(*file, *n)
+	case "write-xlsx-sst":
+		count, err = writeXLSXShared(*file, *n)
 	case "write-csv":
 		count, err = writeCSV(*file, *n)
 	case "read-xlsx":
@@ -235,4 +244,74 @@ func export(path string, n int) (int64, error) {
 		return 0, err
 	}
 	return b.Counts[rows.StateSucceeded], nil
+}
+
+// writeXLSXShared writes the sheet the way Excel does: every text cell a
+// shared string (emails and names all distinct), dates and amounts as
+// styled numbers. The parts are written by hand, streaming, because
+// excelize's StreamWriter writes inline strings only.
+func writeXLSXShared(path string, n int) (int64, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	zw := zip.NewWriter(f)
+	put := func(name, body string) error {
+		w, err := zw.Create(name)
+		if err != nil {
+			return err
+		}
+		_, err = io.WriteString(w, body)
+		return err
+	}
+	const ns = `xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"`
+	for _, p := range [][2]string{
+		{"[Content_Types].xml", `<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/></Types>`},
+		{"_rels/.rels", `<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="xl/workbook.xml"/></Relationships>`},
+		{"xl/workbook.xml", `<?xml version="1.0" encoding="UTF-8"?><workbook ` + ns + ` xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets><sheet name="Sheet1" sheetId="1" r:id="rId1"/></sheets></workbook>`},
+		{"xl/_rels/workbook.xml.rels", `<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.xml"/><Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/styles" Target="styles.xml"/><Relationship Id="rId3" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/sharedStrings" Target="sharedStrings.xml"/></Relationships>`},
+		{"xl/styles.xml", `<?xml version="1.0" encoding="UTF-8"?><styleSheet ` + ns + `><fonts count="1"><font/></fonts><fills count="1"><fill/></fills><borders count="1"><border/></borders><cellXfs count="2"><xf numFmtId="0"/><xf numFmtId="14" applyNumberFormat="1"/></cellXfs></styleSheet>`},
+	} {
+		if err := put(p[0], p[1]); err != nil {
+			return 0, err
+		}
+	}
+	// Shared strings: per row an email and a name, then the countries.
+	w, err := zw.Create("xl/sharedStrings.xml")
+	if err != nil {
+		return 0, err
+	}
+	bw := bufio.NewWriterSize(w, 1<<20)
+	fmt.Fprintf(bw, `<?xml version="1.0" encoding="UTF-8"?><sst %s count="%d" uniqueCount="%d">`, ns, 3*n, 2*n+len(countries))
+	for i := range n {
+		c := row(i)
+		fmt.Fprintf(bw, "<si><t>%s</t></si><si><t>%s</t></si>", c.Email, c.Name)
+	}
+	for _, c := range countries {
+		fmt.Fprintf(bw, "<si><t>%s</t></si>", c)
+	}
+	bw.WriteString("</sst>")
+	if err := bw.Flush(); err != nil {
+		return 0, err
+	}
+	w, err = zw.Create("xl/worksheets/sheet1.xml")
+	if err != nil {
+		return 0, err
+	}
+	bw = bufio.NewWriterSize(w, 1<<20)
+	fmt.Fprintf(bw, `<?xml version="1.0" encoding="UTF-8"?><worksheet %s><sheetData>`, ns)
+	bw.WriteString(`<row r="1"><c r="A1" t="inlineStr"><is><t>email</t></is></c><c r="B1" t="inlineStr"><is><t>name</t></is></c><c r="C1" t="inlineStr"><is><t>country</t></is></c><c r="D1" t="inlineStr"><is><t>signup_date</t></is></c><c r="E1" t="inlineStr"><is><t>amount</t></is></c></row>`)
+	for i := range n {
+		c := row(i)
+		r := i + 2
+		serial := c.SignupDate.Sub(time.Date(1899, 12, 30, 0, 0, 0, 0, time.UTC)).Hours() / 24
+		fmt.Fprintf(bw, `<row r="%d"><c r="A%d" t="s"><v>%d</v></c><c r="B%d" t="s"><v>%d</v></c><c r="C%d" t="s"><v>%d</v></c><c r="D%d" s="1"><v>%d</v></c><c r="E%d"><v>%s</v></c></row>`,
+			r, r, 2*i, r, 2*i+1, r, 2*n+i%len(countries), r, int(serial), r, strconv.FormatFloat(c.Amount, 'f', -1, 64))
+	}
+	bw.WriteString(`</sheetData></worksheet>`)
+	if err := bw.Flush(); err != nil {
+		return 0, err
+	}
+	return int64(n), zw.Close()
 }
