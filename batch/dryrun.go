@@ -21,8 +21,13 @@ type DryRunResult struct {
 	Format     Format `json:"format"`
 	// Encoding and Delimiter are what the CSV reader used, declared or
 	// detected; empty for XLSX.
-	Encoding  string   `json:"encoding,omitempty"`
-	Delimiter string   `json:"delimiter,omitempty"`
+	Encoding  string `json:"encoding,omitempty"`
+	Delimiter string `json:"delimiter,omitempty"`
+	// Sheets, Sheet and HeaderRow describe a workbook: its sheets in tab
+	// order, the one read and the row its header was found on.
+	Sheets    []string `json:"sheets,omitempty"`
+	Sheet     string   `json:"sheet,omitempty"`
+	HeaderRow int64    `json:"header_row,omitempty"`
 	Header    []string `json:"header"`
 	// Counts has the rows that would be valid and invalid.
 	Counts       rows.Counts `json:"counts"`
@@ -56,14 +61,17 @@ func (r *Registry) DryRun(ctx context.Context, p ImportParams) (*DryRunResult, e
 	}
 	m, err := k.mapHeader(cr.Header())
 	if err != nil {
-		return nil, &rows.FileError{File: p.SourceName, Line: 1, Err: err}
+		return nil, &rows.FileError{File: p.SourceName, Line: headerLine(cr), Err: err}
 	}
 	res := &DryRunResult{
 		Kind: p.Kind, SourceName: p.SourceName, Format: FormatXLSX,
 		Header: cr.Header(), Counts: rows.Counts{}, Warnings: unknownWarning(m),
 	}
-	if csvr, ok := cr.(*rows.CSVReader); ok {
-		res.Format, res.Encoding, res.Delimiter = FormatCSV, csvr.Encoding(), rows.DelimiterName(csvr.Comma())
+	switch r := cr.(type) {
+	case *rows.CSVReader:
+		res.Format, res.Encoding, res.Delimiter = FormatCSV, r.Encoding(), rows.DelimiterName(r.Comma())
+	case *rows.XLSXReader:
+		res.Sheets, res.Sheet, res.HeaderRow = r.Sheets(), r.Sheet(), r.HeaderRow()
 	}
 	chk := newRowChecker(k, m)
 	for {

@@ -41,9 +41,15 @@ const (
 	FormatXLSX Format = "xlsx"
 )
 
-// openReader opens the reader for src in p's format, detecting the format
-// when p has none. src must be buffered so that the detection can peek. A
-// reader that holds temporary files (XLSX) is an io.Closer.
+// OpenReader opens the reader an import of p would use, detecting the
+// format (by content, then name) when p has none: for a preview, or any
+// caller that wants to read a source the way the engine does. src must be
+// buffered so that the detection can peek. A reader that holds temporary
+// files (XLSX) is an io.Closer: close it.
+func OpenReader(src *bufio.Reader, p ImportParams) (rows.Reader, error) {
+	return openReader(src, p)
+}
+
 func openReader(src *bufio.Reader, p ImportParams) (rows.Reader, error) {
 	format := p.Format
 	if format == "" {
@@ -88,10 +94,7 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*Batch, error) {
 	}
 	m, err := k.mapHeader(r.Header())
 	if err != nil {
-		line := int64(1)
-		if hr, ok := r.(interface{ HeaderRow() int64 }); ok {
-			line = hr.HeaderRow() // a sheet's header need not be its first row
-		}
+		line := headerLine(r)
 		return nil, &rows.FileError{File: p.SourceName, Line: line, Err: err}
 	}
 	chunkSize := int64(k.settings().chunkSize)
@@ -145,4 +148,13 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*Batch, error) {
 	}
 	e.logger.InfoContext(ctx, "batch imported", "batch_id", b.ID, "kind", b.Kind, "tenant_id", b.TenantID, "rows", b.Counts.Total())
 	return b, nil
+}
+
+// headerLine is the line (CSV) or sheet row (XLSX) of a reader's header,
+// for errors about the header.
+func headerLine(r rows.Reader) int64 {
+	if hr, ok := r.(interface{ HeaderRow() int64 }); ok {
+		return hr.HeaderRow() // a sheet's header need not be its first row
+	}
+	return 1
 }

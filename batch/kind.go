@@ -94,6 +94,8 @@ type kind interface {
 	binder() *rows.Binder
 	// keyName is Kind.KeyName.
 	keyName() string
+	// enums returns the fixed values of enum fields, by Go field name.
+	enums() map[string][]string
 	// process binds a stored record and calls the processor.
 	process(ctx context.Context, m *rows.Mapping, row int64, values []string) (string, error)
 	// processChunk calls the kind's ChunkProcessor, if it has one, with
@@ -184,6 +186,8 @@ func (r *registered[T]) template() ([]string, []string, error) {
 func (r *registered[T]) binder() *rows.Binder { return r.pipeline.Binder() }
 
 func (r *registered[T]) keyName() string { return r.k.KeyName }
+
+func (r *registered[T]) enums() map[string][]string { return enumValues(reflect.TypeFor[T]()) }
 
 func (r *registered[T]) process(ctx context.Context, m *rows.Mapping, row int64, values []string) (string, error) {
 	var t T

@@ -19,6 +19,8 @@ type ErrorReportParams struct {
 	BatchID  int64
 	// States selects the rows. Defaults to ReportStates.
 	States []rows.State
+	// Format is FormatCSV (the default) or FormatXLSX.
+	Format Format
 }
 
 // The columns an error report adds to the file's own.
@@ -27,12 +29,15 @@ const (
 	ReportErrorColumn = "error"
 )
 
-// ErrorReport writes a batch's problem rows as a CSV file a user can fix
-// and import again: the file's own columns with each row's cells as read,
-// then a "row" column (the row number in the original file) and an "error"
-// column ("email: must be a valid email; amount: must be ≥ 0"). It is
-// UTF-8 with a byte order mark, every cell neutralised against formula
-// injection by rows.SafeCell.
+// ErrorReport writes a batch's problem rows as a file a user can fix and
+// import again: the file's own columns with each row's cells as read, then
+// a "row" column (the row number in the original file) and an "error"
+// column ("email: must be a valid email; amount: must be ≥ 0"). Every cell
+// is neutralised against formula injection by rows.SafeCell.
+//
+// As CSV it is UTF-8 with a byte order mark. As XLSX the header is bold and
+// frozen and each cell an error names is highlighted with the message as a
+// comment (rows.WriteErrorReportXLSX).
 //
 // Importing the fixed report works: the kind ignores the row and error
 // columns as unknown, the reader takes SafeCell's apostrophe off again,
@@ -53,54 +58,67 @@ func (e *Engine) ErrorReport(ctx context.Context, p ErrorReportParams, w io.Writ
 		return 0, fmt.Errorf("error report of batch %d: %w", p.BatchID, err)
 	}
 	keep, header := reportColumns(e.registry, b)
+
+	// Rows are paged in row order across states, so the report reads in
+	// file order; a batch with few problem rows still pages through all
+	// its rows, which is a read, not a write.
+	src := func(yield func(rows.ReportRow, error) bool) {
+		var after int64
+		for {
+			page, err := e.store.RowsList(ctx, RowsListParams{TenantID: p.TenantID, BatchID: p.BatchID, AfterRowNo: after, Limit: 1000})
+			if err != nil {
+				yield(rows.ReportRow{}, fmt.Errorf("error report of batch %d: %w", p.BatchID, err))
+				return
+			}
+			for _, r := range page {
+				if !slices.Contains(states, r.State) {
+					continue
+				}
+				values := make([]string, len(keep))
+				for j, i := range keep {
+					if i < len(r.Values) {
+						values[j] = r.Values[i]
+					}
+				}
+				errs := r.Errors
+				if len(errs) == 0 {
+					errs = []rows.FieldError{{Row: r.RowNo, Message: string(r.State)}}
+				}
+				if !yield(rows.ReportRow{Row: r.RowNo, Values: values, Errors: errs}, nil) {
+					return
+				}
+			}
+			if len(page) < 1000 {
+				return
+			}
+			after = page[len(page)-1].RowNo
+		}
+	}
+	if p.Format == FormatXLSX {
+		return rows.WriteErrorReportXLSX(w, header, src, nil)
+	}
 	cw, err := rows.NewCSVWriter(w, nil)
 	if err != nil {
 		return 0, err
 	}
-	if err := cw.Write(header); err != nil {
+	if err := cw.Write(append(slices.Clone(header), ReportRowColumn, ReportErrorColumn)); err != nil {
 		return 0, err
 	}
-	var (
-		n      int64
-		after  int64
-		record = make([]string, 0, len(header))
-	)
-	// Rows are paged in row order across states, so the report reads in
-	// file order; a batch with few problem rows still pages through all
-	// its rows, which is a read, not a write.
-	for {
-		page, err := e.store.RowsList(ctx, RowsListParams{TenantID: p.TenantID, BatchID: p.BatchID, AfterRowNo: after, Limit: 1000})
+	var n int64
+	for r, err := range src {
 		if err != nil {
-			return n, fmt.Errorf("error report of batch %d: %w", p.BatchID, err)
+			return n, err
 		}
-		for _, r := range page {
-			if !slices.Contains(states, r.State) {
-				continue
-			}
-			record = record[:0]
-			for _, i := range keep {
-				v := ""
-				if i < len(r.Values) {
-					v = r.Values[i]
-				}
-				record = append(record, v)
-			}
-			record = append(record, fmt.Sprint(r.RowNo), reportMessage(r))
-			if err := cw.Write(record); err != nil {
-				return n, err
-			}
-			n++
+		if err := cw.Write(append(r.Values, fmt.Sprint(r.Row), rows.FieldErrors(r.Errors).Error())); err != nil {
+			return n, err
 		}
-		if len(page) < 1000 {
-			break
-		}
-		after = page[len(page)-1].RowNo
+		n++
 	}
 	return n, cw.Flush()
 }
 
 // reportColumns returns the indexes of the batch's columns the report
-// keeps and the report's header. A short (ragged) row gets empty cells; the
+// keeps and their names (the report adds row and error after them). A short (ragged) row gets empty cells; the
 // cells of a long one beyond the header are left out, as its ragged_row
 // error says.
 func reportColumns(reg *Registry, b *Batch) ([]int, []string) {
@@ -122,14 +140,5 @@ func reportColumns(reg *Registry, b *Batch) ([]int, []string) {
 		keep = append(keep, i)
 		header = append(header, h)
 	}
-	return keep, append(header, ReportRowColumn, ReportErrorColumn)
-}
-
-// reportMessage joins a row's errors as "email: must be a valid email;
-// amount: must be ≥ 0", naming the state when there is no error text.
-func reportMessage(r Row) string {
-	if len(r.Errors) == 0 {
-		return string(r.State)
-	}
-	return rows.FieldErrors(r.Errors).Error()
+	return keep, header
 }

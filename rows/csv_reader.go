@@ -268,6 +268,16 @@ func (c *CSVReader) checkCell(i int, v string, errs []FieldError) (string, []Fie
 	if !c.opts.KeepFormulaQuote {
 		v = unquoteFormula(v)
 	}
+	// Each bad byte became a three-byte U+FFFD above, so a cell just under
+	// the limit can grow past it (found by FuzzCSVReader): keep the cap a
+	// cap on what is stored, too.
+	if len(v) > c.opts.MaxCellBytes {
+		errs = append(errs, FieldError{
+			Row: c.row, Column: c.column(i), Code: CodeCellTooLong,
+			Message: fmt.Sprintf("cell is %d bytes once its bad bytes are replaced, more than the limit of %d", len(v), c.opts.MaxCellBytes),
+		})
+		return "", errs
+	}
 	return v, errs
 }
 

@@ -16,7 +16,7 @@ func TestPreview(t *testing.T) {
 	path := writeFile(t, "semi.csv", []byte("E-Mail;Name;notes;amount\na@example.com;Ann;hi;1,50\n\nb@example.com;Bob\n"))
 
 	r := c.run("preview", path, "--kind", "customers")
-	want := "file       " + path + "\n" +
+	want := "file       " + path + " (csv)\n" +
 		"encoding   utf-8 (detected)\n" +
 		"delimiter  ; (sniffed)\n" +
 		`header     "E-Mail" | "Name" | "notes" | "amount"` + "\n" +

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -47,9 +48,15 @@ func openInput(path string) (*os.File, error) {
 
 // previewResult is what `batchctl preview` shows, also as JSON.
 type previewResult struct {
-	File      string        `json:"file"`
-	Encoding  string        `json:"encoding"`
-	Delimiter string        `json:"delimiter"`
+	File   string       `json:"file"`
+	Format batch.Format `json:"format"`
+	// CSV: the encoding and delimiter used.
+	Encoding  string `json:"encoding,omitempty"`
+	Delimiter string `json:"delimiter,omitempty"`
+	// XLSX: the sheets, the one read and its header's row.
+	Sheets    []string      `json:"sheets,omitempty"`
+	Sheet     string        `json:"sheet,omitempty"`
+	HeaderRow int64         `json:"header_row,omitempty"`
 	Header    []string      `json:"header"`
 	Rows      []rows.Record `json:"rows"`
 	Kind      *previewKind  `json:"kind,omitempty"`
@@ -76,6 +83,7 @@ func cmdPreview(_ context.Context, e *env, args []string) (int, error) {
 	kind := fs.String("kind", "", "also show how the header maps onto this kind's columns")
 	n := fs.Int("rows", 5, "show this many data rows")
 	csvOpts := csvFlags(fs)
+	xlsxOpts := xlsxFlags(fs)
 	pos, err := e.parse(fs, args)
 	if err != nil {
 		return 0, err
@@ -103,11 +111,20 @@ func cmdPreview(_ context.Context, e *env, args []string) (int, error) {
 		return 0, err
 	}
 	defer f.Close()
-	r, err := rows.NewCSVReader(f, path, opts)
+	r, err := batch.OpenReader(bufio.NewReader(f), batch.ImportParams{SourceName: path, CSV: opts, XLSX: xlsxOpts})
 	if err != nil {
 		return 0, err
 	}
-	res := previewResult{File: path, Encoding: r.Encoding(), Delimiter: rows.DelimiterName(r.Comma()), Header: r.Header(), Rows: []rows.Record{}}
+	if c, ok := r.(io.Closer); ok {
+		defer c.Close()
+	}
+	res := previewResult{File: path, Header: r.Header(), Rows: []rows.Record{}}
+	switch r := r.(type) {
+	case *rows.CSVReader:
+		res.Format, res.Encoding, res.Delimiter = batch.FormatCSV, r.Encoding(), rows.DelimiterName(r.Comma())
+	case *rows.XLSXReader:
+		res.Format, res.Sheets, res.Sheet, res.HeaderRow = batch.FormatXLSX, r.Sheets(), r.Sheet(), r.HeaderRow()
+	}
 	for len(res.Rows) < *n {
 		rec, err := r.Next()
 		if errors.Is(err, io.EOF) {
@@ -157,9 +174,14 @@ func (e *env) printPreview(res *previewResult, opts *rows.CSVOptions) {
 		return detected
 	}
 	w := e.stdout
-	fmt.Fprintf(w, "file       %s\n", res.File)
-	fmt.Fprintf(w, "encoding   %s (%s)\n", res.Encoding, how(opts.Encoding != "", "detected"))
-	fmt.Fprintf(w, "delimiter  %s (%s)\n", res.Delimiter, how(opts.Comma != 0, "sniffed"))
+	fmt.Fprintf(w, "file       %s (%s)\n", res.File, res.Format)
+	if res.Format == batch.FormatXLSX {
+		fmt.Fprintf(w, "sheets     %s\n", strings.Join(quoteAll(res.Sheets), ", "))
+		fmt.Fprintf(w, "sheet      %q, header on row %d\n", res.Sheet, res.HeaderRow)
+	} else {
+		fmt.Fprintf(w, "encoding   %s (%s)\n", res.Encoding, how(opts.Encoding != "", "detected"))
+		fmt.Fprintf(w, "delimiter  %s (%s)\n", res.Delimiter, how(opts.Comma != 0, "sniffed"))
+	}
 	fmt.Fprintf(w, "header     %s\n", strings.Join(quoteAll(res.Header), " | "))
 	if len(res.Rows) == 0 {
 		fmt.Fprintln(w, "no data rows")
@@ -216,6 +238,8 @@ func (e *env) printDryRun(res *batch.DryRunResult) (int, error) {
 	fmt.Fprintf(w, "dry run  %s  (%s): nothing was written\n", res.SourceName, res.Kind)
 	if res.Format == batch.FormatCSV {
 		fmt.Fprintf(w, "  encoding %s, delimiter %s\n", res.Encoding, res.Delimiter)
+	} else {
+		fmt.Fprintf(w, "  sheet %q of %s, header on row %d\n", res.Sheet, strings.Join(quoteAll(res.Sheets), ", "), res.HeaderRow)
 	}
 	fmt.Fprintf(w, "  valid %d, invalid %d, total %d", res.Counts[rows.StateValid], res.Counts[rows.StateInvalid], res.Counts.Total())
 	if res.SkippedEmpty > 0 {

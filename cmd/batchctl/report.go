@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/rowfate/rowfate/batch"
@@ -21,8 +22,16 @@ func (e *env) outputFile() (w io.Writer, commit func() error, abort func(), err 
 	if e.output == "" || e.output == "-" {
 		return e.stdout, func() error { return nil }, func() {}, nil
 	}
-	tmp, err := os.CreateTemp(dirOf(e.output), ".batchctl-*.csv")
+	tmp, err := os.CreateTemp(dirOf(e.output), ".batchctl-*.tmp")
 	if err != nil {
+		return nil, nil, nil, fmt.Errorf("create %s: %w", e.output, err)
+	}
+	// CreateTemp makes the file private (0600); a report or export is an
+	// ordinary file, so give it the mode os.Create would (0666 less umask:
+	// Chmod does not apply the umask, so take the common 022 off).
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
 		return nil, nil, nil, fmt.Errorf("create %s: %w", e.output, err)
 	}
 	commit = func() error {
@@ -38,6 +47,15 @@ func (e *env) outputFile() (w io.Writer, commit func() error, abort func(), err 
 	}
 	abort = func() { tmp.Close(); os.Remove(tmp.Name()) }
 	return tmp, commit, abort, nil
+}
+
+// fileFormat picks a written file's format from its name: .xlsx is XLSX,
+// anything else (and standard output) CSV.
+func fileFormat(path string) batch.Format {
+	if strings.EqualFold(filepath.Ext(path), ".xlsx") {
+		return batch.FormatXLSX
+	}
+	return batch.FormatCSV
 }
 
 func dirOf(path string) string {
@@ -79,7 +97,7 @@ func cmdErrors(ctx context.Context, e *env, args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := a.engine.ErrorReport(ctx, batch.ErrorReportParams{TenantID: e.tenant, BatchID: id, States: want}, w)
+	n, err := a.engine.ErrorReport(ctx, batch.ErrorReportParams{TenantID: e.tenant, BatchID: id, States: want, Format: fileFormat(e.output)}, w)
 	if err != nil {
 		abort()
 		return 0, err
@@ -121,6 +139,17 @@ func cmdTemplate(_ context.Context, e *env, args []string) (int, error) {
 	w, commit, abort, err := e.outputFile()
 	if err != nil {
 		return 0, err
+	}
+	if fileFormat(e.output) == batch.FormatXLSX {
+		cols, err := reg.TemplateColumns(pos[0])
+		if err == nil {
+			err = rows.WriteTemplateXLSX(w, cols, pos[0])
+		}
+		if err != nil {
+			abort()
+			return 0, err
+		}
+		return exitOK, commit()
 	}
 	cw, err := rows.NewCSVWriter(w, nil)
 	if err == nil {

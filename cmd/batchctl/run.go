@@ -37,10 +37,13 @@ Usage:
                                       header, first rows and the header-to-field mapping
   batchctl status <batch>             show a batch and its counts by state
   batchctl rows <batch> [--state S]   list a batch's rows (with their errors)
-  batchctl errors <batch> [-o FILE]   write the invalid, failed, dead and unknown rows as
-                                      a CSV to fix and import again (stdout without -o)
-  batchctl template <kind> [-o FILE]  write an empty CSV with the kind's header and an
-                                      example row
+  batchctl errors <batch> [-o FILE]   write the invalid, failed, dead and unknown rows
+                                      to fix and import again: CSV, or a workbook with
+                                      the bad cells marked when FILE ends in .xlsx
+                                      (stdout without -o)
+  batchctl template <kind> [-o FILE]  write an empty file with the kind's header and an
+                                      example row (.xlsx: frozen header, dropdowns for
+                                      columns with fixed values)
   batchctl export <kind> [-o FILE]    write the kind's rows to FILE (.xlsx: a workbook,
                                       else CSV; --format csv|xlsx overrides; stdout
                                       without -o) and record the export as a batch;
