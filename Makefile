@@ -48,7 +48,7 @@ fuzz: ## Run every Fuzz* target for FUZZTIME each (default 60s)
 	while IFS= read -r line; do \
 		file=$${line%%:*}; name=$${line#*:func }; dir=$$(dirname "$$file"); \
 		echo "==> $$dir: $$name (fuzztime $(FUZZTIME))"; \
-		(cd "$$dir" && $(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime "$(FUZZTIME)" .); \
+		(cd "$$dir" && $(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime "$(FUZZTIME)" -fuzzminimizetime 5s .); \
 	done <<< "$$found"
 
 lint: ## gofmt -l must report nothing, then go vet
