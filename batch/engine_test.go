@@ -78,23 +78,23 @@ func newEngine(t *testing.T, s batch.Store, reg *batch.Registry, lease time.Dura
 	return e
 }
 
+// openFixture opens a file for the length of the test.
+func openFixture(t *testing.T, path string) *os.File {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
 func TestImportCustomersFixture(t *testing.T) {
 	t.Parallel()
 	forEachEngine(t, func(t *testing.T, bd *bundle) {
 		ctx := context.Background()
-		if err := customers.EnsureSchema(ctx, bd.db, bd.dialect); err != nil {
-			t.Fatal(err)
-		}
-		reg := batch.NewRegistry()
-		if err := batch.Register(reg, customers.Kind(bd.db, bd.dialect)); err != nil {
-			t.Fatal(err)
-		}
-		e := newEngine(t, bd.store, reg, 0)
-		f, err := os.Open("../fixtures/customers.csv")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
+		e := customersEngine(t, bd)
+		f := openFixture(t, "../fixtures/customers.csv")
 		b, err := e.Import(ctx, batch.ImportParams{Kind: customers.Name, SourceName: "customers.csv", Source: f})
 		if err != nil {
 			t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/csv"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -22,19 +21,8 @@ func TestErrorReportRoundTrip(t *testing.T) {
 	t.Parallel()
 	forEachEngine(t, func(t *testing.T, bd *bundle) {
 		ctx := context.Background()
-		if err := customers.EnsureSchema(ctx, bd.db, bd.dialect); err != nil {
-			t.Fatal(err)
-		}
-		reg := batch.NewRegistry()
-		if err := batch.Register(reg, customers.Kind(bd.db, bd.dialect)); err != nil {
-			t.Fatal(err)
-		}
-		e := newEngine(t, bd.store, reg, 0)
-		f, err := os.Open("../fixtures/customers.csv")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
+		e := customersEngine(t, bd)
+		f := openFixture(t, "../fixtures/customers.csv")
 		b1, err := e.Import(ctx, batch.ImportParams{Kind: customers.Name, SourceName: "customers.csv", Source: f})
 		if err != nil {
 			t.Fatal(err)
@@ -160,16 +148,8 @@ func TestDryRunWritesNothing(t *testing.T) {
 	t.Parallel()
 	forEachEngine(t, func(t *testing.T, bd *bundle) {
 		ctx := context.Background()
-		reg := batch.NewRegistry()
-		if err := batch.Register(reg, customers.Kind(bd.db, bd.dialect)); err != nil {
-			t.Fatal(err)
-		}
-		e := newEngine(t, bd.store, reg, 0)
-		f, err := os.Open("../fixtures/customers.csv")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
+		e := customersEngine(t, bd)
+		f := openFixture(t, "../fixtures/customers.csv")
 		res, err := e.DryRun(ctx, batch.ImportParams{Kind: customers.Name, SourceName: "customers.csv", Source: f})
 		if err != nil {
 			t.Fatal(err)
