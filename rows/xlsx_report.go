@@ -224,7 +224,7 @@ func WriteTemplateXLSX(w io.Writer, cols []TemplateColumn, sheet string) error {
 			}
 		}
 	}
-	if err := f.Write(w); err != nil {
+	if err := writeWorkbook(f, w); err != nil {
 		return fmt.Errorf("xlsx template: %w", err)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package rows
 
 import (
+	"archive/zip"
 	"errors"
 	"fmt"
 	"io"
@@ -285,8 +286,29 @@ func (x *XLSXWriter) Close() error {
 	if err := x.sw.Flush(); err != nil {
 		return fmt.Errorf("xlsx writer: %w", err)
 	}
-	if err := x.f.Write(x.w); err != nil {
+	if err := writeWorkbook(x.f, x.w); err != nil {
 		return fmt.Errorf("xlsx writer: %w", err)
+	}
+	return nil
+}
+
+// writeWorkbook zips f straight into w. excelize's File.Write builds the
+// whole zip in a bytes.Buffer first (WriteTo calls WriteToBuffer), which
+// made a 1M-row export's peak RSS grow with the file (75 MiB at 100k rows,
+// 119 MiB at 1M). Its documented SetZipWriter hook lets the zip writer
+// point at w instead, so the buffer excelize fills stays empty.
+func writeWorkbook(f *excelize.File, w io.Writer) error {
+	var zw *zip.Writer
+	f.SetZipWriter(func(io.Writer) excelize.ZipWriter {
+		zw = zip.NewWriter(w)
+		return zw
+	})
+	buf, err := f.WriteToBuffer()
+	if err != nil {
+		return err
+	}
+	if zw == nil || buf.Len() != 0 {
+		return fmt.Errorf("excelize did not write through the zip writer hook (%d bytes buffered)", buf.Len())
 	}
 	return nil
 }
