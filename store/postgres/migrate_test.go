@@ -2,14 +2,15 @@ package postgres_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/internal/testdb"
 	"github.com/rowfate/rowfate/migrations"
 	"github.com/rowfate/rowfate/store/postgres"
+	"github.com/rowfate/rowfate/store/storetest"
 )
 
 // TestConcurrentMigrators starts eight migrators at once, each with its own
@@ -33,22 +34,11 @@ func TestConcurrentMigrators(t *testing.T) {
 		}
 		stores[i] = postgres.New(pool)
 	}
-	start := make(chan struct{})
-	errs := make([]error, n)
-	var wg sync.WaitGroup
+	generic := make([]batch.Store, len(stores))
 	for i, s := range stores {
-		wg.Go(func() {
-			<-start
-			errs[i] = s.Migrate(ctx)
-		})
+		generic[i] = s
 	}
-	close(start)
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Errorf("migrator %d: %v", i, err)
-		}
-	}
+	storetest.MigrateConcurrently(t, generic)
 	all, err := migrations.Load(migrations.Postgres)
 	if err != nil {
 		t.Fatal(err)

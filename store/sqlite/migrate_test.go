@@ -1,13 +1,13 @@
 package sqlite_test
 
 import (
-	"context"
-	"sync"
 	"testing"
 
+	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/internal/testdb"
 	"github.com/rowfate/rowfate/migrations"
 	"github.com/rowfate/rowfate/store/sqlite"
+	"github.com/rowfate/rowfate/store/storetest"
 )
 
 // TestConcurrentMigrators opens one new file from four stores at once (four
@@ -16,7 +16,6 @@ import (
 func TestConcurrentMigrators(t *testing.T) {
 	t.Parallel()
 	path := testdb.SQLitePath(t)
-	ctx := context.Background()
 	const n = 4
 	stores := make([]*sqlite.Store, n)
 	for i := range stores {
@@ -27,22 +26,11 @@ func TestConcurrentMigrators(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		stores[i] = s
 	}
-	start := make(chan struct{})
-	errs := make([]error, n)
-	var wg sync.WaitGroup
+	generic := make([]batch.Store, len(stores))
 	for i, s := range stores {
-		wg.Go(func() {
-			<-start
-			errs[i] = s.Migrate(ctx)
-		})
+		generic[i] = s
 	}
-	close(start)
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Errorf("migrator %d: %v", i, err)
-		}
-	}
+	storetest.MigrateConcurrently(t, generic)
 	all, err := migrations.Load(migrations.SQLite)
 	if err != nil {
 		t.Fatal(err)
