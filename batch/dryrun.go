@@ -14,21 +14,35 @@ import (
 // first ones, in row order.
 const DryRunMaxErrors = 20
 
+// SourceInfo is what a reader found out about a source: its format and,
+// for CSV, the encoding and delimiter used (declared or detected), or, for
+// a workbook, its sheets in tab order, the one read and its header's row.
+type SourceInfo struct {
+	Format    Format   `json:"format"`
+	Encoding  string   `json:"encoding,omitempty"`
+	Delimiter string   `json:"delimiter,omitempty"`
+	Sheets    []string `json:"sheets,omitempty"`
+	Sheet     string   `json:"sheet,omitempty"`
+	HeaderRow int64    `json:"header_row,omitempty"`
+}
+
+// DescribeReader returns the SourceInfo of a reader OpenReader returned.
+func DescribeReader(r rows.Reader) SourceInfo {
+	switch r := r.(type) {
+	case *rows.CSVReader:
+		return SourceInfo{Format: FormatCSV, Encoding: r.Encoding(), Delimiter: rows.DelimiterName(r.Comma())}
+	case *rows.XLSXReader:
+		return SourceInfo{Format: FormatXLSX, Sheets: r.Sheets(), Sheet: r.Sheet(), HeaderRow: r.HeaderRow()}
+	}
+	return SourceInfo{}
+}
+
 // DryRunResult is what an import of a file would give, without the batch.
 type DryRunResult struct {
 	Kind       string `json:"kind"`
 	SourceName string `json:"source_name"`
-	Format     Format `json:"format"`
-	// Encoding and Delimiter are what the CSV reader used, declared or
-	// detected; empty for XLSX.
-	Encoding  string `json:"encoding,omitempty"`
-	Delimiter string `json:"delimiter,omitempty"`
-	// Sheets, Sheet and HeaderRow describe a workbook: its sheets in tab
-	// order, the one read and the row its header was found on.
-	Sheets    []string `json:"sheets,omitempty"`
-	Sheet     string   `json:"sheet,omitempty"`
-	HeaderRow int64    `json:"header_row,omitempty"`
-	Header    []string `json:"header"`
+	SourceInfo
+	Header []string `json:"header"`
 	// Counts has the rows that would be valid and invalid.
 	Counts       rows.Counts `json:"counts"`
 	SkippedEmpty int64       `json:"skipped_empty"`
@@ -64,14 +78,8 @@ func (r *Registry) DryRun(ctx context.Context, p ImportParams) (*DryRunResult, e
 		return nil, &rows.FileError{File: p.SourceName, Line: headerLine(cr), Err: err}
 	}
 	res := &DryRunResult{
-		Kind: p.Kind, SourceName: p.SourceName, Format: FormatXLSX,
+		Kind: p.Kind, SourceName: p.SourceName, SourceInfo: DescribeReader(cr),
 		Header: cr.Header(), Counts: rows.Counts{}, Warnings: unknownWarning(m),
-	}
-	switch r := cr.(type) {
-	case *rows.CSVReader:
-		res.Format, res.Encoding, res.Delimiter = FormatCSV, r.Encoding(), rows.DelimiterName(r.Comma())
-	case *rows.XLSXReader:
-		res.Sheets, res.Sheet, res.HeaderRow = r.Sheets(), r.Sheet(), r.HeaderRow()
 	}
 	chk := newRowChecker(k, m)
 	for {

@@ -48,18 +48,11 @@ func openInput(path string) (*os.File, error) {
 
 // previewResult is what `batchctl preview` shows, also as JSON.
 type previewResult struct {
-	File   string       `json:"file"`
-	Format batch.Format `json:"format"`
-	// CSV: the encoding and delimiter used.
-	Encoding  string `json:"encoding,omitempty"`
-	Delimiter string `json:"delimiter,omitempty"`
-	// XLSX: the sheets, the one read and its header's row.
-	Sheets    []string      `json:"sheets,omitempty"`
-	Sheet     string        `json:"sheet,omitempty"`
-	HeaderRow int64         `json:"header_row,omitempty"`
-	Header    []string      `json:"header"`
-	Rows      []rows.Record `json:"rows"`
-	Kind      *previewKind  `json:"kind,omitempty"`
+	File string `json:"file"`
+	batch.SourceInfo
+	Header []string      `json:"header"`
+	Rows   []rows.Record `json:"rows"`
+	Kind   *previewKind  `json:"kind,omitempty"`
 }
 
 type previewKind struct {
@@ -118,13 +111,7 @@ func cmdPreview(_ context.Context, e *env, args []string) (int, error) {
 	if c, ok := r.(io.Closer); ok {
 		defer c.Close()
 	}
-	res := previewResult{File: path, Header: r.Header(), Rows: []rows.Record{}}
-	switch r := r.(type) {
-	case *rows.CSVReader:
-		res.Format, res.Encoding, res.Delimiter = batch.FormatCSV, r.Encoding(), rows.DelimiterName(r.Comma())
-	case *rows.XLSXReader:
-		res.Format, res.Sheets, res.Sheet, res.HeaderRow = batch.FormatXLSX, r.Sheets(), r.Sheet(), r.HeaderRow()
-	}
+	res := previewResult{File: path, SourceInfo: batch.DescribeReader(r), Header: r.Header(), Rows: []rows.Record{}}
 	for len(res.Rows) < *n {
 		rec, err := r.Next()
 		if errors.Is(err, io.EOF) {
