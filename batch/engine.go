@@ -10,6 +10,9 @@ import (
 	"time"
 )
 
+// DefaultTenant owns batches whose caller names no tenant.
+const DefaultTenant = "default"
+
 // Config configures an Engine. The zero value of every field but Store and
 // Registry is usable.
 type Config struct {

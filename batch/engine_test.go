@@ -50,7 +50,7 @@ var engines = []engineCase{
 	}},
 	{"postgres", func(t *testing.T) *bundle {
 		pool := testdb.PostgresPool(t)
-		s := postgres.New(pool)
+		s := postgres.New(pool, &postgres.Config{Schema: testdb.SchemaOf(pool.Config())})
 		if err := s.Migrate(context.Background()); err != nil {
 			t.Fatal(err)
 		}

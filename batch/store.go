@@ -1,247 +1,72 @@
 package batch
 
 import (
-	"context"
 	"errors"
-	"iter"
-	"time"
 
-	"github.com/rowfate/rowfate/rows"
+	"github.com/rowfate/rowfate/batch/driver"
 )
 
-// Sentinel errors returned by stores and the engine; match with errors.Is.
-var (
-	// ErrNotFound: no such batch for this tenant.
-	ErrNotFound = errors.New("not found")
-	// ErrLeaseLost: the chunk's lease token no longer matches; another
-	// worker owns the chunk, and nothing was written.
-	ErrLeaseLost = errors.New("lease lost")
-	// ErrNoWork: no chunk is claimable right now.
-	ErrNoWork = errors.New("no work")
-	// ErrUnknownKind: the kind is not registered.
-	ErrUnknownKind = errors.New("unknown kind")
+// The store seam lives in package driver, so that the stores compile
+// without the engine; these names are the engine's view of it.
+type (
+	// Store is the durable truth of batches and rows; see driver.Store.
+	Store = driver.Store
+	// Status is a batch's lifecycle state.
+	Status = driver.Status
+	// Batch is one import, export or recalculation with its totals.
+	Batch = driver.Batch
+	// Row is one stored row with its outcome.
+	Row = driver.Row
+	// IngestRow is a validated row handed to the store at ingest.
+	IngestRow = driver.IngestRow
+	// IngestSummary is known once every row has been read.
+	IngestSummary = driver.IngestSummary
+	// BatchIngestParams are the parameters of Store.BatchIngest.
+	BatchIngestParams = driver.BatchIngestParams
+	// BatchGetParams are the parameters of Store.BatchGet.
+	BatchGetParams = driver.BatchGetParams
+	// BatchListParams are the parameters of Store.BatchList.
+	BatchListParams = driver.BatchListParams
+	// ChunkClaimParams are the parameters of Store.ChunkClaim.
+	ChunkClaimParams = driver.ChunkClaimParams
+	// Lease is a claimed chunk: its fencing token and due rows.
+	Lease = driver.Lease
+	// LeasedRow is a row handed to a worker.
+	LeasedRow = driver.LeasedRow
+	// LeaseRenewParams are the parameters of Store.LeaseRenew.
+	LeaseRenewParams = driver.LeaseRenewParams
+	// RowOutcome is what the engine decided for one processed row.
+	RowOutcome = driver.RowOutcome
+	// ChunkFlushParams are the parameters of Store.ChunkFlush.
+	ChunkFlushParams = driver.ChunkFlushParams
+	// FlushResult reports the batch after a flush.
+	FlushResult = driver.FlushResult
+	// RowsListParams are the parameters of Store.RowsList.
+	RowsListParams = driver.RowsListParams
+	// RowsCountParams are the parameters of Store.RowsCount.
+	RowsCountParams = driver.RowsCountParams
+	// SchemaStatus is where a database's schema stands.
+	SchemaStatus = driver.SchemaStatus
 )
-
-// Status is a batch's lifecycle state, persisted as text (append-only).
-type Status string
 
 // Batch statuses.
 const (
-	// StatusRunning: some rows are still open (valid, processing, retrying).
-	StatusRunning Status = "running"
-	// StatusFinished: every row has reached a terminal state (or unknown).
-	StatusFinished Status = "finished"
+	StatusRunning  = driver.StatusRunning
+	StatusFinished = driver.StatusFinished
 )
 
-// Batch is one import, export or recalculation, with totals derived from its
-// rows.
-type Batch struct {
-	ID           int64    `json:"id"`
-	TenantID     string   `json:"tenant_id"`
-	Kind         string   `json:"kind"`
-	SourceName   string   `json:"source_name"`
-	SourceDigest string   `json:"source_digest"` // hex sha256 of the source bytes
-	Status       Status   `json:"status"`
-	Header       []string `json:"header"`
-	// Counts are the batch totals: the sum of its chunks' counts, each
-	// overwritten from its rows.
-	Counts rows.Counts `json:"counts"`
-	// SkippedEmpty is how many empty rows of the source were skipped.
-	SkippedEmpty int64 `json:"skipped_empty"`
-	// Warnings are problems of the source that did not reject it (unknown
-	// columns, which were ignored). Import sets them on the batch it
-	// returns; they are not stored.
-	Warnings   []string   `json:"warnings,omitempty"`
-	CreatedAt  time.Time  `json:"created_at"`
-	FinishedAt *time.Time `json:"finished_at,omitempty"`
-}
-
-// Row is one stored row with its outcome.
-type Row struct {
-	BatchID  int64             `json:"batch_id"`
-	RowNo    int64             `json:"row_no"`
-	ChunkNo  int64             `json:"chunk_no"`
-	State    rows.State        `json:"state"`
-	Values   []string          `json:"values"`
-	Errors   []rows.FieldError `json:"errors,omitempty"`
-	ResultID string            `json:"result_id,omitempty"`
-	Attempts int               `json:"attempts"`
-	Updated  time.Time         `json:"updated_at"`
-}
-
-// IngestRow is a row as the engine hands it to the store at ingest: already
-// validated, with its outcome.
-type IngestRow struct {
-	RowNo   int64
-	ChunkNo int64
-	State   rows.State // valid or invalid; an export's: succeeded (written) or failed
-	Values  []string
-	Errors  []rows.FieldError
-}
-
-// IngestSummary is known only once every row has been read.
-type IngestSummary struct {
-	SourceDigest string
-	SkippedEmpty int64
-}
-
-// BatchIngestParams are the parameters of Store.BatchIngest.
-type BatchIngestParams struct {
-	TenantID   string
-	Kind       string
-	SourceName string
-	Header     []string
-	// Warnings are stored with the batch (unknown columns, say) and come
-	// back on every BatchGet.
-	Warnings []string
-	// Rows yields the rows in order. A non-nil error aborts the ingest: the
-	// store rolls back and nothing of the batch is left.
-	Rows iter.Seq2[IngestRow, error]
-	// SummaryFunc is called after Rows is drained.
-	SummaryFunc func() IngestSummary
-}
-
-// BatchGetParams are the parameters of Store.BatchGet.
-type BatchGetParams struct {
-	TenantID string
-	ID       int64
-}
-
-// BatchListParams are the parameters of Store.BatchList.
-type BatchListParams struct {
-	TenantID string
-	// BeforeID pages backwards: batches with id < BeforeID; 0 means from
-	// the newest.
-	BeforeID int64
-	// Limit caps the page. Defaults to 20.
-	Limit int
-}
-
-// ChunkClaimParams are the parameters of Store.ChunkClaim.
-type ChunkClaimParams struct {
-	// Owner identifies the worker instance (credential name plus a per-boot
-	// id), for diagnostics; the fence is the token.
-	Owner string
-	// TenantIDs limits the claim to these tenants; nil means any.
-	TenantIDs []string
-	// BatchID limits the claim to one batch; 0 means any.
-	BatchID int64
-	// LeaseDuration is how long the lease lasts without renewal, measured on
-	// the database's clock.
-	LeaseDuration time.Duration
-}
-
-// Lease is a claimed chunk: the fencing token and the rows that are due.
-type Lease struct {
-	BatchID  int64
-	ChunkNo  int64
-	TenantID string
-	Kind     string
-	Header   []string
-	Owner    string
-	// Token is the fencing token: it grows with every claim of the chunk,
-	// and every write under the lease is a compare-and-set on it.
-	Token int64
-	Rows  []LeasedRow
-}
-
-// LeasedRow is a row handed to a worker, already marked processing.
-type LeasedRow struct {
-	RowNo    int64
-	Values   []string
-	Attempts int // including this one
-}
-
-// LeaseRenewParams are the parameters of Store.LeaseRenew.
-type LeaseRenewParams struct {
-	TenantID      string
-	BatchID       int64
-	ChunkNo       int64
-	Token         int64
-	LeaseDuration time.Duration
-}
-
-// RowOutcome is what the engine decided for one processed row.
-type RowOutcome struct {
-	RowNo    int64
-	State    rows.State // succeeded, failed, retrying, unknown or dead
-	ResultID string
-	Error    *rows.FieldError
-	// RetryDelay is how long from now (database clock) a retrying row waits.
-	RetryDelay time.Duration
-}
-
-// ChunkFlushParams are the parameters of Store.ChunkFlush.
-type ChunkFlushParams struct {
-	TenantID string
-	BatchID  int64
-	ChunkNo  int64
-	Token    int64
-	Outcomes []RowOutcome
-	// Release ends the lease after the flush, so the chunk's remaining due
-	// rows can be claimed again at once.
-	Release bool
-}
-
-// FlushResult reports the batch after a flush.
-type FlushResult struct {
-	Counts   rows.Counts
-	Finished bool
-	EventSeq int64
-}
-
-// RowsListParams are the parameters of Store.RowsList.
-type RowsListParams struct {
-	TenantID string
-	BatchID  int64
-	// State filters by state; empty means all.
-	State rows.State
-	// AfterRowNo pages: rows with row_no > AfterRowNo.
-	AfterRowNo int64
-	// Limit caps the page. Defaults to 100.
-	Limit int
-}
-
-// RowsCountParams are the parameters of Store.RowsCount.
-type RowsCountParams struct {
-	TenantID string
-	BatchID  int64
-}
-
-// Store is the durable truth of batches and rows. Every method that reads or
-// writes rows filters by tenant. Implementations: store/sqlite,
-// store/postgres; both pass store/storetest.
-type Store interface {
-	// Migrate brings the schema up to date, serialised against concurrent
-	// migrators.
-	Migrate(ctx context.Context) error
-	// BatchIngest creates a batch and writes all its rows with their
-	// validation outcome, its chunks (counts from an aggregate over the rows)
-	// and a first event, in one transaction.
-	BatchIngest(ctx context.Context, params BatchIngestParams) (*Batch, error)
-	// BatchGet returns a batch with its totals, or ErrNotFound.
-	BatchGet(ctx context.Context, params BatchGetParams) (*Batch, error)
-	// BatchList lists a tenant's batches, newest first, with totals.
-	BatchList(ctx context.Context, params BatchListParams) ([]*Batch, error)
-	// ChunkClaim leases the oldest-served claimable chunk (due rows and no
-	// live lease), marks its due rows processing and returns them. It
-	// returns ErrNoWork when nothing is claimable.
-	ChunkClaim(ctx context.Context, params ChunkClaimParams) (*Lease, error)
-	// LeaseRenew extends a lease; ErrLeaseLost when the token is stale.
-	LeaseRenew(ctx context.Context, params LeaseRenewParams) error
-	// ChunkFlush records outcomes under the lease: it locks the chunk row and
-	// checks the token (ErrLeaseLost: nothing written), updates the rows,
-	// overwrites the chunk's counts from its rows, appends an event and
-	// finishes the batch when no row is open.
-	ChunkFlush(ctx context.Context, params ChunkFlushParams) (*FlushResult, error)
-	// RowsList pages through a batch's rows in row order.
-	RowsList(ctx context.Context, params RowsListParams) ([]Row, error)
-	// RowsCount counts a batch's rows by state with a fresh aggregate over
-	// the rows, bypassing the chunk counters. It is the invariant's check.
-	RowsCount(ctx context.Context, params RowsCountParams) (rows.Counts, error)
-	// Close releases the store's resources.
-	Close() error
-}
-
-// ErrConflict is returned when a write violates a uniqueness rule.
-var ErrConflict = errors.New("conflict")
+// Sentinel errors; match with errors.Is.
+var (
+	// ErrNotFound: no such batch for this tenant.
+	ErrNotFound = driver.ErrNotFound
+	// ErrLeaseLost: the chunk's lease moved on; nothing was written.
+	ErrLeaseLost = driver.ErrLeaseLost
+	// ErrNoWork: no chunk is claimable right now.
+	ErrNoWork = driver.ErrNoWork
+	// ErrConflict: a write violates a uniqueness rule.
+	ErrConflict = driver.ErrConflict
+	// ErrSchemaNewer: the database is ahead of this build.
+	ErrSchemaNewer = driver.ErrSchemaNewer
+	// ErrUnknownKind: the kind is not registered.
+	ErrUnknownKind = errors.New("unknown kind")
+)

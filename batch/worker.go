@@ -16,7 +16,9 @@ import (
 type WorkParams struct {
 	// BatchID limits work to one batch; 0 means any batch.
 	BatchID int64
-	// TenantIDs limits work to these tenants; nil means any.
+	// TenantIDs limits work to these tenants; nil means any. With a
+	// BatchID, the batch must belong to one of them (to DefaultTenant
+	// when nil), or Work returns ErrNotFound before doing anything.
 	TenantIDs []string
 	// Workers is the number of concurrent workers. Defaults to 2.
 	Workers int
@@ -37,6 +39,16 @@ type WorkStats struct {
 // each row's outcome. It returns when ctx is done (nil error) or, with
 // UntilDone, when the work is done.
 func (e *Engine) Work(ctx context.Context, p WorkParams) (WorkStats, error) {
+	var tenant string
+	if p.BatchID != 0 {
+		// Find the batch before doing anything: a batch outside the
+		// tenant scope is ErrNotFound at once, not after its rows ran.
+		b, err := e.findBatch(ctx, p)
+		if err != nil {
+			return WorkStats{}, err
+		}
+		tenant = b.TenantID
+	}
 	n := p.Workers
 	if n <= 0 {
 		n = 2
@@ -48,7 +60,7 @@ func (e *Engine) Work(ctx context.Context, p WorkParams) (WorkStats, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	for range n {
 		g.Go(func() error {
-			s, err := e.workLoop(gctx, p)
+			s, err := e.workLoop(gctx, p, tenant)
 			mu.Lock()
 			total.Chunks += s.Chunks
 			total.Rows += s.Rows
@@ -64,7 +76,7 @@ func (e *Engine) Work(ctx context.Context, p WorkParams) (WorkStats, error) {
 	return total, err
 }
 
-func (e *Engine) workLoop(ctx context.Context, p WorkParams) (WorkStats, error) {
+func (e *Engine) workLoop(ctx context.Context, p WorkParams, tenant string) (WorkStats, error) {
 	var s WorkStats
 	for {
 		if ctx.Err() != nil {
@@ -73,7 +85,7 @@ func (e *Engine) workLoop(ctx context.Context, p WorkParams) (WorkStats, error) 
 		lease, err := e.store.ChunkClaim(ctx, ChunkClaimParams{Owner: e.owner, TenantIDs: p.TenantIDs, BatchID: p.BatchID, LeaseDuration: e.lease})
 		if errors.Is(err, ErrNoWork) {
 			if p.UntilDone {
-				done, err := e.done(ctx, p)
+				done, err := e.done(ctx, p, tenant)
 				if err != nil || done {
 					return s, err
 				}
@@ -107,22 +119,34 @@ func (e *Engine) workLoop(ctx context.Context, p WorkParams) (WorkStats, error) 
 }
 
 // done reports whether there is nothing left to wait for.
-func (e *Engine) done(ctx context.Context, p WorkParams) (bool, error) {
+func (e *Engine) done(ctx context.Context, p WorkParams, tenant string) (bool, error) {
 	if p.BatchID == 0 {
 		return true, nil
 	}
-	b, err := e.store.BatchGet(ctx, BatchGetParams{TenantID: tenantOf(p), ID: p.BatchID})
+	b, err := e.store.BatchGet(ctx, BatchGetParams{TenantID: tenant, ID: p.BatchID})
 	if err != nil {
 		return false, fmt.Errorf("check batch %d: %w", p.BatchID, err)
 	}
 	return b.Status != StatusRunning, nil
 }
 
-func tenantOf(p WorkParams) string {
-	if len(p.TenantIDs) == 1 {
-		return p.TenantIDs[0]
+// findBatch looks p.BatchID up under each tenant of the scope (the default
+// tenant when the scope is empty) and returns it, or ErrNotFound.
+func (e *Engine) findBatch(ctx context.Context, p WorkParams) (*Batch, error) {
+	tenants := p.TenantIDs
+	if len(tenants) == 0 {
+		tenants = []string{DefaultTenant}
 	}
-	return "default"
+	for _, t := range tenants {
+		b, err := e.store.BatchGet(ctx, BatchGetParams{TenantID: t, ID: p.BatchID})
+		if err == nil {
+			return b, nil
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("batch %d: %w", p.BatchID, ErrNotFound)
 }
 
 // workChunk processes a leased chunk's rows and flushes their outcomes in one
@@ -149,6 +173,15 @@ func (e *Engine) workChunk(ctx context.Context, l *Lease) (int, error) {
 	hb.Wait()
 	if errors.Is(context.Cause(wctx), ErrLeaseLost) {
 		return 0, ErrLeaseLost
+	}
+
+	// The row state machine is the engine's rule, checked here once for
+	// every store: a processor's answer becomes an outcome only through
+	// classify, and an outcome the machine does not allow is a bug.
+	for _, o := range outcomes {
+		if err := rows.Transition(rows.StateProcessing, o.State); err != nil {
+			return 0, fmt.Errorf("batch %d row %d: %w", l.BatchID, o.RowNo, err)
+		}
 	}
 
 	// Flush even when shutting down: the work is done and its outcomes

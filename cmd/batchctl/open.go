@@ -60,7 +60,8 @@ func (e *env) open(ctx context.Context, create bool) (*app, error) {
 			pool.Close()
 			return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
 		}
-		store, db, dialect = postgres.New(pool), stdlib.OpenDBFromPool(pool), customers.Postgres
+		schema := strings.TrimSpace(strings.Split(pool.Config().ConnConfig.RuntimeParams["search_path"], ",")[0])
+		store, db, dialect = postgres.New(pool, &postgres.Config{Schema: schema}), stdlib.OpenDBFromPool(pool), customers.Postgres
 		closers = append(closers, func() { db.Close() }, pool.Close)
 	} else {
 		path := strings.TrimPrefix(strings.TrimPrefix(e.database, "sqlite://"), "sqlite:")

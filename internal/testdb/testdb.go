@@ -36,17 +36,36 @@ func PostgresURL(t testing.TB) string {
 	return u
 }
 
+// PostgresSchemaName returns a schema name unique to this test, which does
+// not exist yet; whatever creates it, it is dropped when the test ends.
+func PostgresSchemaName(t testing.TB) string {
+	t.Helper()
+	url := PostgresURL(t)
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "rf_test_" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(context.Background(), url)
+		if err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	return schema
+}
+
 // PostgresSchema creates an empty schema for this test and returns a pool
-// config whose connections use it as search_path. The schema is dropped when
-// the test ends.
+// config whose connections use it as search_path (SchemaOf returns it).
+// The schema is dropped when the test ends.
 func PostgresSchema(t testing.TB) *pgxpool.Config {
 	t.Helper()
 	url := PostgresURL(t)
 	ctx := context.Background()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "rf_test_" + hex.EncodeToString(b[:])
-
+	schema := PostgresSchemaName(t)
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatalf("connect to DATABASE_URL: %v", err)
@@ -56,18 +75,6 @@ func PostgresSchema(t testing.TB) *pgxpool.Config {
 		t.Fatalf("create schema: %v", err)
 	}
 	conn.Close(ctx)
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(context.Background(), url)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(context.Background())
-		if _, err := conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		t.Fatalf("parse DATABASE_URL: %v", err)
@@ -86,4 +93,10 @@ func PostgresPool(t testing.TB) *pgxpool.Pool {
 	}
 	t.Cleanup(pool.Close)
 	return pool
+}
+
+// SchemaOf returns the test schema of a pool config PostgresSchema made (its
+// search_path), to hand to postgres.Config.Schema.
+func SchemaOf(cfg *pgxpool.Config) string {
+	return cfg.ConnConfig.RuntimeParams["search_path"]
 }

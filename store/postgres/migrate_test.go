@@ -2,11 +2,12 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/internal/testdb"
 	"github.com/rowfate/rowfate/migrations"
 	"github.com/rowfate/rowfate/store/postgres"
@@ -14,17 +15,20 @@ import (
 )
 
 // TestConcurrentMigrators starts eight migrators at once, each with its own
-// pool (as eight replicas booting together would), on an empty schema: all
-// must succeed and each step must be applied exactly once. The steps use
-// plain CREATE TABLE, so a second application would fail loudly.
+// pool (as eight replicas booting together would), on a database without
+// the engine's schema: all must succeed, the schema must be created once
+// and each step applied exactly once. The steps use plain CREATE TABLE, so
+// a second application would fail loudly, and two CREATE SCHEMA IF NOT
+// EXISTS without the lock collide on the catalog.
 func TestConcurrentMigrators(t *testing.T) {
 	t.Parallel()
-	cfg := testdb.PostgresSchema(t)
+	url := testdb.PostgresURL(t)
+	schema := testdb.PostgresSchemaName(t) // does not exist yet
 	ctx := context.Background()
 	const n = 8
 	stores := make([]*postgres.Store, n)
 	for i := range stores {
-		pool, err := pgxpool.NewWithConfig(ctx, cfg.Copy())
+		pool, err := pgxpool.New(ctx, url)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -32,9 +36,9 @@ func TestConcurrentMigrators(t *testing.T) {
 		if err := pool.Ping(ctx); err != nil { // connect before the race starts
 			t.Fatal(err)
 		}
-		stores[i] = postgres.New(pool)
+		stores[i] = postgres.New(pool, &postgres.Config{Schema: schema})
 	}
-	generic := make([]batch.Store, len(stores))
+	generic := make([]driver.Store, len(stores))
 	for i, s := range stores {
 		generic[i] = s
 	}
@@ -44,10 +48,38 @@ func TestConcurrentMigrators(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rowsN, distinct int
-	if err := stores[0].Pool().QueryRow(ctx, `SELECT count(*), count(DISTINCT version) FROM schema_migrations`).Scan(&rowsN, &distinct); err != nil {
+	if err := stores[0].Pool().QueryRow(ctx, `SELECT count(*), count(DISTINCT version) FROM `+schema+`.schema_migrations`).Scan(&rowsN, &distinct); err != nil {
 		t.Fatal(err)
 	}
 	if rowsN != len(all) || distinct != len(all) {
 		t.Fatalf("schema_migrations has %d rows (%d distinct), want %d", rowsN, distinct, len(all))
+	}
+}
+
+// TestSchemaNewerThanBuild: a database migrated by a newer build is neither
+// migrated nor reported up to date by this one.
+func TestSchemaNewerThanBuild(t *testing.T) {
+	t.Parallel()
+	pool := testdb.PostgresPool(t)
+	s := postgres.New(pool, &postgres.Config{Schema: testdb.SchemaOf(pool.Config())})
+	ctx := context.Background()
+	st, err := s.SchemaStatus(ctx)
+	if err != nil || st.Current != 0 || st.Latest == 0 {
+		t.Fatalf("status of an empty schema = %+v, %v", st, err)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := s.SchemaStatus(ctx); err != nil || st.Current != st.Latest {
+		t.Fatalf("status after migrate = %+v, %v", st, err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, 'from_the_future', now())`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Migrate(ctx); !errors.Is(err, driver.ErrSchemaNewer) {
+		t.Fatalf("migrate of a newer schema = %v, want ErrSchemaNewer", err)
+	}
+	if st, err := s.SchemaStatus(ctx); err != nil || st.Current != 9999 {
+		t.Fatalf("status of a newer schema = %+v, %v", st, err)
 	}
 }

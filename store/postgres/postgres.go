@@ -1,160 +1,217 @@
-// Package postgres is the batch.Store for more than one process or machine:
+// Package postgres is the batch store for more than one process or machine:
 // PostgreSQL through pgx/v5 and pgxpool.
 //
-// Ingest streams rows with COPY inside the transaction that creates the
-// batch; claims take one chunk row with FOR UPDATE SKIP LOCKED; a flush
-// locks its chunk row, checks the fencing token and updates its rows with
-// one set-based UPDATE ... FROM unnest(...). All lease times are the
-// database's now(), never a worker's clock.
+// The engine's tables live in their own schema ("rowfate" unless
+// Config.Schema says otherwise), so they never collide with an
+// application's own tables in the same database. Every statement names the
+// schema; the pool's search_path is left alone.
+//
+// The statements themselves are shared with the SQLite store
+// (internal/storesql); this package supplies what is PostgreSQL's own: the
+// pool and its transactions, the advisory lock that serialises migrators,
+// COPY for ingest and one set-based UPDATE ... FROM unnest(...) per flush.
+// All lease times are the database's now(), never a worker's clock.
+//
+// ARCHITECTURE.md at the repository root describes the data model.
 package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/internal/storesql"
 	"github.com/rowfate/rowfate/migrations"
 	"github.com/rowfate/rowfate/rows"
 )
 
-var _ batch.Store = (*Store)(nil)
+var _ driver.Store = (*Store)(nil)
+
+// DefaultSchema is the schema of the engine's tables unless Config.Schema
+// names another.
+const DefaultSchema = "rowfate"
 
 // migrationLockKey is the first half of the advisory lock key that
 // serialises migrations; the second half is the schema, so that separate
 // schemas (tests) do not wait on each other.
 const migrationLockKey int32 = 0x726f7766 // "rowf"
 
-// Store is a batch.Store on a PostgreSQL pool.
-type Store struct {
-	pool *pgxpool.Pool
+// Config configures a Store. The zero value is usable.
+type Config struct {
+	// Schema holds the engine's tables; Migrate creates it. Defaults to
+	// DefaultSchema ("rowfate").
+	Schema string
 }
 
-// New returns a store on an existing pool. The caller keeps ownership of
-// the pool: Close does not close it.
-func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+// Store is the batch store on a PostgreSQL pool.
+type Store struct {
+	*storesql.Store
+	pool   *pgxpool.Pool
+	schema string
+}
+
+// New returns a store on an existing pool; cfg may be nil. The caller keeps
+// ownership of the pool: Close does not close it.
+func New(pool *pgxpool.Pool, cfg *Config) *Store {
+	schema := DefaultSchema
+	if cfg != nil && cfg.Schema != "" {
+		schema = cfg.Schema
+	}
+	s := &Store{pool: pool, schema: schema}
+	s.Store = storesql.New(s.driver(), dialect(schema))
+	return s
+}
+
+func dialect(schema string) *storesql.Dialect {
+	return &storesql.Dialect{
+		Engine:     migrations.Postgres,
+		Schema:     schema,
+		Now:        "now()",
+		Ms:         "interval '1 millisecond'",
+		TimeType:   "timestamptz",
+		ForUpdate:  " FOR UPDATE",
+		SkipLocked: " FOR UPDATE OF ch SKIP LOCKED",
+		InText: func(col, param string) string {
+			return fmt.Sprintf("(CAST(%s AS text[]) IS NULL OR %s = ANY(%s))", param, col, param)
+		},
+		ListArg: func(ss []string) any {
+			if ss == nil {
+				return nil
+			}
+			return ss
+		},
+		HasTable: func(table string) (string, []any) {
+			return `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = $1 AND tablename = $2)`, []any{schema, table}
+		},
+	}
+}
 
 // Pool returns the store's pool.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
+// Schema returns the schema of the engine's tables.
+func (s *Store) Schema() string { return s.schema }
+
 // Close is a no-op: the pool belongs to the caller.
 func (s *Store) Close() error { return nil }
 
-// interpretError maps pgx errors to the engine's sentinels.
+// interpretError maps pgx errors to the engine's sentinels. pgx.ErrNoRows
+// already matches sql.ErrNoRows, which the shared statements look for.
 func interpretError(err error) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, pgx.ErrNoRows) {
-		return batch.ErrNotFound
-	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "23505" {
-		return fmt.Errorf("%w: %v", batch.ErrConflict, err)
+		return fmt.Errorf("%w: %v", driver.ErrConflict, err)
 	}
 	return err
 }
 
-func (s *Store) inTx(ctx context.Context, f func(tx pgx.Tx) error) error {
-	err := pgx.BeginFunc(ctx, s.pool, f)
-	return interpretError(err)
+// pgDriver adapts the pool to storesql.Driver.
+type pgDriver struct{ s *Store }
+
+func (s *Store) driver() storesql.Driver { return pgDriver{s} }
+
+// pgxQuerier is what a pool and a transaction have in common.
+type pgxQuerier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// Migrate applies pending migrations in one transaction under a
-// transaction-scoped advisory lock.
-func (s *Store) Migrate(ctx context.Context) error {
-	all, err := migrations.Load(migrations.Postgres)
-	if err != nil {
-		return err
-	}
-	return s.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext(current_schema()))`, migrationLockKey); err != nil {
-			return fmt.Errorf("migration lock: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-			version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-			return err
-		}
-		rs, err := tx.Query(ctx, `SELECT version FROM schema_migrations`)
-		if err != nil {
-			return err
-		}
-		vs, err := pgx.CollectRows(rs, pgx.RowTo[int])
-		if err != nil {
-			return err
-		}
-		applied := map[int]bool{}
-		for _, v := range vs {
-			applied[v] = true
-		}
-		for _, m := range migrations.Pending(all, applied) {
-			if _, err := tx.Exec(ctx, m.SQL); err != nil {
-				return fmt.Errorf("migration %d_%s: %w", m.Version, m.Name, err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+// querier adapts pgx to storesql.Querier; tx is set inside a transaction,
+// for the statements (COPY) that need pgx itself.
+type querier struct {
+	q  pgxQuerier
+	tx pgx.Tx
 }
 
-// BatchIngest writes a batch, COPYs its rows, derives its chunks and appends
-// the first event, in one transaction.
-func (s *Store) BatchIngest(ctx context.Context, p batch.BatchIngestParams) (*batch.Batch, error) {
-	var id int64
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var txNow time.Time
-		if err := tx.QueryRow(ctx, `INSERT INTO batches (tenant_id, kind, source_name, header, options)
-			VALUES ($1, $2, $3, $4, $5) RETURNING id, now()`, p.TenantID, p.Kind, p.SourceName, p.Header,
-			storesql.BatchOptions{Warnings: p.Warnings}).Scan(&id, &txNow); err != nil {
-			return fmt.Errorf("insert batch: %w", err)
-		}
-		src := newCopySource(p.Rows, id, p.TenantID, txNow)
-		defer src.stop()
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"batch_rows"},
-			[]string{"batch_id", "row_no", "tenant_id", "chunk_no", "state", "payload", "errors", "next_attempt_at", "updated_at"},
-			src); err != nil {
-			if src.err != nil {
-				return src.err // the source's own error, not COPY's wrapping of it
-			}
-			return fmt.Errorf("copy rows: %w", err)
-		}
-		var sum batch.IngestSummary
-		if p.SummaryFunc != nil {
-			sum = p.SummaryFunc()
-		}
-		if _, err := tx.Exec(ctx, `UPDATE batches SET source_digest = $1, skipped_empty = $2 WHERE id = $3`, sum.SourceDigest, sum.SkippedEmpty, id); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO batch_chunks
-			(batch_id, chunk_no, tenant_id, first_row_no, last_row_no, next_due_at, `+storesql.CountColumns()+`)
-			SELECT batch_id, chunk_no, tenant_id, min(row_no), max(row_no),
-				min(next_attempt_at) FILTER (WHERE state IN `+storesql.OpenStates+`), `+storesql.CountAggregates()+`
-			FROM batch_rows WHERE batch_id = $1 GROUP BY batch_id, chunk_no, tenant_id`, id); err != nil {
-			return fmt.Errorf("insert chunks: %w", err)
-		}
-		_, err := afterChange(ctx, tx, id, "ingested")
-		return err
-	})
+func (q querier) Exec(ctx context.Context, sql string, args ...any) (int64, error) {
+	tag, err := q.q.Exec(ctx, sql, args...)
 	if err != nil {
-		return nil, err
+		return 0, interpretError(err)
 	}
-	return s.BatchGet(ctx, batch.BatchGetParams{TenantID: p.TenantID, ID: id})
+	return tag.RowsAffected(), nil
+}
+
+func (q querier) Query(ctx context.Context, sql string, args ...any) (storesql.Rows, error) {
+	rs, err := q.q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	return pgRows{rs}, nil
+}
+
+func (q querier) QueryRow(ctx context.Context, sql string, args ...any) storesql.Row {
+	return pgRow{q.q.QueryRow(ctx, sql, args...)}
+}
+
+type pgRows struct{ pgx.Rows }
+
+func (r pgRows) Scan(dest ...any) error { return interpretError(r.Rows.Scan(dest...)) }
+func (r pgRows) Err() error             { return interpretError(r.Rows.Err()) }
+func (r pgRows) Close() error {
+	r.Rows.Close()
+	return interpretError(r.Rows.Err())
+}
+
+type pgRow struct{ pgx.Row }
+
+func (r pgRow) Scan(dest ...any) error { return interpretError(r.Row.Scan(dest...)) }
+
+func (d pgDriver) DB() storesql.Querier { return querier{q: d.s.pool} }
+
+func (d pgDriver) InTx(ctx context.Context, f func(storesql.Querier) error) error {
+	return interpretError(pgx.BeginFunc(ctx, d.s.pool, func(tx pgx.Tx) error {
+		return f(querier{q: tx, tx: tx})
+	}))
+}
+
+// LockMigrations takes a transaction-scoped advisory lock keyed on the
+// schema, then creates the schema and makes it the transaction's
+// search_path, so the migration files name their tables unqualified. The
+// lock comes first: two CREATE SCHEMA IF NOT EXISTS at once can still
+// collide on the catalog's unique index.
+func (d pgDriver) LockMigrations(ctx context.Context, q storesql.Querier) error {
+	if _, err := q.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, migrationLockKey, d.s.schema); err != nil {
+		return err
+	}
+	ident := storesql.QuoteIdent(d.s.schema)
+	if _, err := q.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+ident); err != nil {
+		return fmt.Errorf("create schema %s: %w", ident, err)
+	}
+	_, err := q.Exec(ctx, `SELECT set_config('search_path', $1, true)`, ident)
+	return err
+}
+
+// InsertRows streams a batch's rows with COPY.
+func (d pgDriver) InsertRows(ctx context.Context, q storesql.Querier, p storesql.InsertRowsParams) error {
+	tx := q.(querier).tx
+	var now time.Time
+	if err := tx.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
+		return err
+	}
+	src := newCopySource(p.Rows, p.BatchID, p.TenantID, now)
+	defer src.stop()
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{d.s.schema, "batch_rows"},
+		[]string{"batch_id", "row_no", "tenant_id", "chunk_no", "state", "payload", "errors", "next_attempt_at", "updated_at"},
+		src); err != nil {
+		if src.err != nil {
+			return src.err // the source's own error, not COPY's wrapping of it
+		}
+		return fmt.Errorf("copy rows: %w", interpretError(err))
+	}
+	return nil
 }
 
 // copySource adapts the engine's row iterator to pgx.CopyFromSource.
 type copySource struct {
-	next   func() (batch.IngestRow, error, bool)
+	next   func() (driver.IngestRow, error, bool)
 	stop   func()
 	batch  int64
 	tenant string
@@ -163,7 +220,7 @@ type copySource struct {
 	err    error
 }
 
-func newCopySource(seq iter.Seq2[batch.IngestRow, error], id int64, tenant string, now time.Time) *copySource {
+func newCopySource(seq iter.Seq2[driver.IngestRow, error], id int64, tenant string, now time.Time) *copySource {
 	next, stop := iter.Pull2(seq)
 	return &copySource{next: next, stop: stop, batch: id, tenant: tenant, now: now}
 }
@@ -201,166 +258,15 @@ func (c *copySource) Next() bool {
 func (c *copySource) Values() ([]any, error) { return c.vals, nil }
 func (c *copySource) Err() error             { return c.err }
 
-// afterChange finishes the batch when no row is open and appends an event
-// with the batch totals. It first takes the batch row's lock with the
-// sequence-number UPDATE: that serialises every flush of the batch, so
-// commit order equals sequence order, and the finish check below (a new
-// snapshot under READ COMMITTED) sees every other chunk's committed flush.
-// Checking before the lock is write skew: two last flushes each see the
-// other's chunk still open, and neither finishes the batch.
-func afterChange(ctx context.Context, tx pgx.Tx, id int64, typ string) (*batch.FlushResult, error) {
-	var (
-		seq    int64
-		tenant string
-	)
-	if err := tx.QueryRow(ctx, `UPDATE batches SET event_seq = event_seq + 1 WHERE id = $1
-		RETURNING event_seq, tenant_id`, id).Scan(&seq, &tenant); err != nil {
-		return nil, fmt.Errorf("next event seq: %w", err)
-	}
-	if _, err := tx.Exec(ctx, `UPDATE batches SET status = 'finished', finished_at = now()
-		WHERE id = $1 AND status = 'running'
-		AND NOT EXISTS (SELECT 1 FROM batch_chunks WHERE batch_id = $1 AND next_due_at IS NOT NULL)`, id); err != nil {
-		return nil, fmt.Errorf("finish batch: %w", err)
-	}
-	var status string
-	if err := tx.QueryRow(ctx, `SELECT status FROM batches WHERE id = $1`, id).Scan(&status); err != nil {
-		return nil, fmt.Errorf("batch status: %w", err)
-	}
-	dests, counts := storesql.CountDests()
-	if err := tx.QueryRow(ctx, `SELECT `+storesql.SumColumns()+` FROM batch_chunks WHERE batch_id = $1`, id).Scan(dests...); err != nil {
-		return nil, fmt.Errorf("sum chunks: %w", err)
-	}
-	res := &batch.FlushResult{Counts: counts(), Finished: status == string(batch.StatusFinished), EventSeq: seq}
-	payload, err := json.Marshal(storesql.EventPayload{Counts: res.Counts, Finished: res.Finished})
-	if err != nil {
-		return nil, err
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO batch_events (tenant_id, batch_id, seq, type, payload)
-		VALUES ($1, $2, $3, $4, $5)`, tenant, id, seq, typ, payload); err != nil {
-		return nil, fmt.Errorf("append event: %w", err)
-	}
-	return res, nil
-}
-
-// BatchGet returns a batch with totals summed over its chunks.
-func (s *Store) BatchGet(ctx context.Context, p batch.BatchGetParams) (*batch.Batch, error) {
-	var (
-		b      batch.Batch
-		status string
-		opts   storesql.BatchOptions
-	)
-	err := s.pool.QueryRow(ctx, `SELECT id, tenant_id, kind, source_name, source_digest, status, header,
-			options, skipped_empty, created_at, finished_at
-		FROM batches WHERE id = $1 AND tenant_id = $2`, p.ID, p.TenantID).
-		Scan(&b.ID, &b.TenantID, &b.Kind, &b.SourceName, &b.SourceDigest, &status, &b.Header, &opts, &b.SkippedEmpty, &b.CreatedAt, &b.FinishedAt)
-	if err != nil {
-		return nil, fmt.Errorf("get batch %d: %w", p.ID, interpretError(err))
-	}
-	b.Status = batch.Status(status)
-	b.Warnings = opts.Warnings
-	dests, counts := storesql.CountDests()
-	if err := s.pool.QueryRow(ctx, `SELECT `+storesql.SumColumns()+` FROM batch_chunks WHERE batch_id = $1 AND tenant_id = $2`, p.ID, p.TenantID).Scan(dests...); err != nil {
-		return nil, fmt.Errorf("get batch %d: totals: %w", p.ID, err)
-	}
-	b.Counts = counts()
-	return &b, nil
-}
-
-// ChunkClaim leases the claimable chunk served longest ago, skipping chunks
-// another transaction is claiming.
-func (s *Store) ChunkClaim(ctx context.Context, p batch.ChunkClaimParams) (*batch.Lease, error) {
-	var l batch.Lease
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var first, last int64
-		err := tx.QueryRow(ctx, `WITH c AS (
-				SELECT ch.batch_id, ch.chunk_no
-				FROM batch_chunks ch JOIN batches b ON b.id = ch.batch_id
-				WHERE ch.next_due_at IS NOT NULL AND ch.next_due_at <= now()
-				  AND (ch.lease_expires_at IS NULL OR ch.lease_expires_at < now())
-				  AND b.status = 'running' AND NOT b.paused
-				  AND ($1::bigint = 0 OR ch.batch_id = $1)
-				  AND ($2::text[] IS NULL OR ch.tenant_id = ANY($2))
-				ORDER BY ch.last_claimed_at NULLS FIRST, ch.batch_id, ch.chunk_no
-				LIMIT 1
-				FOR UPDATE OF ch SKIP LOCKED)
-			UPDATE batch_chunks ch
-			SET lease_owner = $3, lease_token = ch.lease_token + 1,
-			    lease_expires_at = now() + $4::bigint * interval '1 millisecond', last_claimed_at = now()
-			FROM c WHERE ch.batch_id = c.batch_id AND ch.chunk_no = c.chunk_no
-			RETURNING ch.batch_id, ch.chunk_no, ch.tenant_id, ch.lease_token, ch.first_row_no, ch.last_row_no`,
-			p.BatchID, p.TenantIDs, p.Owner, p.LeaseDuration.Milliseconds()).
-			Scan(&l.BatchID, &l.ChunkNo, &l.TenantID, &l.Token, &first, &last)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return batch.ErrNoWork
-		}
-		if err != nil {
-			return fmt.Errorf("lease chunk: %w", err)
-		}
-		l.Owner = p.Owner
-		if err := tx.QueryRow(ctx, `SELECT kind, header FROM batches WHERE id = $1`, l.BatchID).Scan(&l.Kind, &l.Header); err != nil {
-			return fmt.Errorf("batch %d: %w", l.BatchID, err)
-		}
-		rs, err := tx.Query(ctx, `UPDATE batch_rows
-			SET state = 'processing', attempts = attempts + 1, updated_at = now()
-			WHERE batch_id = $1 AND row_no BETWEEN $2 AND $3 AND tenant_id = $4
-			  AND state IN `+storesql.ClaimableStates+` AND next_attempt_at <= now()
-			RETURNING row_no, payload, attempts`, l.BatchID, first, last, l.TenantID)
-		if err != nil {
-			return fmt.Errorf("mark rows processing: %w", err)
-		}
-		l.Rows, err = pgx.CollectRows(rs, func(r pgx.CollectableRow) (batch.LeasedRow, error) {
-			var lr batch.LeasedRow
-			err := r.Scan(&lr.RowNo, &lr.Values, &lr.Attempts)
-			return lr, err
-		})
-		if err != nil {
-			return fmt.Errorf("mark rows processing: %w", err)
-		}
-		slices.SortFunc(l.Rows, func(a, b batch.LeasedRow) int { return int(a.RowNo - b.RowNo) })
-		return recount(ctx, tx, l.BatchID, l.ChunkNo, false)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &l, nil
-}
-
-// recount overwrites a chunk's counts and next_due_at from its rows.
-func recount(ctx context.Context, tx pgx.Tx, batchID, chunkNo int64, release bool) error {
-	lease := ""
-	if release {
-		lease = ", lease_owner = NULL, lease_expires_at = NULL"
-	}
-	_, err := tx.Exec(ctx, `UPDATE batch_chunks SET (`+storesql.CountColumns()+`, next_due_at) = (
-			SELECT `+storesql.CountAggregates()+`, min(next_attempt_at) FILTER (WHERE state IN `+storesql.OpenStates+`)
-			FROM batch_rows r
-			WHERE r.batch_id = batch_chunks.batch_id
-			  AND r.row_no BETWEEN batch_chunks.first_row_no AND batch_chunks.last_row_no)`+lease+`
-		WHERE batch_id = $1 AND chunk_no = $2`, batchID, chunkNo)
-	if err != nil {
-		return fmt.Errorf("recount chunk %d: %w", chunkNo, err)
-	}
-	return nil
-}
-
-// LeaseRenew extends a lease if its token still holds.
-func (s *Store) LeaseRenew(ctx context.Context, p batch.LeaseRenewParams) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE batch_chunks SET lease_expires_at = now() + $1::bigint * interval '1 millisecond'
-		WHERE batch_id = $2 AND chunk_no = $3 AND lease_token = $4 AND tenant_id = $5
-		  AND lease_expires_at IS NOT NULL`,
-		p.LeaseDuration.Milliseconds(), p.BatchID, p.ChunkNo, p.Token, p.TenantID)
-	if err != nil {
-		return fmt.Errorf("renew lease: %w", interpretError(err))
-	}
-	if tag.RowsAffected() == 0 {
-		return batch.ErrLeaseLost
-	}
-	return nil
-}
-
-// ChunkFlush records outcomes under the lease's fencing token: the chunk row
-// is locked and checked first, which also serialises recounts of the chunk.
-func (s *Store) ChunkFlush(ctx context.Context, p batch.ChunkFlushParams) (*batch.FlushResult, error) {
+// UpdateOutcomes writes a flush's outcomes with one set-based UPDATE.
+//
+// Right after a large COPY the planner has no statistics for the new rows,
+// estimates the chunk's range at one row and picks a nested loop that
+// rescans the unnest'ed outcomes once per row: 0.4-1.5 s per 1,000-row
+// flush of a 100k-row batch. A hash join is right whatever the statistics
+// say, so nested loops are off for this one statement, and the chunk's row
+// range bounds the scan.
+func (d pgDriver) UpdateOutcomes(ctx context.Context, q storesql.Querier, p storesql.UpdateOutcomesParams) error {
 	n := len(p.Outcomes)
 	var (
 		rowNos = make([]int64, n)
@@ -370,9 +276,6 @@ func (s *Store) ChunkFlush(ctx context.Context, p batch.ChunkFlushParams) (*batc
 		delays = make([]int64, n)
 	)
 	for i, o := range p.Outcomes {
-		if err := rows.Transition(rows.StateProcessing, o.State); err != nil {
-			return nil, fmt.Errorf("row %d: %w", o.RowNo, err)
-		}
 		rowNos[i], states[i], delays[i] = o.RowNo, string(o.State), o.RetryDelay.Milliseconds()
 		if o.ResultID != "" {
 			ids[i] = &o.ResultID
@@ -380,136 +283,27 @@ func (s *Store) ChunkFlush(ctx context.Context, p batch.ChunkFlushParams) (*batc
 		if o.Error != nil {
 			b, err := storesql.EncodeErrors([]rows.FieldError{*o.Error})
 			if err != nil {
-				return nil, err
+				return err
 			}
 			s := string(b)
 			errs[i] = &s
 		}
 	}
-	var res *batch.FlushResult
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var first, last int64
-		err := tx.QueryRow(ctx, `SELECT first_row_no, last_row_no FROM batch_chunks
-			WHERE batch_id = $1 AND chunk_no = $2 AND lease_token = $3 AND tenant_id = $4
-			FOR UPDATE`, p.BatchID, p.ChunkNo, p.Token, p.TenantID).Scan(&first, &last)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return batch.ErrLeaseLost
-		}
-		if err != nil {
-			return fmt.Errorf("check lease: %w", err)
-		}
-		// Right after a large COPY the planner has no statistics for the
-		// new rows, estimates the chunk's range at one row and picks a
-		// nested loop that rescans the unnest'ed outcomes once per row:
-		// 0.4-1.5 s per 1,000-row flush of a 100k-row batch. A hash join
-		// is right whatever the statistics say, so nested loops are off
-		// for this one statement, and the range bounds the scan of rows.
-		if n > 0 {
-			if _, err := tx.Exec(ctx, `SET LOCAL enable_nestloop = off`); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `UPDATE batch_rows r
-				SET state = u.state, result_id = u.result_id, errors = u.errors::jsonb,
-				    next_attempt_at = CASE WHEN u.state IN `+storesql.OpenStates+`
-				        THEN now() + u.delay_ms * interval '1 millisecond' END,
-				    updated_at = now()
-				FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::bigint[])
-				    AS u(row_no, state, result_id, errors, delay_ms)
-				WHERE r.batch_id = $6 AND r.tenant_id = $7 AND r.row_no = u.row_no AND r.state = 'processing'
-				  AND r.row_no BETWEEN $8 AND $9`,
-				rowNos, states, ids, errs, delays, p.BatchID, p.TenantID, first, last); err != nil {
-				return fmt.Errorf("record outcomes: %w", err)
-			}
-			if _, err := tx.Exec(ctx, `SET LOCAL enable_nestloop = on`); err != nil {
-				return err
-			}
-		}
-		if err := recount(ctx, tx, p.BatchID, p.ChunkNo, p.Release); err != nil {
-			return err
-		}
-		res, err = afterChange(ctx, tx, p.BatchID, "progress")
+	if _, err := q.Exec(ctx, `SET LOCAL enable_nestloop = off`); err != nil {
 		return err
-	})
-	if err != nil {
-		return nil, err
 	}
-	return res, nil
-}
-
-// RowsList pages through a batch's rows.
-func (s *Store) RowsList(ctx context.Context, p batch.RowsListParams) ([]batch.Row, error) {
-	if p.Limit <= 0 {
-		p.Limit = 100
+	if _, err := q.Exec(ctx, `UPDATE `+storesql.QuoteIdent(d.s.schema)+`.batch_rows r
+		SET state = u.state, result_id = u.result_id, errors = u.errors::jsonb,
+		    next_attempt_at = CASE WHEN u.state IN `+storesql.OpenStates+`
+		        THEN now() + u.delay_ms * interval '1 millisecond' END,
+		    updated_at = now()
+		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::bigint[])
+		    AS u(row_no, state, result_id, errors, delay_ms)
+		WHERE r.batch_id = $6 AND r.tenant_id = $7 AND r.row_no = u.row_no AND r.state = 'processing'
+		  AND r.row_no BETWEEN $8 AND $9`,
+		rowNos, states, ids, errs, delays, p.BatchID, p.TenantID, p.First, p.Last); err != nil {
+		return err
 	}
-	rs, err := s.pool.Query(ctx, `SELECT row_no, chunk_no, state, payload, errors, result_id, attempts, updated_at
-		FROM batch_rows
-		WHERE tenant_id = $1 AND batch_id = $2 AND ($3 = '' OR state = $3) AND row_no > $4
-		ORDER BY row_no LIMIT $5`, p.TenantID, p.BatchID, string(p.State), p.AfterRowNo, p.Limit)
-	if err != nil {
-		return nil, fmt.Errorf("list rows: %w", interpretError(err))
-	}
-	out, err := pgx.CollectRows(rs, func(r pgx.CollectableRow) (batch.Row, error) {
-		var (
-			row      batch.Row
-			state    string
-			resultID *string
-		)
-		err := r.Scan(&row.RowNo, &row.ChunkNo, &state, &row.Values, &row.Errors, &resultID, &row.Attempts, &row.Updated)
-		row.BatchID, row.State = p.BatchID, rows.State(state)
-		if resultID != nil {
-			row.ResultID = *resultID
-		}
-		return row, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list rows: %w", err)
-	}
-	return out, nil
-}
-
-// RowsCount counts rows by state with a fresh aggregate.
-func (s *Store) RowsCount(ctx context.Context, p batch.RowsCountParams) (rows.Counts, error) {
-	rs, err := s.pool.Query(ctx, `SELECT state, count(*) FROM batch_rows
-		WHERE tenant_id = $1 AND batch_id = $2 GROUP BY state`, p.TenantID, p.BatchID)
-	if err != nil {
-		return nil, fmt.Errorf("count rows: %w", interpretError(err))
-	}
-	c := rows.Counts{}
-	var (
-		st string
-		n  int64
-	)
-	_, err = pgx.ForEachRow(rs, []any{&st, &n}, func() error {
-		c[rows.State(st)] = n
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("count rows: %w", err)
-	}
-	return c, nil
-}
-
-// BatchList lists a tenant's batches, newest first.
-func (s *Store) BatchList(ctx context.Context, p batch.BatchListParams) ([]*batch.Batch, error) {
-	if p.Limit <= 0 {
-		p.Limit = 20
-	}
-	rs, err := s.pool.Query(ctx, `SELECT id FROM batches WHERE tenant_id = $1 AND ($2 = 0 OR id < $2)
-		ORDER BY id DESC LIMIT $3`, p.TenantID, p.BeforeID, p.Limit)
-	if err != nil {
-		return nil, fmt.Errorf("list batches: %w", interpretError(err))
-	}
-	ids, err := pgx.CollectRows(rs, pgx.RowTo[int64])
-	if err != nil {
-		return nil, fmt.Errorf("list batches: %w", err)
-	}
-	out := make([]*batch.Batch, 0, len(ids))
-	for _, id := range ids {
-		b, err := s.BatchGet(ctx, batch.BatchGetParams{TenantID: p.TenantID, ID: id})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, b)
-	}
-	return out, nil
+	_, err := q.Exec(ctx, `SET LOCAL enable_nestloop = on`)
+	return err
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/internal/testdb"
 	"github.com/rowfate/rowfate/store/postgres"
 	"github.com/rowfate/rowfate/store/storetest"
@@ -12,8 +12,9 @@ import (
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, func(t *testing.T) batch.Store {
-		s := postgres.New(testdb.PostgresPool(t))
+	storetest.Run(t, func(t *testing.T) driver.Store {
+		pool := testdb.PostgresPool(t)
+		s := postgres.New(pool, &postgres.Config{Schema: testdb.SchemaOf(pool.Config())})
 		if err := s.Migrate(context.Background()); err != nil {
 			t.Fatal(err)
 		}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/internal/testdb"
 	"github.com/rowfate/rowfate/store/sqlite"
 	"github.com/rowfate/rowfate/store/storetest"
@@ -12,7 +12,7 @@ import (
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, func(t *testing.T) batch.Store {
+	storetest.Run(t, func(t *testing.T) driver.Store {
 		s, err := sqlite.Open(testdb.SQLitePath(t))
 		if err != nil {
 			t.Fatal(err)

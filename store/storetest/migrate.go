@@ -5,13 +5,13 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batch/driver"
 )
 
 // MigrateConcurrently starts Migrate on every store at the same instant (as
 // replicas booting together would) and fails the test for each error. The
 // stores should share one empty database through separate connections.
-func MigrateConcurrently(t testing.TB, stores []batch.Store) {
+func MigrateConcurrently(t testing.TB, stores []driver.Store) {
 	t.Helper()
 	ctx := context.Background()
 	start := make(chan struct{})

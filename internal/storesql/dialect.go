@@ -1,0 +1,170 @@
+package storesql
+
+import (
+	"context"
+	"iter"
+	"strings"
+	"time"
+
+	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/migrations"
+)
+
+// Dialect is what differs between the engines in the text of the shared
+// SQL. Statements are written once with $N placeholders (both engines
+// accept them) and these tokens, which Expand replaces:
+//
+//	{t}           the schema prefix of the engine's tables ("rowfate". or nothing)
+//	{now}         the database clock in the time columns' representation
+//	{ms}          one millisecond in that representation's arithmetic
+//	{time}        the type of a time column
+//	{for_update}  a row lock on the selected row (nothing on SQLite, whose
+//	              BEGIN IMMEDIATE transactions are already exclusive)
+//	{skip_locked} the claim's lock: FOR UPDATE OF ch SKIP LOCKED
+type Dialect struct {
+	// Engine names the migrations to apply.
+	Engine migrations.Engine
+	// Schema is the PostgreSQL schema of the engine's tables; "" on SQLite.
+	Schema     string
+	Now        string
+	Ms         string
+	TimeType   string
+	ForUpdate  string
+	SkipLocked string
+	// InText renders "col is one of the texts in parameter $n, or $n is
+	// NULL"; ListArg renders the argument for it.
+	InText  func(col, param string) string
+	ListArg func([]string) any
+	// HasTable returns a query whose one boolean answer says whether the
+	// engine's table exists.
+	HasTable func(table string) (string, []any)
+
+	replacer *strings.Replacer
+}
+
+// Expand replaces the dialect's tokens in a statement.
+func (d *Dialect) Expand(sql string) string {
+	if d.replacer == nil {
+		prefix := ""
+		if d.Schema != "" {
+			prefix = QuoteIdent(d.Schema) + "."
+		}
+		d.replacer = strings.NewReplacer(
+			"{t}", prefix,
+			"{now}", d.Now,
+			"{ms}", d.Ms,
+			"{time}", d.TimeType,
+			"{for_update}", d.ForUpdate,
+			"{skip_locked}", d.SkipLocked,
+		)
+	}
+	return d.replacer.Replace(sql)
+}
+
+// QuoteIdent quotes an SQL identifier.
+func QuoteIdent(s string) string {
+	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+}
+
+// Querier is what the shared SQL needs of a connection or a transaction.
+// Each driver adapts its own (pgx, database/sql) and maps its errors to the
+// driver package's sentinels; a query that finds no row returns an error
+// matching sql.ErrNoRows.
+type Querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (int64, error)
+	Query(ctx context.Context, sql string, args ...any) (Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) Row
+}
+
+// Rows is a result set.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close() error
+}
+
+// Row is a single-row result.
+type Row interface {
+	Scan(dest ...any) error
+}
+
+// Driver is what an engine supplies to the shared Store: its connection
+// and transactions, its migration lock, and the two bulk statements whose
+// fastest form differs between the engines.
+type Driver interface {
+	// DB returns a querier outside any transaction.
+	DB() Querier
+	// InTx runs f in one transaction, committed when f returns nil.
+	InTx(ctx context.Context, f func(q Querier) error) error
+	// LockMigrations serialises migrators inside q's transaction and
+	// makes the schema the default for the migration's statements.
+	LockMigrations(ctx context.Context, q Querier) error
+	// InsertRows writes a batch's ingested rows.
+	InsertRows(ctx context.Context, q Querier, p InsertRowsParams) error
+	// UpdateOutcomes writes a flush's row outcomes: only rows of the chunk
+	// (row_no between first and last) that are still processing.
+	UpdateOutcomes(ctx context.Context, q Querier, p UpdateOutcomesParams) error
+}
+
+// InsertRowsParams are the parameters of Driver.InsertRows.
+type InsertRowsParams struct {
+	BatchID  int64
+	TenantID string
+	Rows     iter.Seq2[driver.IngestRow, error]
+}
+
+// UpdateOutcomesParams are the parameters of Driver.UpdateOutcomes.
+type UpdateOutcomesParams struct {
+	BatchID     int64
+	TenantID    string
+	First, Last int64
+	Outcomes    []driver.RowOutcome
+}
+
+// Time scans a time column of either engine: a timestamptz (PostgreSQL)
+// or integer milliseconds since the epoch (SQLite).
+type Time struct {
+	Time  time.Time
+	Valid bool
+}
+
+// Scan implements sql.Scanner.
+func (t *Time) Scan(v any) error {
+	switch v := v.(type) {
+	case nil:
+		*t = Time{}
+	case time.Time:
+		*t = Time{Time: v, Valid: true}
+	case int64:
+		*t = Time{Time: time.UnixMilli(v), Valid: true}
+	default:
+		return &scanError{v}
+	}
+	return nil
+}
+
+// Ptr returns the time, or nil when NULL.
+func (t Time) Ptr() *time.Time {
+	if !t.Valid {
+		return nil
+	}
+	tm := t.Time
+	return &tm
+}
+
+type scanError struct{ v any }
+
+func (e *scanError) Error() string { return "storesql: cannot scan a time from " + typeName(e.v) }
+
+func typeName(v any) string {
+	switch v.(type) {
+	case string:
+		return "text"
+	case []byte:
+		return "bytes"
+	case float64:
+		return "a float"
+	}
+	return "an unknown type"
+}

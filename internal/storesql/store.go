@@ -1,0 +1,548 @@
+package storesql
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/migrations"
+	"github.com/rowfate/rowfate/rows"
+)
+
+// Store implements driver.Store once for both engines: every statement is
+// written here, with the dialect's tokens, and a driver supplies only its
+// connection, its migration lock and its two bulk statements. The stores in
+// store/postgres and store/sqlite embed it.
+type Store struct {
+	d   *Dialect
+	drv Driver
+	q   statements
+}
+
+// New returns the shared store for a driver and its dialect.
+func New(drv Driver, d *Dialect) *Store {
+	s := &Store{d: d, drv: drv}
+	s.q = newStatements(d)
+	return s
+}
+
+// Dialect returns the store's dialect.
+func (s *Store) Dialect() *Dialect { return s.d }
+
+// statements are the shared statements, expanded once for the dialect.
+type statements struct {
+	insertBatch, ingestSummary, insertChunks                     string
+	nextSeq, finish, sumChunks, insertEvent                      string
+	batchGet, batchList                                          string
+	findChunk, leaseChunk, markProcessing, recount, recountFree  string
+	leaseRenew, checkLease, rowsList, rowsCount, migrationsTable string
+	migrationsApplied, migrationInsert, schemaVersion            string
+}
+
+// batchColumns and batchFrom select a batch with its totals, summed over
+// its chunks in the same query; scanBatch reads them.
+const batchColumns = `b.id, b.tenant_id, b.kind, b.source_name, b.source_digest, b.status, b.header,
+	b.options, b.skipped_empty, b.created_at, b.finished_at`
+
+func newStatements(d *Dialect) statements {
+	sums := SumColumns()
+	return statements{
+		insertBatch: d.Expand(`INSERT INTO {t}batches (tenant_id, kind, source_name, header, options, created_at)
+			VALUES ($1, $2, $3, $4, $5, {now}) RETURNING id`),
+		ingestSummary: d.Expand(`UPDATE {t}batches SET source_digest = $1, skipped_empty = $2 WHERE id = $3`),
+		insertChunks: d.Expand(`INSERT INTO {t}batch_chunks
+			(batch_id, chunk_no, tenant_id, first_row_no, last_row_no, next_due_at, ` + CountColumns() + `)
+			SELECT batch_id, chunk_no, tenant_id, min(row_no), max(row_no),
+				min(next_attempt_at) FILTER (WHERE state IN ` + OpenStates + `), ` + CountAggregates() + `
+			FROM {t}batch_rows WHERE batch_id = $1 GROUP BY batch_id, chunk_no, tenant_id`),
+		nextSeq: d.Expand(`UPDATE {t}batches SET event_seq = event_seq + 1 WHERE id = $1
+			RETURNING event_seq, tenant_id`),
+		finish: d.Expand(`UPDATE {t}batches SET
+				status = CASE WHEN status = 'running' AND NOT EXISTS
+					(SELECT 1 FROM {t}batch_chunks WHERE batch_id = $1 AND next_due_at IS NOT NULL)
+					THEN 'finished' ELSE status END,
+				finished_at = CASE WHEN status = 'running' AND NOT EXISTS
+					(SELECT 1 FROM {t}batch_chunks WHERE batch_id = $1 AND next_due_at IS NOT NULL)
+					THEN {now} ELSE finished_at END
+			WHERE id = $1 RETURNING status`),
+		sumChunks: d.Expand(`SELECT ` + sums + ` FROM {t}batch_chunks WHERE batch_id = $1`),
+		insertEvent: d.Expand(`INSERT INTO {t}batch_events (tenant_id, batch_id, seq, type, payload, created_at)
+			VALUES ($1, $2, $3, $4, $5, {now})`),
+		batchGet: d.Expand(`SELECT ` + batchColumns + `, ` + prefixed(sums, "c.") + `
+			FROM {t}batches b LEFT JOIN {t}batch_chunks c ON c.batch_id = b.id
+			WHERE b.id = $1 AND b.tenant_id = $2
+			GROUP BY b.id`),
+		// The page is chosen first, so the join sums only its batches' chunks.
+		batchList: d.Expand(`WITH page AS (
+				SELECT id FROM {t}batches WHERE tenant_id = $1 AND (CAST($2 AS bigint) = 0 OR id < $2)
+				ORDER BY id DESC LIMIT $3)
+			SELECT ` + batchColumns + `, ` + prefixed(sums, "c.") + `
+			FROM page JOIN {t}batches b ON b.id = page.id
+			LEFT JOIN {t}batch_chunks c ON c.batch_id = b.id
+			GROUP BY b.id ORDER BY b.id DESC`),
+		findChunk: d.Expand(`SELECT ch.batch_id, ch.chunk_no, ch.tenant_id, b.kind, b.header, ch.first_row_no, ch.last_row_no
+			FROM {t}batch_chunks ch JOIN {t}batches b ON b.id = ch.batch_id
+			WHERE ch.next_due_at IS NOT NULL AND ch.next_due_at <= {now}
+			  AND (ch.lease_expires_at IS NULL OR ch.lease_expires_at < {now})
+			  AND b.status = 'running' AND NOT b.paused
+			  AND (CAST($1 AS bigint) = 0 OR ch.batch_id = $1)
+			  AND ` + d.InText("ch.tenant_id", "$2") + `
+			ORDER BY ch.last_claimed_at NULLS FIRST, ch.batch_id, ch.chunk_no
+			LIMIT 1{skip_locked}`),
+		leaseChunk: d.Expand(`UPDATE {t}batch_chunks
+			SET lease_owner = $1, lease_token = lease_token + 1,
+			    lease_expires_at = {now} + CAST($2 AS bigint) * {ms}, last_claimed_at = {now}
+			WHERE batch_id = $3 AND chunk_no = $4 RETURNING lease_token`),
+		markProcessing: d.Expand(`UPDATE {t}batch_rows
+			SET state = 'processing', attempts = attempts + 1, updated_at = {now}
+			WHERE batch_id = $1 AND row_no BETWEEN $2 AND $3 AND tenant_id = $4
+			  AND state IN ` + ClaimableStates + ` AND next_attempt_at <= {now}
+			RETURNING row_no, payload, attempts`),
+		recount:     d.Expand(recountSQL("")),
+		recountFree: d.Expand(recountSQL(", lease_owner = NULL, lease_expires_at = NULL")),
+		leaseRenew: d.Expand(`UPDATE {t}batch_chunks SET lease_expires_at = {now} + CAST($1 AS bigint) * {ms}
+			WHERE batch_id = $2 AND chunk_no = $3 AND lease_token = $4 AND tenant_id = $5
+			  AND lease_expires_at IS NOT NULL`),
+		checkLease: d.Expand(`SELECT first_row_no, last_row_no FROM {t}batch_chunks
+			WHERE batch_id = $1 AND chunk_no = $2 AND lease_token = $3 AND tenant_id = $4{for_update}`),
+		rowsList: d.Expand(`SELECT row_no, chunk_no, state, payload, errors, result_id, attempts, updated_at
+			FROM {t}batch_rows
+			WHERE tenant_id = $1 AND batch_id = $2 AND ($3 = '' OR state = $3) AND row_no > $4
+			ORDER BY row_no LIMIT $5`),
+		rowsCount: d.Expand(`SELECT state, count(*) FROM {t}batch_rows
+			WHERE tenant_id = $1 AND batch_id = $2 GROUP BY state`),
+		migrationsTable: d.Expand(`CREATE TABLE IF NOT EXISTS {t}schema_migrations (
+			version integer PRIMARY KEY, name text NOT NULL, applied_at {time} NOT NULL)`),
+		migrationsApplied: d.Expand(`SELECT version FROM {t}schema_migrations`),
+		migrationInsert: d.Expand(`INSERT INTO {t}schema_migrations (version, name, applied_at)
+			VALUES ($1, $2, {now})`),
+		schemaVersion: d.Expand(`SELECT COALESCE(max(version), 0) FROM {t}schema_migrations`),
+	}
+}
+
+// recountSQL overwrites a chunk's counts and next_due_at from one aggregate
+// over its rows; lease is appended to the SET list (to release the lease).
+func recountSQL(lease string) string {
+	return `UPDATE {t}batch_chunks SET (` + CountColumns() + `, next_due_at) = (
+			SELECT ` + CountAggregates() + `, min(next_attempt_at) FILTER (WHERE state IN ` + OpenStates + `)
+			FROM {t}batch_rows r
+			WHERE r.batch_id = {t}batch_chunks.batch_id
+			  AND r.row_no BETWEEN {t}batch_chunks.first_row_no AND {t}batch_chunks.last_row_no)` + lease + `
+		WHERE batch_id = $1 AND chunk_no = $2`
+}
+
+func prefixed(sums, prefix string) string {
+	// SumColumns names bare n_ columns; in a join they belong to c.
+	return strings.ReplaceAll(sums, "sum(n_", "sum("+prefix+"n_")
+}
+
+// Migrate applies the pending migrations in one transaction under the
+// driver's migration lock. It refuses, changing nothing, a database that
+// has migrations this build does not know.
+func (s *Store) Migrate(ctx context.Context) error {
+	all, err := migrations.Load(s.d.Engine)
+	if err != nil {
+		return err
+	}
+	return s.drv.InTx(ctx, func(q Querier) error {
+		if err := s.drv.LockMigrations(ctx, q); err != nil {
+			return fmt.Errorf("migration lock: %w", err)
+		}
+		if _, err := q.Exec(ctx, s.q.migrationsTable); err != nil {
+			return fmt.Errorf("create schema_migrations: %w", err)
+		}
+		applied, err := s.applied(ctx, q)
+		if err != nil {
+			return err
+		}
+		if v := newest(applied); v > latest(all) {
+			return fmt.Errorf("%w: it has migration %d, this build knows up to %d; upgrade batchctl", driver.ErrSchemaNewer, v, latest(all))
+		}
+		for _, m := range migrations.Pending(all, applied) {
+			if _, err := q.Exec(ctx, m.SQL); err != nil {
+				return fmt.Errorf("migration %d_%s: %w", m.Version, m.Name, err)
+			}
+			if _, err := q.Exec(ctx, s.q.migrationInsert, m.Version, m.Name); err != nil {
+				return fmt.Errorf("record migration %d: %w", m.Version, err)
+			}
+		}
+		return nil
+	})
+}
+
+func (s *Store) applied(ctx context.Context, q Querier) (map[int]bool, error) {
+	rs, err := q.Query(ctx, s.q.migrationsApplied)
+	if err != nil {
+		return nil, fmt.Errorf("read schema_migrations: %w", err)
+	}
+	applied := map[int]bool{}
+	for rs.Next() {
+		var v int
+		if err := rs.Scan(&v); err != nil {
+			rs.Close()
+			return nil, err
+		}
+		applied[v] = true
+	}
+	return applied, rs.Close()
+}
+
+func newest(applied map[int]bool) int {
+	n := 0
+	for v := range applied {
+		n = max(n, v)
+	}
+	return n
+}
+
+func latest(all []migrations.Migration) int {
+	if len(all) == 0 {
+		return 0
+	}
+	return all[len(all)-1].Version
+}
+
+// SchemaStatus reads the schema's version without creating anything.
+func (s *Store) SchemaStatus(ctx context.Context) (driver.SchemaStatus, error) {
+	all, err := migrations.Load(s.d.Engine)
+	if err != nil {
+		return driver.SchemaStatus{}, err
+	}
+	st := driver.SchemaStatus{Latest: latest(all)}
+	query, args := s.d.HasTable("schema_migrations")
+	var exists bool
+	if err := s.drv.DB().QueryRow(ctx, query, args...).Scan(&exists); err != nil {
+		return st, fmt.Errorf("read schema version: %w", err)
+	}
+	if !exists {
+		return st, nil
+	}
+	if err := s.drv.DB().QueryRow(ctx, s.q.schemaVersion).Scan(&st.Current); err != nil {
+		return st, fmt.Errorf("read schema version: %w", err)
+	}
+	return st, nil
+}
+
+// BatchIngest creates a batch and writes all its rows with their outcome,
+// its chunks and a first event, in one transaction.
+func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*driver.Batch, error) {
+	header, err := json.Marshal(nonNil(p.Header))
+	if err != nil {
+		return nil, err
+	}
+	options, err := json.Marshal(BatchOptions{Warnings: p.Warnings})
+	if err != nil {
+		return nil, err
+	}
+	var id int64
+	err = s.drv.InTx(ctx, func(q Querier) error {
+		if err := q.QueryRow(ctx, s.q.insertBatch, p.TenantID, p.Kind, p.SourceName, string(header), string(options)).Scan(&id); err != nil {
+			return fmt.Errorf("insert batch: %w", err)
+		}
+		if err := s.drv.InsertRows(ctx, q, InsertRowsParams{BatchID: id, TenantID: p.TenantID, Rows: p.Rows}); err != nil {
+			return err
+		}
+		var sum driver.IngestSummary
+		if p.SummaryFunc != nil {
+			sum = p.SummaryFunc()
+		}
+		if _, err := q.Exec(ctx, s.q.ingestSummary, sum.SourceDigest, sum.SkippedEmpty, id); err != nil {
+			return fmt.Errorf("record digest: %w", err)
+		}
+		if _, err := q.Exec(ctx, s.q.insertChunks, id); err != nil {
+			return fmt.Errorf("insert chunks: %w", err)
+		}
+		_, err := s.afterChange(ctx, q, id, "ingested")
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.BatchGet(ctx, driver.BatchGetParams{TenantID: p.TenantID, ID: id})
+}
+
+// afterChange finishes the batch when no row is open and appends an event
+// with the batch totals. It first takes the batch row's lock with the
+// sequence-number UPDATE: that serialises every change of the batch, so
+// commit order equals sequence order, and the finish check (a second
+// statement, so a new snapshot under READ COMMITTED) sees every other
+// chunk's committed flush. Checking before the lock, or inside the locking
+// statement, is write skew: two last flushes each see the other's chunk
+// still open, and neither finishes the batch.
+func (s *Store) afterChange(ctx context.Context, q Querier, id int64, typ string) (*driver.FlushResult, error) {
+	var (
+		seq            int64
+		tenant, status string
+	)
+	if err := q.QueryRow(ctx, s.q.nextSeq, id).Scan(&seq, &tenant); err != nil {
+		return nil, fmt.Errorf("next event seq: %w", err)
+	}
+	if err := q.QueryRow(ctx, s.q.finish, id).Scan(&status); err != nil {
+		return nil, fmt.Errorf("finish batch: %w", err)
+	}
+	dests, counts := CountDests()
+	if err := q.QueryRow(ctx, s.q.sumChunks, id).Scan(dests...); err != nil {
+		return nil, fmt.Errorf("sum chunks: %w", err)
+	}
+	res := &driver.FlushResult{Counts: counts(), Finished: status == string(driver.StatusFinished), EventSeq: seq}
+	payload, err := json.Marshal(EventPayload{Counts: res.Counts, Finished: res.Finished})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := q.Exec(ctx, s.q.insertEvent, tenant, id, seq, typ, string(payload)); err != nil {
+		return nil, fmt.Errorf("append event: %w", err)
+	}
+	return res, nil
+}
+
+// scanBatch reads a row of batchColumns and the chunk sums.
+func scanBatch(r interface{ Scan(...any) error }) (*driver.Batch, error) {
+	var (
+		b                 driver.Batch
+		status            string
+		header, options   string
+		created, finished Time
+	)
+	dests, counts := CountDests()
+	err := r.Scan(append([]any{&b.ID, &b.TenantID, &b.Kind, &b.SourceName, &b.SourceDigest, &status, &header,
+		&options, &b.SkippedEmpty, &created, &finished}, dests...)...)
+	if err != nil {
+		return nil, err
+	}
+	b.Status = driver.Status(status)
+	b.CreatedAt, b.FinishedAt, b.Counts = created.Time, finished.Ptr(), counts()
+	if err := json.Unmarshal([]byte(header), &b.Header); err != nil {
+		return nil, fmt.Errorf("batch %d header: %w", b.ID, err)
+	}
+	var opts BatchOptions
+	if err := json.Unmarshal([]byte(options), &opts); err != nil {
+		return nil, fmt.Errorf("batch %d options: %w", b.ID, err)
+	}
+	b.Warnings = opts.Warnings
+	return &b, nil
+}
+
+// BatchGet returns a batch with its totals, or driver.ErrNotFound.
+func (s *Store) BatchGet(ctx context.Context, p driver.BatchGetParams) (*driver.Batch, error) {
+	b, err := scanBatch(s.drv.DB().QueryRow(ctx, s.q.batchGet, p.ID, p.TenantID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("get batch %d: %w", p.ID, driver.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get batch %d: %w", p.ID, err)
+	}
+	return b, nil
+}
+
+// BatchList lists a tenant's batches, newest first, with their totals, in
+// one query.
+func (s *Store) BatchList(ctx context.Context, p driver.BatchListParams) ([]*driver.Batch, error) {
+	if p.Limit <= 0 {
+		p.Limit = 20
+	}
+	rs, err := s.drv.DB().Query(ctx, s.q.batchList, p.TenantID, p.BeforeID, p.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("list batches: %w", err)
+	}
+	defer rs.Close()
+	out := []*driver.Batch{}
+	for rs.Next() {
+		b, err := scanBatch(rs)
+		if err != nil {
+			return nil, fmt.Errorf("list batches: %w", err)
+		}
+		out = append(out, b)
+	}
+	if err := rs.Close(); err != nil {
+		return nil, fmt.Errorf("list batches: %w", err)
+	}
+	return out, nil
+}
+
+// ChunkClaim leases the claimable chunk served longest ago (skipping, on
+// PostgreSQL, chunks another transaction is claiming), marks its due rows
+// processing and returns them.
+func (s *Store) ChunkClaim(ctx context.Context, p driver.ChunkClaimParams) (*driver.Lease, error) {
+	var l driver.Lease
+	err := s.drv.InTx(ctx, func(q Querier) error {
+		var (
+			first, last int64
+			header      string
+		)
+		err := q.QueryRow(ctx, s.q.findChunk, p.BatchID, s.d.ListArg(p.TenantIDs)).
+			Scan(&l.BatchID, &l.ChunkNo, &l.TenantID, &l.Kind, &header, &first, &last)
+		if errors.Is(err, sql.ErrNoRows) {
+			return driver.ErrNoWork
+		}
+		if err != nil {
+			return fmt.Errorf("find chunk: %w", err)
+		}
+		if err := json.Unmarshal([]byte(header), &l.Header); err != nil {
+			return fmt.Errorf("batch %d header: %w", l.BatchID, err)
+		}
+		if err := q.QueryRow(ctx, s.q.leaseChunk, p.Owner, p.LeaseDuration.Milliseconds(), l.BatchID, l.ChunkNo).Scan(&l.Token); err != nil {
+			return fmt.Errorf("lease chunk: %w", err)
+		}
+		l.Owner = p.Owner
+		rs, err := q.Query(ctx, s.q.markProcessing, l.BatchID, first, last, l.TenantID)
+		if err != nil {
+			return fmt.Errorf("mark rows processing: %w", err)
+		}
+		for rs.Next() {
+			var (
+				r       driver.LeasedRow
+				payload string
+			)
+			if err := rs.Scan(&r.RowNo, &payload, &r.Attempts); err != nil {
+				rs.Close()
+				return err
+			}
+			if r.Values, err = DecodeValues([]byte(payload)); err != nil {
+				rs.Close()
+				return err
+			}
+			l.Rows = append(l.Rows, r)
+		}
+		if err := rs.Close(); err != nil {
+			return fmt.Errorf("mark rows processing: %w", err)
+		}
+		// RETURNING gives no order.
+		slices.SortFunc(l.Rows, func(a, b driver.LeasedRow) int { return cmp.Compare(a.RowNo, b.RowNo) })
+		return s.recount(ctx, q, l.BatchID, l.ChunkNo, false)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &l, nil
+}
+
+// recount overwrites a chunk's counts and next_due_at from its rows, and
+// ends its lease when release is set.
+func (s *Store) recount(ctx context.Context, q Querier, batchID, chunkNo int64, release bool) error {
+	stmt := s.q.recount
+	if release {
+		stmt = s.q.recountFree
+	}
+	if _, err := q.Exec(ctx, stmt, batchID, chunkNo); err != nil {
+		return fmt.Errorf("recount chunk %d: %w", chunkNo, err)
+	}
+	return nil
+}
+
+// LeaseRenew extends a lease if its token still holds.
+func (s *Store) LeaseRenew(ctx context.Context, p driver.LeaseRenewParams) error {
+	n, err := s.drv.DB().Exec(ctx, s.q.leaseRenew, p.LeaseDuration.Milliseconds(), p.BatchID, p.ChunkNo, p.Token, p.TenantID)
+	if err != nil {
+		return fmt.Errorf("renew lease: %w", err)
+	}
+	if n == 0 {
+		return driver.ErrLeaseLost
+	}
+	return nil
+}
+
+// ChunkFlush records outcomes under the lease's fencing token: the chunk
+// row is locked and checked first (no row: the lease is lost and nothing is
+// written), which also serialises recounts of the chunk.
+func (s *Store) ChunkFlush(ctx context.Context, p driver.ChunkFlushParams) (*driver.FlushResult, error) {
+	var res *driver.FlushResult
+	err := s.drv.InTx(ctx, func(q Querier) error {
+		var first, last int64
+		err := q.QueryRow(ctx, s.q.checkLease, p.BatchID, p.ChunkNo, p.Token, p.TenantID).Scan(&first, &last)
+		if errors.Is(err, sql.ErrNoRows) {
+			return driver.ErrLeaseLost
+		}
+		if err != nil {
+			return fmt.Errorf("check lease: %w", err)
+		}
+		if len(p.Outcomes) > 0 {
+			if err := s.drv.UpdateOutcomes(ctx, q, UpdateOutcomesParams{BatchID: p.BatchID, TenantID: p.TenantID, First: first, Last: last, Outcomes: p.Outcomes}); err != nil {
+				return fmt.Errorf("record outcomes: %w", err)
+			}
+		}
+		if err := s.recount(ctx, q, p.BatchID, p.ChunkNo, p.Release); err != nil {
+			return err
+		}
+		res, err = s.afterChange(ctx, q, p.BatchID, "progress")
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// RowsList pages through a batch's rows in row order.
+func (s *Store) RowsList(ctx context.Context, p driver.RowsListParams) ([]driver.Row, error) {
+	if p.Limit <= 0 {
+		p.Limit = 100
+	}
+	rs, err := s.drv.DB().Query(ctx, s.q.rowsList, p.TenantID, p.BatchID, string(p.State), p.AfterRowNo, p.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("list rows: %w", err)
+	}
+	defer rs.Close()
+	var out []driver.Row
+	for rs.Next() {
+		var (
+			r        driver.Row
+			state    string
+			payload  string
+			errs     sql.NullString
+			resultID sql.NullString
+			updated  Time
+		)
+		if err := rs.Scan(&r.RowNo, &r.ChunkNo, &state, &payload, &errs, &resultID, &r.Attempts, &updated); err != nil {
+			return nil, fmt.Errorf("list rows: %w", err)
+		}
+		r.BatchID, r.State, r.ResultID, r.Updated = p.BatchID, rows.State(state), resultID.String, updated.Time
+		if r.Values, err = DecodeValues([]byte(payload)); err != nil {
+			return nil, err
+		}
+		if r.Errors, err = DecodeErrors([]byte(errs.String)); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if err := rs.Close(); err != nil {
+		return nil, fmt.Errorf("list rows: %w", err)
+	}
+	return out, nil
+}
+
+// RowsCount counts a batch's rows by state with a fresh aggregate.
+func (s *Store) RowsCount(ctx context.Context, p driver.RowsCountParams) (rows.Counts, error) {
+	rs, err := s.drv.DB().Query(ctx, s.q.rowsCount, p.TenantID, p.BatchID)
+	if err != nil {
+		return nil, fmt.Errorf("count rows: %w", err)
+	}
+	defer rs.Close()
+	c := rows.Counts{}
+	for rs.Next() {
+		var (
+			st string
+			n  int64
+		)
+		if err := rs.Scan(&st, &n); err != nil {
+			return nil, fmt.Errorf("count rows: %w", err)
+		}
+		c[rows.State(st)] = n
+	}
+	if err := rs.Close(); err != nil {
+		return nil, fmt.Errorf("count rows: %w", err)
+	}
+	return c, nil
+}
+
+func nonNil(ss []string) []string {
+	if ss == nil {
+		return []string{}
+	}
+	return ss
+}
