@@ -273,4 +273,3 @@ type Store interface {
 	// Close releases the store's resources.
 	Close() error
 }
-
