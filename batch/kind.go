@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"reflect"
@@ -110,10 +111,19 @@ type kindSettings struct {
 	backoff     func(int) time.Duration
 }
 
+// Directions of a kind: what it does with a file.
+const (
+	// DirectionImport reads a file into rows and works them.
+	DirectionImport = "import"
+	// DirectionExport writes rows into a file.
+	DirectionExport = "export"
+)
+
 // KindInfo describes a registered kind.
 type KindInfo struct {
 	Name        string        `json:"name"`
 	Description string        `json:"description"`
+	Direction   string        `json:"direction"`
 	Columns     []rows.Column `json:"columns"`
 	Required    []string      `json:"required"`
 }
@@ -125,7 +135,8 @@ type registered[T any] struct {
 }
 
 func (r *registered[T]) info() KindInfo {
-	return KindInfo{Name: r.k.Name, Description: r.k.Description, Columns: r.pipeline.Binder().Columns(), Required: r.pipeline.RequiredColumns()}
+	return KindInfo{Name: r.k.Name, Description: r.k.Description, Direction: DirectionImport,
+		Columns: r.pipeline.Binder().Columns(), Required: r.pipeline.RequiredColumns()}
 }
 
 func (r *registered[T]) settings() kindSettings { return r.s }
@@ -245,14 +256,80 @@ func callChunk[T any](ctx context.Context, cp ChunkProcessor[T], batchRows []T) 
 	return cp.ProcessChunk(ctx, batchRows)
 }
 
-// Registry holds the kinds an engine knows. It is filled before the engine
-// starts and read-only afterwards.
+// Registry holds the kinds an engine knows, import and export kinds apart
+// (one name may be both: customers in, customers out). It is filled before
+// the engine starts and read-only afterwards.
 type Registry struct {
-	kinds map[string]kind
+	kinds   map[string]kind
+	exports map[string]exportKind
 }
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{kinds: map[string]kind{}} }
+func NewRegistry() *Registry {
+	return &Registry{kinds: map[string]kind{}, exports: map[string]exportKind{}}
+}
+
+// exportKind is a registered ExportKind with its row type erased.
+type exportKind interface {
+	info() KindInfo
+	run(ctx context.Context, e *Engine, p ExportParams) (*Batch, error)
+}
+
+type registeredExport[T any] struct {
+	k       ExportKind[T]
+	columns []rows.Column
+}
+
+func (r *registeredExport[T]) info() KindInfo {
+	return KindInfo{Name: r.k.Name, Description: r.k.Description, Direction: DirectionExport, Columns: r.columns, Required: []string{}}
+}
+
+func (r *registeredExport[T]) run(ctx context.Context, e *Engine, p ExportParams) (*Batch, error) {
+	return Export(ctx, e, r.k, p)
+}
+
+// RegisterExport adds an export kind. It checks T's columns once and fails
+// on a malformed type, a missing RowsFunc or a duplicate name.
+func RegisterExport[T any](r *Registry, k ExportKind[T]) error {
+	if k.Name == "" || k.RowsFunc == nil {
+		return fmt.Errorf("register export kind %q: it needs a Name and a RowsFunc", k.Name)
+	}
+	if _, dup := r.exports[k.Name]; dup {
+		return fmt.Errorf("register export kind %q: already registered", k.Name)
+	}
+	b, err := rows.NewBinder(reflect.TypeFor[T]())
+	if err != nil {
+		return fmt.Errorf("register export kind %q: %w", k.Name, err)
+	}
+	r.exports[k.Name] = &registeredExport[T]{k: k, columns: b.Columns()}
+	return nil
+}
+
+// ExportKinds lists the registered export kinds by name.
+func (r *Registry) ExportKinds() []KindInfo {
+	out := make([]KindInfo, 0, len(r.exports))
+	for _, k := range r.exports {
+		out = append(out, k.info())
+	}
+	slices.SortFunc(out, func(a, b KindInfo) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// HasExport reports whether an export kind is registered.
+func (r *Registry) HasExport(name string) bool {
+	_, ok := r.exports[name]
+	return ok
+}
+
+// Export runs the registered export kind of that name (see the Export
+// function).
+func (e *Engine) Export(ctx context.Context, kind string, p ExportParams) (*Batch, error) {
+	k, ok := e.registry.exports[kind]
+	if !ok {
+		return nil, fmt.Errorf("%w %q (export)", ErrUnknownKind, kind)
+	}
+	return k.run(ctx, e, p)
+}
 
 // Register adds a kind. It inspects T once (tags, convention methods) and
 // fails on a malformed type, a missing processor or a duplicate name.
@@ -292,21 +369,13 @@ func defaultBackoff(attempt int) time.Duration {
 	return min(d, 5*time.Minute)
 }
 
-// Kinds lists the registered kinds by name.
+// Kinds lists the registered import kinds by name.
 func (r *Registry) Kinds() []KindInfo {
 	out := make([]KindInfo, 0, len(r.kinds))
 	for _, k := range r.kinds {
 		out = append(out, k.info())
 	}
-	slices.SortFunc(out, func(a, b KindInfo) int {
-		if a.Name < b.Name {
-			return -1
-		}
-		if a.Name > b.Name {
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b KindInfo) int { return cmp.Compare(a.Name, b.Name) })
 	return out
 }
 

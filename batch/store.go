@@ -33,6 +33,10 @@ type (
 	Lease = driver.Lease
 	// LeasedRow is a row handed to a worker.
 	LeasedRow = driver.LeasedRow
+	// ChunkDue is an open chunk no worker can claim yet.
+	ChunkDue = driver.ChunkDue
+	// ChunkNextDueParams are the parameters of Store.ChunkNextDue.
+	ChunkNextDueParams = driver.ChunkNextDueParams
 	// LeaseRenewParams are the parameters of Store.LeaseRenew.
 	LeaseRenewParams = driver.LeaseRenewParams
 	// RowOutcome is what the engine decided for one processed row.

@@ -22,10 +22,17 @@ type WorkParams struct {
 	TenantIDs []string
 	// Workers is the number of concurrent workers. Defaults to 2.
 	Workers int
-	// UntilDone returns once there is nothing left to do: for a BatchID,
-	// when the batch is finished; otherwise when no chunk is claimable.
-	// When false, workers poll until ctx is done.
+	// UntilDone returns once there is nothing left to do: no chunk is
+	// claimable and no open chunk of a running batch in scope is left
+	// (for a BatchID: the batch is finished). Rows that are due later, or
+	// held by another worker's lease (one that crashed holds them until
+	// its lease expires), are waited for. When false, workers poll until
+	// ctx is done.
 	UntilDone bool
+	// WaitFunc, when set, is told about the chunk an UntilDone run waits
+	// for: leased by another worker, or due later. It is called once per
+	// chunk and lease, from any worker goroutine.
+	WaitFunc func(ChunkDue)
 }
 
 // WorkStats counts what a run did.
@@ -57,10 +64,11 @@ func (e *Engine) Work(ctx context.Context, p WorkParams) (WorkStats, error) {
 		mu    sync.Mutex
 		total WorkStats
 	)
+	w := &waiter{f: p.WaitFunc, owner: e.owner}
 	g, gctx := errgroup.WithContext(ctx)
 	for range n {
 		g.Go(func() error {
-			s, err := e.workLoop(gctx, p, tenant)
+			s, err := e.workLoop(gctx, p, tenant, w)
 			mu.Lock()
 			total.Chunks += s.Chunks
 			total.Rows += s.Rows
@@ -76,7 +84,7 @@ func (e *Engine) Work(ctx context.Context, p WorkParams) (WorkStats, error) {
 	return total, err
 }
 
-func (e *Engine) workLoop(ctx context.Context, p WorkParams, tenant string) (WorkStats, error) {
+func (e *Engine) workLoop(ctx context.Context, p WorkParams, tenant string, w *waiter) (WorkStats, error) {
 	var s WorkStats
 	for {
 		if ctx.Err() != nil {
@@ -85,7 +93,7 @@ func (e *Engine) workLoop(ctx context.Context, p WorkParams, tenant string) (Wor
 		lease, err := e.store.ChunkClaim(ctx, ChunkClaimParams{Owner: e.owner, TenantIDs: p.TenantIDs, BatchID: p.BatchID, LeaseDuration: e.lease})
 		if errors.Is(err, ErrNoWork) {
 			if p.UntilDone {
-				done, err := e.done(ctx, p, tenant)
+				done, err := e.done(ctx, p, tenant, w)
 				if err != nil || done {
 					return s, err
 				}
@@ -118,16 +126,53 @@ func (e *Engine) workLoop(ctx context.Context, p WorkParams, tenant string) (Wor
 	}
 }
 
-// done reports whether there is nothing left to wait for.
-func (e *Engine) done(ctx context.Context, p WorkParams, tenant string) (bool, error) {
-	if p.BatchID == 0 {
-		return true, nil
+// done reports whether there is nothing left to wait for: no open chunk of
+// a running batch in scope (for a BatchID: the batch is no longer running).
+// Otherwise it tells w what the run waits for.
+func (e *Engine) done(ctx context.Context, p WorkParams, tenant string, w *waiter) (bool, error) {
+	if p.BatchID != 0 {
+		b, err := e.store.BatchGet(ctx, BatchGetParams{TenantID: tenant, ID: p.BatchID})
+		if err != nil {
+			return false, fmt.Errorf("check batch %d: %w", p.BatchID, err)
+		}
+		if b.Status != StatusRunning {
+			return true, nil
+		}
 	}
-	b, err := e.store.BatchGet(ctx, BatchGetParams{TenantID: tenant, ID: p.BatchID})
+	due, err := e.store.ChunkNextDue(ctx, ChunkNextDueParams{TenantIDs: p.TenantIDs, BatchID: p.BatchID})
+	if errors.Is(err, ErrNoWork) {
+		// A batch with no open chunk is finished by its last flush; the
+		// next check of a BatchID sees it.
+		return p.BatchID == 0, nil
+	}
 	if err != nil {
-		return false, fmt.Errorf("check batch %d: %w", p.BatchID, err)
+		return false, fmt.Errorf("check open chunks: %w", err)
 	}
-	return b.Status != StatusRunning, nil
+	w.tell(*due)
+	return false, nil
+}
+
+// waiter tells a WaitFunc once about each chunk and lease an UntilDone run
+// waits for, leaving out the leases of this engine's own workers.
+type waiter struct {
+	f     func(ChunkDue)
+	owner string
+	mu    sync.Mutex
+	last  ChunkDue
+}
+
+func (w *waiter) tell(d ChunkDue) {
+	if w.f == nil || d.LeaseOwner == w.owner {
+		return
+	}
+	w.mu.Lock()
+	if d.BatchID == w.last.BatchID && d.ChunkNo == w.last.ChunkNo && d.LeaseOwner == w.last.LeaseOwner {
+		w.mu.Unlock()
+		return
+	}
+	w.last = d
+	w.mu.Unlock()
+	w.f(d)
 }
 
 // findBatch looks p.BatchID up under each tenant of the scope (the default

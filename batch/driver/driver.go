@@ -160,6 +160,27 @@ type LeasedRow struct {
 	Attempts int // including this one
 }
 
+// ChunkNextDueParams are the parameters of Store.ChunkNextDue.
+type ChunkNextDueParams struct {
+	// TenantIDs limits the search to these tenants; nil means any.
+	TenantIDs []string
+	// BatchID limits the search to one batch; 0 means any.
+	BatchID int64
+}
+
+// ChunkDue is an open chunk of a running batch that no worker can claim
+// yet: its rows are due later (retries), or a worker holds its lease.
+type ChunkDue struct {
+	BatchID int64
+	ChunkNo int64
+	// DueAt is when its earliest open row is due.
+	DueAt time.Time
+	// LeaseOwner holds the chunk until LeaseExpiresAt; "" when no lease
+	// is held.
+	LeaseOwner     string
+	LeaseExpiresAt time.Time
+}
+
 // LeaseRenewParams are the parameters of Store.LeaseRenew.
 type LeaseRenewParams struct {
 	TenantID      string
@@ -258,6 +279,10 @@ type Store interface {
 	// live lease), marks its due rows processing and returns them. It
 	// returns ErrNoWork when nothing is claimable.
 	ChunkClaim(ctx context.Context, params ChunkClaimParams) (*Lease, error)
+	// ChunkNextDue returns the open chunk of a running, unpaused batch in
+	// scope that is due soonest, or ErrNoWork when no such chunk is left:
+	// what a worker that found nothing to claim is waiting for.
+	ChunkNextDue(ctx context.Context, params ChunkNextDueParams) (*ChunkDue, error)
 	// LeaseRenew extends a lease; ErrLeaseLost when the token is stale.
 	LeaseRenew(ctx context.Context, params LeaseRenewParams) error
 	// ChunkFlush records outcomes under the lease: it locks the chunk row and

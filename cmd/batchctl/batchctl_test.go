@@ -56,8 +56,9 @@ type jsonFieldError struct {
 }
 
 type jsonKind struct {
-	Name    string `json:"name"`
-	Columns []struct {
+	Name      string `json:"name"`
+	Direction string `json:"direction"`
+	Columns   []struct {
 		Name  string `json:"name"`
 		Field string `json:"field"`
 	} `json:"columns"`
@@ -82,27 +83,27 @@ func run(t *testing.T, args ...string) result {
 	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
 }
 
-// cli runs batchctl against one database.
-type cli struct {
+// session runs batchctl against one database.
+type session struct {
 	t        *testing.T
 	database string
 }
 
 // setup returns a cli on a fresh SQLite file. The file does not exist until
 // a command opens it.
-func setup(t *testing.T) *cli {
+func setup(t *testing.T) *session {
 	t.Helper()
-	return &cli{t: t, database: testdb.SQLitePath(t)}
+	return &session{t: t, database: testdb.SQLitePath(t)}
 }
 
 // run calls Run with args followed by --database.
-func (c *cli) run(args ...string) result {
+func (c *session) run(args ...string) result {
 	c.t.Helper()
 	return run(c.t, append(args, "--database", c.database)...)
 }
 
 // runJSON runs a command that must exit with code and decodes its stdout.
-func (c *cli) runJSON(code int, v any, args ...string) {
+func (c *session) runJSON(code int, v any, args ...string) {
 	c.t.Helper()
 	r := c.run(args...)
 	if r.code != code {
@@ -114,7 +115,7 @@ func (c *cli) runJSON(code int, v any, args ...string) {
 }
 
 // batches returns the batches of the default tenant.
-func (c *cli) batches() []jsonBatch {
+func (c *session) batches() []jsonBatch {
 	c.t.Helper()
 	var bs []jsonBatch
 	c.runJSON(exitOK, &bs, "batches", "-o", "json")
@@ -150,11 +151,11 @@ func TestImportFixturePostgres(t *testing.T) {
 	q := u.Query()
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
-	c := &cli{t: t, database: u.String()}
+	c := &session{t: t, database: u.String()}
 
-	// The hint leaves out a PostgreSQL --database: it would print the URL,
-	// password included.
-	testFixtureFlow(t, c, "")
+	// The hint repeats the --database in force, so that it works as
+	// printed (a hint without it would read ./rowfate.db).
+	testFixtureFlow(t, c, " --database "+shellQuote(c.database))
 
 	// Everything landed in the test's schema, not in public.
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
@@ -176,7 +177,7 @@ func TestImportFixturePostgres(t *testing.T) {
 // testFixtureFlow imports fixtures/customers.csv into an empty database and
 // reads its outcome back with status and rows. hint is what the import's
 // follow-up command line carries after the state.
-func testFixtureFlow(t *testing.T, c *cli, hint string) {
+func testFixtureFlow(t *testing.T, c *session, hint string) {
 	t.Run("import", func(t *testing.T) {
 		r := c.run("import", "customers", fixture)
 		want := "batch 1  finished  " + fixture + "  (customers, tenant default)\n" +
@@ -266,7 +267,8 @@ func testFixtureFlow(t *testing.T, c *cli, hint string) {
 	t.Run("invalid rows as text", func(t *testing.T) {
 		r := c.run("rows", "1", "--state", "invalid", "--after", "249", "--limit", "1")
 		want := "row 250  invalid  email: must be a valid email; amount: must be ≥ 0\n" +
-			`    email="carol(at)example.com" name="Alan Hopper" country="US" signup_date="2011-10-25" amount="-1"` + "\n"
+			`    email="carol(at)example.com" name="Alan Hopper" country="US" signup_date="2011-10-25" amount="-1"` + "\n" +
+			"more rows follow (use --limit/--after): batchctl rows 1 --state invalid --after 250 --limit 1" + hint + "\n"
 		if r.code != exitOK || r.stdout != want {
 			t.Errorf("want stdout\n%s\ngot %s", want, r)
 		}
@@ -439,7 +441,7 @@ func TestImportUnknownKind(t *testing.T) {
 	t.Parallel()
 	c := setup(t)
 	r := c.run("import", "suppliers", fixture)
-	want := "batchctl import: unknown kind \"suppliers\"; known kinds: customers\nrun `batchctl help` for usage\n"
+	want := "batchctl import: unknown kind \"suppliers\"; known kinds: customers\nrun `batchctl import --help` for usage\n"
 	if r.code != exitUsage || r.stdout != "" || r.stderr != want {
 		t.Fatalf("want exit %d and stderr\n%s\ngot %s", exitUsage, want, r)
 	}
@@ -449,32 +451,42 @@ func TestImportUnknownKind(t *testing.T) {
 	}
 }
 
+// rootUsage is the usage text of batchctl without a command.
+func rootUsage() string {
+	return usage((&cli{}).rootCommand())
+}
+
 func TestUsageErrors(t *testing.T) {
 	t.Parallel()
-	const hint = "run `batchctl help` for usage\n"
+	hint := func(cmd string) string { return "run `batchctl " + cmd + " --help` for usage\n" }
 	for _, tc := range []struct {
 		name   string
 		args   []string
-		stderr string // the whole of stderr; usage text excluded
+		stderr string // the whole of stderr
 	}{
-		{"unknown command", []string{"frob"}, "batchctl: unknown command \"frob\"\n\n"},
-		{"status without id", []string{"status"}, "batchctl status: need exactly one <batch> id, got 0 arguments\n" + hint},
-		{"status with two ids", []string{"status", "1", "2"}, "batchctl status: need exactly one <batch> id, got 2 arguments\n" + hint},
-		{"status abc", []string{"status", "abc"}, "batchctl status: batch id must be a positive number, not \"abc\"\n" + hint},
-		{"status 0", []string{"status", "0"}, "batchctl status: batch id must be a positive number, not \"0\"\n" + hint},
-		{"unknown state", []string{"rows", "1", "--state", "bogus"}, "batchctl rows: unknown state \"bogus\"\n" + hint},
-		{"negative limit", []string{"rows", "1", "--limit", "-1"}, "batchctl rows: --limit must be 0 (all rows) or more, not -1\n" + hint},
-		{"unknown flag", []string{"status", "1", "--bogus"}, "batchctl status: flag provided but not defined: -bogus\n" + hint},
-		{"yaml", []string{"batches", "-o", "yaml"}, "batchctl batches: -o must be text or json, not \"yaml\"\n" + hint},
-		{"import without file", []string{"import", "customers"}, "batchctl import: import needs <kind> <file>, got 1 arguments\n" + hint},
-		{"batches with an argument", []string{"batches", "1"}, "batchctl batches: batches takes no arguments\n" + hint},
+		{"unknown command", []string{"frob"}, "batchctl: unknown command \"frob\"\nrun `batchctl --help` for usage\n"},
+		{"status without id", []string{"status"}, "batchctl status: need exactly one <batch> id, got 0 arguments\n" + hint("status")},
+		{"status with two ids", []string{"status", "1", "2"}, "batchctl status: need exactly one <batch> id, got 2 arguments\n" + hint("status")},
+		{"status abc", []string{"status", "abc"}, "batchctl status: batch id must be a positive number, not \"abc\"\n" + hint("status")},
+		{"status 0", []string{"status", "0"}, "batchctl status: batch id must be a positive number, not \"0\"\n" + hint("status")},
+		{"unknown state", []string{"rows", "1", "--state", "bogus"}, "batchctl rows: unknown state \"bogus\"\n" + hint("rows")},
+		{"negative limit", []string{"rows", "1", "--limit", "-1"}, "batchctl rows: --limit must be 0 (all rows) or more, not -1\n" + hint("rows")},
+		{"unknown flag", []string{"status", "1", "--bogus"}, "batchctl status: unknown flag: --bogus\n" + hint("status")},
+		{"yaml", []string{"batches", "-o", "yaml"}, "batchctl batches: -o must be text or json, not \"yaml\"\n" + hint("batches")},
+		{"-o a file", []string{"errors", "1", "-o", "errors.csv"}, "batchctl errors: -o must be text or json, not \"errors.csv\": name a file with -f/--file\n" + hint("errors")},
+		{"import without file", []string{"import", "customers"}, "batchctl import: import needs <kind> <file>, got 1 arguments\n" + hint("import")},
+		{"batches with an argument", []string{"batches", "1"}, "batchctl batches: batches takes no arguments\n" + hint("batches")},
+		{"a connection string that is no database", []string{"batches", "--database", "customers"},
+			"batchctl batches: --database \"customers\" is neither a PostgreSQL connection string (postgres://..., or host=... dbname=...) nor a SQLite file (a path ending in .db or .sqlite, or file:PATH)\n" + hint("batches")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			c := setup(t)
-			r := c.run(tc.args...)
-			stderr := strings.TrimSuffix(r.stderr, usage)
-			if r.code != exitUsage || r.stdout != "" || stderr != tc.stderr {
+			r := run(t, append(tc.args, "--database", c.database)...)
+			if tc.name == "a connection string that is no database" {
+				r = run(t, tc.args...)
+			}
+			if r.code != exitUsage || r.stdout != "" || r.stderr != tc.stderr {
 				t.Errorf("want exit %d and stderr\n%s\ngot %s", exitUsage, tc.stderr, r)
 			}
 			// A bad command line is caught before the database is touched.
@@ -487,14 +499,14 @@ func TestUsageErrors(t *testing.T) {
 	t.Run("no arguments", func(t *testing.T) {
 		t.Parallel()
 		r := run(t)
-		if r.code != exitUsage || r.stdout != "" || r.stderr != usage {
+		if r.code != exitUsage || r.stdout != "" || r.stderr != rootUsage() {
 			t.Errorf("want exit %d and the usage, got %s", exitUsage, r)
 		}
 	})
 	t.Run("help", func(t *testing.T) {
 		t.Parallel()
 		r := run(t, "help")
-		if r.code != exitOK || r.stdout != usage || r.stderr != "" {
+		if r.code != exitOK || !strings.Contains(r.stdout, rootUsage()) || r.stderr != "" {
 			t.Errorf("want exit 0 and the usage, got %s", r)
 		}
 	})
@@ -514,7 +526,8 @@ func TestKinds(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &ks); err != nil {
 		t.Fatalf("kinds -o json is not JSON: %v\n%s", err, r)
 	}
-	if len(ks) != 1 || ks[0].Name != "customers" {
+	// customers is both an import kind and an export kind.
+	if len(ks) != 2 || ks[0].Name != "customers" || ks[0].Direction != "import" || ks[1].Name != "customers" || ks[1].Direction != "export" {
 		t.Fatalf("kinds: %+v", ks)
 	}
 	var cols []string
@@ -529,9 +542,11 @@ func TestKinds(t *testing.T) {
 	}
 
 	r = run(t, "kinds", "--database", nodb)
-	want := "customers\tcustomers keyed by email, upserted into the customers table\n" +
+	want := "customers (import)\tcustomers keyed by email, upserted into the customers table\n" +
 		"  columns: email, name, country, signup_date, amount\n" +
-		"  required: email, name, signup_date\n"
+		"  required: email, name, signup_date\n" +
+		"customers (export)\tevery customer of the customers table, in id order\n" +
+		"  columns: email, name, country, signup_date, amount\n"
 	if r.code != exitOK || r.stdout != want {
 		t.Errorf("want stdout\n%s\ngot %s", want, r)
 	}
@@ -564,7 +579,7 @@ func TestDatabaseFlagBeatsEnv(t *testing.T) {
 	if _, err := os.Stat(fromEnv); !os.IsNotExist(err) {
 		t.Errorf("--database was given, yet $DATABASE_URL's database was created (stat: %v)", err)
 	}
-	flag := &cli{t: t, database: fromFlag}
+	flag := &session{t: t, database: fromFlag}
 	if bs := flag.batches(); len(bs) != 1 {
 		t.Errorf("--database has %d batches, want 1", len(bs))
 	}

@@ -30,8 +30,9 @@ func TestPreview(t *testing.T) {
 		`  unknown  "notes" (ignored)` + "\n" +
 		"  missing  country (optional)\n" +
 		"  missing  signup_date (required: the file would be rejected)\n"
-	if r.code != exitOK || r.stdout != want || r.stderr != "" {
-		t.Fatalf("want exit 0 and stdout\n%s\ngot %s", want, r)
+	// Exit 4, as the import would give: a script can check a file first.
+	if r.code != exitRejected || r.stdout != want || r.stderr != "" {
+		t.Fatalf("want exit 4 and stdout\n%s\ngot %s", want, r)
 	}
 	// Preview reads the file only: no database.
 	if _, err := os.Stat(c.database); !os.IsNotExist(err) {
@@ -52,7 +53,7 @@ func TestPreview(t *testing.T) {
 			} `json:"missing"`
 		} `json:"kind"`
 	}
-	c.runJSON(exitOK, &got, "preview", path, "--kind", "customers", "--rows", "1", "-o", "json", "--delimiter", ",")
+	c.runJSON(exitRejected, &got, "preview", path, "--kind", "customers", "--rows", "1", "-o", "json", "--delimiter", ",")
 	if got.Delimiter != "," || len(got.Rows) != 1 || len(got.Rows[0].Values) != 2 || len(got.Kind.Missing) != 5 {
 		t.Errorf("preview with --delimiter , as JSON: %+v", got)
 	}
@@ -145,7 +146,7 @@ func TestErrorsReportAndReimport(t *testing.T) {
 	}
 
 	out := filepath.Join(t.TempDir(), "errors.csv")
-	r = c.run("errors", "1", "-o", out)
+	r = c.run("errors", "1", "-f", out)
 	if r.code != exitOK || r.stdout != "" || !strings.HasPrefix(r.stderr, "wrote 15 rows to "+out) {
 		t.Fatalf("errors 1 -o %s: %s", out, r)
 	}
@@ -189,7 +190,7 @@ func TestErrorsReportAndReimport(t *testing.T) {
 		{[]string{"errors"}, exitUsage, "batchctl errors: need exactly one <batch> id, got 0 arguments\n"},
 		{[]string{"errors", "1", "--state", "nope"}, exitUsage, "batchctl errors: unknown state \"nope\"\n"},
 		{[]string{"errors", "9"}, exitError, "batchctl errors: error report of batch 9: get batch 9: not found\n"},
-		{[]string{"errors", "1", "-o", filepath.Join(t.TempDir(), "missing", "x.csv")}, exitError, "batchctl errors: create "},
+		{[]string{"errors", "1", "-f", filepath.Join(t.TempDir(), "missing", "x.csv")}, exitError, "batchctl errors: create "},
 	} {
 		r := c.run(tc.args...)
 		if r.code != tc.code || !strings.HasPrefix(r.stderr, tc.stderr) {
@@ -211,7 +212,7 @@ func TestTemplate(t *testing.T) {
 	}
 	// The template is a file the kind imports as it is.
 	out := filepath.Join(t.TempDir(), "customers.csv")
-	if r := c.run("template", "customers", "-o", out); r.code != exitOK {
+	if r := c.run("template", "customers", "-f", out); r.code != exitOK {
 		t.Fatalf("template -o: %s", r)
 	}
 	r = c.run("import", "customers", out)

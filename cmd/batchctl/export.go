@@ -1,114 +1,90 @@
 package main
 
 import (
-	"context"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/rowfate/rowfate/batch"
-	"github.com/rowfate/rowfate/processors/customers"
-	"github.com/rowfate/rowfate/rows"
 )
 
-// exportFunc runs one export kind on a wired app.
-type exportFunc func(ctx context.Context, a *app, p batch.ExportParams) (*batch.Batch, error)
+type exportOptions struct {
+	file   string
+	format string
+	sheet  string
+}
 
-// exportKinds are the export kinds batchctl knows, by name.
-func exportKinds() map[string]exportFunc {
-	return map[string]exportFunc{
-		customers.Name: func(ctx context.Context, a *app, p batch.ExportParams) (*batch.Batch, error) {
-			return batch.Export(ctx, a.engine, customers.ExportKind(a.db), p)
+func (c *cli) exportCommand() *cobra.Command {
+	var o exportOptions
+	cmd := &cobra.Command{
+		Use:   "export <kind>",
+		Short: "Write a kind's rows to a CSV or XLSX file, recorded as a batch",
+		Long: `Write every row of an export kind to a file and record the export as a
+batch with one outcome per row: succeeded (written) or failed (with the
+reason it was not written). The file is written to a temporary name and
+renamed when complete, so a failed export leaves no half file.
+
+Text cells that begin with = + - @, tab, CR or LF get a leading ' against
+formula injection, unless the kind's column is tagged raw. Without --file
+the file goes to standard output and the summary to standard error.`,
+		Example: `  batchctl export customers -f customers.xlsx
+  batchctl export customers --format csv > customers.csv`,
+		Args: args(1, "<kind>"),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			kind := a[0]
+			reg, err := registry()
+			if err != nil {
+				return err
+			}
+			if !reg.HasExport(kind) {
+				return usagef("unknown export kind %q; known kinds: %s", kind, kindNames(reg.ExportKinds()))
+			}
+			format, err := fileFormat(o.format, o.file)
+			if err != nil {
+				return err
+			}
+			toStdout := o.file == "" || o.file == "-"
+			if !toStdout {
+				// Fail on a bad destination before opening the database.
+				if st, err := os.Stat(filepath.Dir(o.file)); err != nil || !st.IsDir() {
+					return fmt.Errorf("export to %s: no such folder %s", o.file, filepath.Dir(o.file))
+				}
+			}
+			app, err := c.open(cmd.Context(), create)
+			if err != nil {
+				return err
+			}
+			defer app.close()
+			w, commit, abort, err := c.outputFile(o.file)
+			if err != nil {
+				return err
+			}
+			name := o.file
+			if toStdout {
+				name = "-"
+			}
+			b, err := app.engine.Export(cmd.Context(), kind, batch.ExportParams{TenantID: c.global.tenant, DestName: name, Dest: w, Format: format, Sheet: o.sheet})
+			if err != nil {
+				abort()
+				return err
+			}
+			if err := commit(); err != nil {
+				return err
+			}
+			out := c.stdout
+			if toStdout {
+				out = c.stderr // the file took standard output
+			}
+			if err := c.printBatch(out, b, true); err != nil {
+				return err
+			}
+			return exitWith(batchExit(b))
 		},
 	}
-}
-
-// cmdExport writes a kind's rows to a CSV or XLSX file and records the
-// export as a batch with one outcome per row.
-//
-// -o names the file, as for errors and template; its extension picks the
-// format (.xlsx, else CSV) unless --format says. Without -o (or with -o -)
-// the file goes to standard output and the summary to standard error.
-func cmdExport(ctx context.Context, e *env, args []string) (int, error) {
-	fs := flag.NewFlagSet("export", flag.ContinueOnError)
-	format := fs.String("format", "", "csv or xlsx (default: from the -o file's extension, else csv)")
-	sheet := fs.String("sheet", "", "XLSX sheet name (default: the kind's name)")
-	e.outPath = true
-	pos, err := e.parse(fs, args)
-	if err != nil {
-		return 0, err
-	}
-	if len(pos) != 1 {
-		return 0, usagef("export needs <kind>, got %d arguments", len(pos))
-	}
-	if e.output == "text" || e.output == "json" {
-		return 0, usagef("for export, -o names the output file (out.xlsx, out.csv), not a format")
-	}
-	kind := pos[0]
-	exports := exportKinds()
-	run, ok := exports[kind]
-	if !ok {
-		names := make([]string, 0, len(exports))
-		for n := range exports {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		return 0, usagef("unknown export kind %q; known kinds: %s", kind, strings.Join(names, ", "))
-	}
-	f := batch.Format(strings.ToLower(*format))
-	switch {
-	case f == "" && strings.EqualFold(filepath.Ext(e.output), ".xlsx"):
-		f = batch.FormatXLSX
-	case f == "":
-		f = batch.FormatCSV
-	case f != batch.FormatCSV && f != batch.FormatXLSX:
-		return 0, usagef("--format must be csv or xlsx, not %q", *format)
-	}
-	toStdout := e.output == "" || e.output == "-"
-	if !toStdout {
-		// Fail on a bad destination before opening the database.
-		if st, err := os.Stat(dirOf(e.output)); err != nil || !st.IsDir() {
-			return 0, fmt.Errorf("export to %s: no such folder %s", e.output, dirOf(e.output))
-		}
-	}
-
-	a, err := e.open(ctx, true)
-	if err != nil {
-		return 0, err
-	}
-	defer a.close()
-	w, commit, abort, err := e.outputFile()
-	if err != nil {
-		return 0, err
-	}
-	name := e.output
-	if toStdout {
-		name = "-"
-	}
-	b, err := run(ctx, a, batch.ExportParams{TenantID: e.tenant, DestName: name, Dest: w, Format: f, Sheet: *sheet})
-	if err != nil {
-		abort()
-		return 0, err
-	}
-	if err := commit(); err != nil {
-		return 0, err
-	}
-	if toStdout {
-		e.stdout = e.stderr // the file took standard output
-	}
-	if err := e.printBatch(b, true); err != nil {
-		return 0, err
-	}
-	return batchExit(b), nil
-}
-
-// xlsxFlags adds the XLSX reader's flags to an import-like command.
-func xlsxFlags(fs *flag.FlagSet) *rows.XLSXOptions {
-	o := &rows.XLSXOptions{}
-	fs.StringVar(&o.Sheet, "sheet", "", "XLSX: sheet name or 1-based position (default: the first visible sheet)")
-	fs.Int64Var(&o.HeaderRow, "header-row", 0, "XLSX: 1-based row of the header (default: the first non-empty row that is not a title)")
-	return o
+	cmd.Flags().StringVarP(&o.file, "file", "f", "", "write the export to this file (default: standard output)")
+	cmd.Flags().StringVar(&o.format, "format", "", "csv or xlsx (default: from the --file name, else csv)")
+	cmd.Flags().StringVar(&o.sheet, "sheet", "", "XLSX sheet name (default: the kind's name)")
+	return cmd
 }

@@ -93,7 +93,7 @@ func TestExport(t *testing.T) {
 
 	for _, name := range []string{"out.xlsx", "out.csv"} {
 		out := filepath.Join(dir, name)
-		r := c.run("export", "customers", "-o", out)
+		r := c.run("export", "customers", "-f", out)
 		if r.code != exitOK || !strings.Contains(r.stdout, "finished  "+out+"  (customers, tenant default)") ||
 			!strings.Contains(r.stdout, "succeeded  32\n") || r.stderr != "" {
 			t.Fatalf("export %s: %s", name, r)
@@ -133,8 +133,8 @@ func TestExport(t *testing.T) {
 		{[]string{"export"}, exitUsage, "export needs <kind>"},
 		{[]string{"export", "orders"}, exitUsage, `unknown export kind "orders"; known kinds: customers`},
 		{[]string{"export", "customers", "--format", "ods"}, exitUsage, "--format must be csv or xlsx"},
-		{[]string{"export", "customers", "-o", "json"}, exitUsage, "-o names the output file"},
-		{[]string{"export", "customers", "-o", filepath.Join(dir, "no", "such", "x.csv")}, exitError, "no such folder"},
+		{[]string{"export", "customers", "-o", "out.csv"}, exitUsage, "name a file with -f/--file"},
+		{[]string{"export", "customers", "-f", filepath.Join(dir, "no", "such", "x.csv")}, exitError, "no such folder"},
 	} {
 		r := c.run(tc.args...)
 		if r.code != tc.code || !strings.Contains(r.stderr, tc.msg) {

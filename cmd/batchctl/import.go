@@ -3,112 +3,182 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/rowfate/rowfate/batch"
-	"github.com/rowfate/rowfate/processors/customers"
 	"github.com/rowfate/rowfate/rows"
 )
 
-func cmdImport(ctx context.Context, e *env, args []string) (int, error) {
-	fs := flag.NewFlagSet("import", flag.ContinueOnError)
-	workers := fs.Int("workers", 2, "concurrent workers")
-	noWork := fs.Bool("no-work", false, "only ingest; leave the valid rows for `batchctl worker`")
-	dryRun := fs.Bool("dry-run", false, "validate every row and report; create no batch, run no processor")
-	csvOpts := csvFlags(fs)
-	xlsxOpts := xlsxFlags(fs)
-	pos, err := e.parse(fs, args)
+type importOptions struct {
+	workers int
+	noWork  bool
+	dryRun  bool
+	read    readFlags
+}
+
+func (c *cli) importCommand() *cobra.Command {
+	var o importOptions
+	cmd := &cobra.Command{
+		Use:   "import <kind> <file>",
+		Short: "Import a CSV or XLSX file, work its valid rows, print the outcome",
+		Long: `Import a file as a new batch of the kind: every row is read, bound to the
+kind's columns and validated, and all rows are stored with their outcome
+(valid, or invalid with field errors) in one transaction; a file rejected
+as a whole (no header, a missing required column, a malformed line) writes
+nothing. The valid rows are then worked by the kind's processor, unless
+--no-work leaves them for ` + "`batchctl worker`" + `.
+
+The format is found from the file's content (a workbook is XLSX whatever
+its name); CSV encoding and delimiter are detected unless given.
+
+--dry-run validates every row exactly as an import would and reports the
+outcome, without opening a database or running a processor.
+
+Exit codes: 0 every row succeeded; 3 some rows are invalid, failed, dead
+or unknown; 4 the file was rejected (nothing was written).`,
+		Example: `  batchctl import customers customers.csv
+  batchctl import customers export.csv --delimiter ';' --encoding windows-1252
+  batchctl import customers clients.xlsx --sheet Data --header-row 3
+  batchctl import customers customers.csv --dry-run
+  batchctl import customers big.csv --no-work && batchctl worker --until-done`,
+		Args: args(2, "<kind> <file>"),
+		RunE: func(cmd *cobra.Command, a []string) error { return c.runImport(cmd.Context(), a[0], a[1], o) },
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.workers, "workers", 2, "concurrent workers for the batch's rows")
+	f.BoolVar(&o.noWork, "no-work", false, "only import; leave the valid rows for `batchctl worker`")
+	f.BoolVar(&o.dryRun, "dry-run", false, "validate every row and report; write nothing, run no processor")
+	o.read.add(f)
+	return cmd
+}
+
+func (c *cli) runImport(ctx context.Context, kind, path string, o importOptions) error {
+	reg, err := registry()
 	if err != nil {
-		return 0, err
+		return err
 	}
-	if len(pos) != 2 {
-		return 0, usagef("import needs <kind> <file>, got %d arguments", len(pos))
+	if !reg.Has(kind) {
+		return usagef("unknown kind %q; known kinds: %s", kind, kindNames(reg.Kinds()))
 	}
-	kind, path := pos[0], pos[1]
-	known, err := registry(nil, customers.SQLite)
+	if o.workers <= 0 {
+		return usagef("--workers must be 1 or more, not %d", o.workers)
+	}
+	p := batch.ImportParams{TenantID: c.global.tenant, Kind: kind, SourceName: path}
+	if err := o.read.apply(&p); err != nil {
+		return err
+	}
+	if !o.dryRun {
+		// A bad --database is a usage error before the file is read.
+		if _, err := c.database(); err != nil {
+			return err
+		}
+	}
+	f, err := openInput(path)
 	if err != nil {
-		return 0, err
-	}
-	if !known.Has(kind) {
-		return 0, usagef("unknown kind %q; known kinds: %s", kind, kindNames(known))
-	}
-	opts, err := csvOpts()
-	if err != nil {
-		return 0, err
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, &rows.FileError{File: path, Err: unwrapPath(err)}
+		return err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.IsDir() {
-		return 0, &rows.FileError{File: path, Err: errors.New("is a directory, not a file")}
-	}
-	if *dryRun {
+	p.Source = f
+	if o.dryRun {
 		// No database: a dry run must not even create one.
-		res, err := known.DryRun(ctx, batch.ImportParams{TenantID: e.tenant, Kind: kind, SourceName: path, Source: f, CSV: opts, XLSX: xlsxOpts})
+		res, err := reg.DryRun(ctx, p)
 		if err != nil {
-			return 0, err
+			return interrupted(ctx, err, "nothing was written")
 		}
-		return e.printDryRun(res)
+		return c.printDryRun(res)
 	}
 
-	a, err := e.open(ctx, true)
+	app, err := c.open(ctx, create)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	defer a.close()
-	b, err := a.engine.Import(ctx, batch.ImportParams{TenantID: e.tenant, Kind: kind, SourceName: path, Source: f, CSV: opts, XLSX: xlsxOpts})
+	defer app.close()
+	b, err := app.engine.Import(ctx, p)
 	if err != nil {
-		return 0, err
+		return interrupted(ctx, err, "nothing was written")
 	}
 	for _, w := range b.Warnings {
-		fmt.Fprintf(e.stderr, "warning: %s: %s\n", path, w)
+		fmt.Fprintf(c.stderr, "warning: %s: %s\n", path, w)
 	}
-	if !*noWork {
-		if _, err := a.engine.Work(ctx, batch.WorkParams{BatchID: b.ID, TenantIDs: []string{e.tenant}, Workers: *workers, UntilDone: true}); err != nil {
-			return 0, err
+	if !o.noWork {
+		_, err := app.engine.Work(ctx, batch.WorkParams{BatchID: b.ID, TenantIDs: []string{c.global.tenant}, Workers: o.workers, UntilDone: true})
+		left := fmt.Sprintf("batch %d was imported and its remaining rows stay open: run `batchctl worker --batch %d --until-done%s`", b.ID, b.ID, c.hint())
+		if err != nil {
+			return interrupted(ctx, err, left)
 		}
 		if ctx.Err() != nil {
-			return 0, fmt.Errorf("interrupted; batch %d goes on with `batchctl worker`: %w", b.ID, ctx.Err())
+			return &interruptedError{msg: left}
 		}
-		if b, err = a.store.BatchGet(ctx, batch.BatchGetParams{TenantID: e.tenant, ID: b.ID}); err != nil {
-			return 0, err
+		if b, err = app.store.BatchGet(ctx, batch.BatchGetParams{TenantID: c.global.tenant, ID: b.ID}); err != nil {
+			return err
 		}
 	}
-	if err := e.printBatch(b, true); err != nil {
-		return 0, err
+	if err := c.printBatch(c.stdout, b, true); err != nil {
+		return err
 	}
-	return batchExit(b), nil
+	return exitWith(batchExit(b))
 }
 
-// batchExit is the exit code a batch's outcome maps to.
-func batchExit(b *batch.Batch) int {
-	c := b.Counts
-	if c[rows.StateInvalid]+c[rows.StateFailed]+c[rows.StateDead]+c[rows.StateUnknown] > 0 {
-		return exitRows
-	}
-	return exitOK
-}
-
-// unwrapPath drops the *PathError wrapper: the FileError names the file.
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
+// interrupted turns err into an interruptedError saying what is left when
+// ctx was cancelled (the user pressed Ctrl-C), and returns err otherwise.
+func interrupted(ctx context.Context, err error, left string) error {
+	var fe *rows.FileError
+	if ctx.Err() != nil && !errors.As(err, &fe) {
+		return &interruptedError{msg: left}
 	}
 	return err
 }
 
-func kindNames(r *batch.Registry) string {
-	s := ""
-	for i, k := range r.Kinds() {
-		if i > 0 {
-			s += ", "
-		}
-		s += k.Name
+// openInput opens a file to read, as a *rows.FileError when it cannot be.
+func openInput(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &rows.FileError{File: path, Err: unwrapPath(err)}
 	}
-	return s
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		f.Close()
+		return nil, &rows.FileError{File: path, Err: errors.New("is a directory, not a file")}
+	}
+	return f, nil
+}
+
+// printDryRun reports a dry run; the exit code is what the import would
+// have given after validation (3 when rows are invalid).
+func (c *cli) printDryRun(res *batch.DryRunResult) error {
+	code := exitOK
+	if res.Counts[rows.StateInvalid] > 0 {
+		code = exitRows
+	}
+	if c.global.output == "json" {
+		if err := c.json(res); err != nil {
+			return err
+		}
+		return exitWith(code)
+	}
+	w := c.stdout
+	fmt.Fprintf(w, "dry run  %s  (%s): nothing was written\n", res.SourceName, res.Kind)
+	if res.Format == batch.FormatCSV {
+		fmt.Fprintf(w, "  encoding %s, delimiter %s\n", res.Encoding, res.Delimiter)
+	} else {
+		fmt.Fprintf(w, "  sheet %q of %s, header on row %d\n", res.Sheet, strings.Join(quoteAll(res.Sheets), ", "), res.HeaderRow)
+	}
+	fmt.Fprintf(w, "  valid %d, invalid %d, total %d", res.Counts[rows.StateValid], res.Counts[rows.StateInvalid], res.Counts.Total())
+	if res.SkippedEmpty > 0 {
+		fmt.Fprintf(w, ", empty rows skipped %d", res.SkippedEmpty)
+	}
+	fmt.Fprintln(w)
+	for _, wn := range res.Warnings {
+		fmt.Fprintf(w, "  warning: %s\n", wn)
+	}
+	if len(res.Errors) > 0 {
+		fmt.Fprintf(w, "first errors:\n")
+		for _, fe := range res.Errors {
+			fmt.Fprintf(w, "  %s\n", fe.Error())
+		}
+	}
+	return exitWith(code)
 }

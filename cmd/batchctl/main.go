@@ -1,5 +1,7 @@
-// Command batchctl imports files into rowfate batches and reads their
-// outcomes back. See `batchctl help`.
+// Command batchctl imports files into rowfate batches, works their rows and
+// reads every row's outcome back. `batchctl help` lists the commands and
+// `batchctl help COMMAND` explains one; ARCHITECTURE.md at the repository
+// root describes the engine behind it.
 package main
 
 import (

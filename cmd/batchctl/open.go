@@ -2,57 +2,123 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/processors"
 	"github.com/rowfate/rowfate/processors/customers"
 	"github.com/rowfate/rowfate/store/postgres"
 	"github.com/rowfate/rowfate/store/sqlite"
 )
 
-// app is a wired engine: a migrated store, the registry of kinds and the
-// database handle the demo processors write to.
+// defaultDatabase is the embedded default: a SQLite file in the working
+// folder.
+const defaultDatabase = "rowfate.db"
+
+// target is a --database value understood: a PostgreSQL connection string
+// or a SQLite file.
+type target struct {
+	postgres bool
+	// conn is the PostgreSQL connection string (URL or key=value).
+	conn string
+	// path is the SQLite file.
+	path string
+}
+
+// keyValue matches the start of a libpq key=value connection string.
+var keyValue = regexp.MustCompile(`^\s*[a-z_]+\s*=`)
+
+// parseDatabase reads a --database value. It accepts postgres:// and
+// postgresql:// URLs and libpq key=value strings for PostgreSQL, and for
+// SQLite a path ending in .db, .sqlite or .sqlite3, or file:PATH (also
+// sqlite:PATH). Anything else is an error rather than a SQLite file named
+// after a mistyped connection string.
+func parseDatabase(v string) (target, error) {
+	switch {
+	case strings.HasPrefix(v, "postgres://"), strings.HasPrefix(v, "postgresql://"):
+		return target{postgres: true, conn: v}, nil
+	case keyValue.MatchString(v):
+		return target{postgres: true, conn: v}, nil
+	}
+	for _, prefix := range []string{"sqlite://", "sqlite:", "file:"} {
+		if p, ok := strings.CutPrefix(v, prefix); ok && p != "" {
+			return target{path: p}, nil
+		}
+	}
+	lower := strings.ToLower(v)
+	for _, ext := range []string{".db", ".sqlite", ".sqlite3"} {
+		if strings.HasSuffix(lower, ext) && len(v) > len(ext) {
+			return target{path: v}, nil
+		}
+	}
+	return target{}, usagef("--database %q is neither a PostgreSQL connection string (postgres://..., or host=... dbname=...) "+
+		"nor a SQLite file (a path ending in .db or .sqlite, or file:PATH)", v)
+}
+
+// database returns the target of --database, $DATABASE_URL or the default.
+func (c *cli) database() (target, error) {
+	v := c.global.database
+	if !c.global.databaseFlag || v == "" {
+		v = os.Getenv("DATABASE_URL")
+	}
+	if v == "" {
+		v = defaultDatabase
+	}
+	c.global.database = v
+	return parseDatabase(v)
+}
+
+// openMode says what a command may do to the database.
+type openMode int
+
+const (
+	// readOnly: create nothing, migrate nothing; the file may be read-only.
+	readOnly openMode = iota
+	// readWrite: the database must exist; bring its schema up to date.
+	readWrite
+	// create: create the database if needed and bring its schema up to date.
+	create
+)
+
+// app is a wired engine: a store, the registry of kinds and the database
+// handle the built-in kinds use.
 type app struct {
 	store  batch.Store
 	engine *batch.Engine
-	// db is the database the demo kinds read and write (the customers
-	// table): the store's own.
-	db    *sql.DB
-	close func()
+	close  func()
 }
 
-// registry registers the kinds batchctl knows, with their processors
-// writing to db. db may be nil when no processor will run (listing kinds).
-func registry(db *sql.DB, d customers.Dialect) (*batch.Registry, error) {
-	reg := batch.NewRegistry()
-	if err := batch.Register(reg, customers.Kind(db, d)); err != nil {
-		return nil, err
-	}
-	return reg, nil
-}
-
-// errNoDatabase: a read-only command named a SQLite file that does not exist.
+// errNoDatabase: a command that does not create one named a SQLite file
+// that does not exist.
 var errNoDatabase = errors.New("no such database")
 
-// open connects to the database, migrates it and wires the engine. Unless
-// create is set, a missing SQLite file is an error rather than a new empty
-// database: `batchctl status 7` on the wrong path should say so.
-func (e *env) open(ctx context.Context, create bool) (*app, error) {
+// open connects to the database and wires the engine with every built-in
+// kind. Only mode create makes a new SQLite file, and readOnly neither
+// creates nor migrates anything.
+func (c *cli) open(ctx context.Context, mode openMode) (*app, error) {
+	t, err := c.database()
+	if err != nil {
+		return nil, err
+	}
 	var (
 		store   batch.Store
-		db      *sql.DB
-		dialect customers.Dialect
+		cfg     processors.Config
 		closers []func()
 	)
-	if isPostgres(e.database) {
-		pool, err := pgxpool.New(ctx, e.database)
+	closeAll := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	if t.postgres {
+		pool, err := pgxpool.New(ctx, t.conn)
 		if err != nil {
 			return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
 		}
@@ -60,43 +126,98 @@ func (e *env) open(ctx context.Context, create bool) (*app, error) {
 			pool.Close()
 			return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
 		}
-		schema := strings.TrimSpace(strings.Split(pool.Config().ConnConfig.RuntimeParams["search_path"], ",")[0])
-		store, db, dialect = postgres.New(pool, &postgres.Config{Schema: schema}), stdlib.OpenDBFromPool(pool), customers.Postgres
-		closers = append(closers, func() { db.Close() }, pool.Close)
-	} else {
-		path := strings.TrimPrefix(strings.TrimPrefix(e.database, "sqlite://"), "sqlite:")
-		if _, err := os.Stat(path); !create && errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %s (import a file first, or pass --database)", errNoDatabase, path)
+		schema := c.global.schema
+		if schema == "" {
+			// ?search_path= (or search_path=...) names the schema too.
+			schema = strings.TrimSpace(strings.Split(pool.Config().ConnConfig.RuntimeParams["search_path"], ",")[0])
 		}
-		s, err := sqlite.Open(path)
+		db := stdlib.OpenDBFromPool(pool)
+		closers = append(closers, pool.Close, func() { db.Close() })
+		store = postgres.New(pool, &postgres.Config{Schema: schema})
+		cfg = processors.Config{DB: db, Dialect: customers.Postgres}
+	} else {
+		s, err := c.openSQLite(t.path, mode)
 		if err != nil {
 			return nil, err
 		}
-		store, db, dialect = s, s.DB(), customers.SQLite
 		closers = append(closers, func() { s.Close() })
+		store = s
+		cfg = processors.Config{DB: s.DB(), Dialect: customers.SQLite}
 	}
-	closeAll := func() {
-		for _, c := range closers {
-			c()
+	if err := c.prepareSchema(ctx, store, mode); err != nil {
+		closeAll()
+		return nil, err
+	}
+	if mode != readOnly {
+		if err := processors.EnsureSchema(ctx, cfg); err != nil {
+			closeAll()
+			return nil, err
 		}
 	}
-	if err := store.Migrate(ctx); err != nil {
-		closeAll()
-		return nil, fmt.Errorf("migrate: %w", err)
-	}
-	if err := customers.EnsureSchema(ctx, db, dialect); err != nil {
-		closeAll()
-		return nil, err
-	}
-	reg, err := registry(db, dialect)
+	reg, err := processors.Registry(cfg)
 	if err != nil {
 		closeAll()
 		return nil, err
 	}
-	eng, err := batch.NewEngine(batch.Config{Store: store, Registry: reg, Logger: e.logger, WorkerName: "batchctl"})
+	eng, err := batch.NewEngine(batch.Config{Store: store, Registry: reg, Logger: c.logger, WorkerName: "batchctl"})
 	if err != nil {
 		closeAll()
 		return nil, err
 	}
-	return &app{store: store, engine: eng, db: db, close: closeAll}, nil
+	return &app{store: store, engine: eng, close: closeAll}, nil
+}
+
+func (c *cli) openSQLite(path string, mode openMode) (*sqlite.Store, error) {
+	if mode != create {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s (import a file first, or pass --database)", errNoDatabase, path)
+		}
+	}
+	if mode == readOnly {
+		return sqlite.OpenReadOnly(path)
+	}
+	return sqlite.Open(path)
+}
+
+// prepareSchema migrates (readWrite, create) or checks (readOnly) the
+// schema; a read-only command on a schema that is missing, behind or ahead
+// says so and what to run.
+func (c *cli) prepareSchema(ctx context.Context, store batch.Store, mode openMode) error {
+	if mode != readOnly {
+		if err := store.Migrate(ctx); err != nil {
+			return fmt.Errorf("migrate %s: %w", c.global.database, err)
+		}
+		return nil
+	}
+	st, err := store.SchemaStatus(ctx)
+	if err != nil {
+		return err
+	}
+	switch {
+	case st.Current == 0:
+		return fmt.Errorf("%s has no rowfate tables: import a file first, or run `batchctl migrate%s`", c.where(), c.hint())
+	case st.Current < st.Latest:
+		return fmt.Errorf("the schema of %s is at version %d, this batchctl needs %d: run `batchctl migrate%s`", c.where(), st.Current, st.Latest, c.hint())
+	case st.Current > st.Latest:
+		return fmt.Errorf("%w: %s has migration %d, this build knows up to %d; upgrade batchctl", batch.ErrSchemaNewer, c.where(), st.Current, st.Latest)
+	}
+	return nil
+}
+
+// where names the database in messages without printing a password.
+func (c *cli) where() string {
+	t, _ := parseDatabase(c.global.database)
+	if !t.postgres {
+		return t.path
+	}
+	if cfg, err := pgxpool.ParseConfig(t.conn); err == nil {
+		return fmt.Sprintf("PostgreSQL database %s on %s", cfg.ConnConfig.Database, cfg.ConnConfig.Host)
+	}
+	return "the PostgreSQL database"
+}
+
+// registry returns the built-in kinds without a database, for commands
+// that run no processor (kinds, preview, template, a dry run).
+func registry() (*batch.Registry, error) {
+	return processors.Registry(processors.Config{})
 }

@@ -4,47 +4,16 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/rowfate/rowfate/batch"
-	"github.com/rowfate/rowfate/processors/customers"
 	"github.com/rowfate/rowfate/rows"
 )
-
-// csvFlags adds --encoding and --delimiter to a command and returns a
-// function that turns them into CSV options once the flags are parsed.
-func csvFlags(fs *flag.FlagSet) func() (*rows.CSVOptions, error) {
-	enc := fs.String("encoding", "", "character set: utf-8, utf-16, utf-16le, utf-16be, windows-1252 (default: detect)")
-	delim := fs.String("delimiter", "", "field delimiter: , ; tab | or any one character (default: sniff)")
-	return func() (*rows.CSVOptions, error) {
-		d, err := rows.ParseDelimiter(*delim)
-		if err != nil {
-			return nil, usagef("--delimiter: %v", err)
-		}
-		if _, err := rows.CanonicalEncoding(*enc); err != nil {
-			return nil, usagef("--encoding: %v", err)
-		}
-		return &rows.CSVOptions{Encoding: *enc, Comma: d}, nil
-	}
-}
-
-// openInput opens a file to read, as a *rows.FileError when it cannot be.
-func openInput(path string) (*os.File, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, &rows.FileError{File: path, Err: unwrapPath(err)}
-	}
-	if st, err := f.Stat(); err == nil && st.IsDir() {
-		f.Close()
-		return nil, &rows.FileError{File: path, Err: errors.New("is a directory, not a file")}
-	}
-	return f, nil
-}
 
 // previewResult is what `batchctl preview` shows, also as JSON.
 type previewResult struct {
@@ -69,67 +38,97 @@ type previewMissing struct {
 	Required bool   `json:"required"`
 }
 
-// cmdPreview shows what the engine sees in a file before anything is
-// written; it opens no database.
-func cmdPreview(_ context.Context, e *env, args []string) (int, error) {
-	fs := flag.NewFlagSet("preview", flag.ContinueOnError)
-	kind := fs.String("kind", "", "also show how the header maps onto this kind's columns")
-	n := fs.Int("rows", 5, "show this many data rows")
-	csvOpts := csvFlags(fs)
-	xlsxOpts := xlsxFlags(fs)
-	pos, err := e.parse(fs, args)
+// rejected reports whether an import of the kind would reject the header.
+func (k *previewKind) rejected() bool {
+	if k == nil {
+		return false
+	}
+	return k.Error != "" || slices.ContainsFunc(k.Missing, func(m previewMissing) bool { return m.Required })
+}
+
+type previewOptions struct {
+	kind string
+	rows int
+	read readFlags
+}
+
+func (c *cli) previewCommand() *cobra.Command {
+	var o previewOptions
+	cmd := &cobra.Command{
+		Use:   "preview <file>",
+		Short: "Show what the engine sees in a file, before anything is written",
+		Long: `Show how a file is read: its format, the encoding and delimiter (CSV,
+detected or as given) or the sheets and the header's row (XLSX), the
+header, the first rows with any reading errors, and, with --kind, how the
+header maps onto the kind's columns: matched, unknown (ignored) and
+missing. It opens no database and changes nothing.
+
+Exit code 4 when an import of the kind would reject the file's header.`,
+		Example: `  batchctl preview customers.csv --kind customers
+  batchctl preview export.csv --delimiter ';' --rows 10
+  batchctl preview clients.xlsx --sheet 2 -o json`,
+		Args: args(1, "<file>"),
+		RunE: func(cmd *cobra.Command, a []string) error { return c.preview(cmd.Context(), a[0], o) },
+	}
+	cmd.Flags().StringVar(&o.kind, "kind", "", "also show how the header maps onto this kind's columns")
+	cmd.Flags().IntVar(&o.rows, "rows", 5, "show this many data rows")
+	o.read.add(cmd.Flags())
+	return cmd
+}
+
+func (c *cli) preview(_ context.Context, path string, o previewOptions) error {
+	if o.rows < 0 {
+		return usagef("--rows must be 0 or more, not %d", o.rows)
+	}
+	reg, err := registry()
 	if err != nil {
-		return 0, err
+		return err
 	}
-	if len(pos) != 1 {
-		return 0, usagef("preview needs <file>, got %d arguments", len(pos))
+	if o.kind != "" && !reg.Has(o.kind) {
+		return usagef("unknown kind %q; known kinds: %s", o.kind, kindNames(reg.Kinds()))
 	}
-	if *n < 0 {
-		return 0, usagef("--rows must be 0 or more, not %d", *n)
+	p := batch.ImportParams{SourceName: path}
+	if err := o.read.apply(&p); err != nil {
+		return err
 	}
-	reg, err := registry(nil, customers.SQLite)
-	if err != nil {
-		return 0, err
-	}
-	if *kind != "" && !reg.Has(*kind) {
-		return 0, usagef("unknown kind %q; known kinds: %s", *kind, kindNames(reg))
-	}
-	opts, err := csvOpts()
-	if err != nil {
-		return 0, err
-	}
-	path := pos[0]
 	f, err := openInput(path)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer f.Close()
-	r, err := batch.OpenReader(bufio.NewReader(f), batch.ImportParams{SourceName: path, CSV: opts, XLSX: xlsxOpts})
+	r, err := batch.OpenReader(bufio.NewReader(f), p)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	if c, ok := r.(io.Closer); ok {
-		defer c.Close()
+	if cl, ok := r.(io.Closer); ok {
+		defer cl.Close()
 	}
 	res := previewResult{File: path, SourceInfo: batch.DescribeReader(r), Header: r.Header(), Rows: []rows.Record{}}
-	for len(res.Rows) < *n {
+	for len(res.Rows) < o.rows {
 		rec, err := r.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return 0, err
+			return err
 		}
 		res.Rows = append(res.Rows, rec)
 	}
-	if *kind != "" {
-		res.Kind = previewMapping(reg, *kind, r.Header())
+	if o.kind != "" {
+		res.Kind = previewMapping(reg, o.kind, r.Header())
 	}
-	if e.output == "json" {
-		return exitOK, e.json(res)
+	if c.global.output == "json" {
+		if err := c.json(res); err != nil {
+			return err
+		}
+	} else {
+		c.printPreview(&res, &o.read)
 	}
-	e.printPreview(&res, opts)
-	return exitOK, nil
+	if res.Kind.rejected() {
+		// The same verdict import would give, so scripts can check a file.
+		return exitWith(exitRejected)
+	}
+	return nil
 }
 
 func previewMapping(reg *batch.Registry, kind string, header []string) *previewKind {
@@ -147,27 +146,28 @@ func previewMapping(reg *batch.Registry, kind string, header []string) *previewK
 	}
 	pk.Matched = append(pk.Matched, m.Matched()...)
 	pk.Unknown = append(pk.Unknown, m.Unknown...)
-	for _, c := range m.Missing {
-		pk.Missing = append(pk.Missing, previewMissing{Column: c, Required: slices.Contains(required, c)})
+	for _, col := range m.Missing {
+		pk.Missing = append(pk.Missing, previewMissing{Column: col, Required: slices.Contains(required, col)})
 	}
 	return pk
 }
 
-func (e *env) printPreview(res *previewResult, opts *rows.CSVOptions) {
+func (c *cli) printPreview(res *previewResult, read *readFlags) {
 	how := func(declared bool, detected string) string {
 		if declared {
 			return "as given"
 		}
 		return detected
 	}
-	w := e.stdout
+	encGiven, delimGiven := read.declared()
+	w := c.stdout
 	fmt.Fprintf(w, "file       %s (%s)\n", res.File, res.Format)
 	if res.Format == batch.FormatXLSX {
 		fmt.Fprintf(w, "sheets     %s\n", strings.Join(quoteAll(res.Sheets), ", "))
 		fmt.Fprintf(w, "sheet      %q, header on row %d\n", res.Sheet, res.HeaderRow)
 	} else {
-		fmt.Fprintf(w, "encoding   %s (%s)\n", res.Encoding, how(opts.Encoding != "", "detected"))
-		fmt.Fprintf(w, "delimiter  %s (%s)\n", res.Delimiter, how(opts.Comma != 0, "sniffed"))
+		fmt.Fprintf(w, "encoding   %s (%s)\n", res.Encoding, how(encGiven, "detected"))
+		fmt.Fprintf(w, "delimiter  %s (%s)\n", res.Delimiter, how(delimGiven, "sniffed"))
 	}
 	fmt.Fprintf(w, "header     %s\n", strings.Join(quoteAll(res.Header), " | "))
 	if len(res.Rows) == 0 {
@@ -201,46 +201,4 @@ func (e *env) printPreview(res *previewResult, opts *rows.CSVOptions) {
 			fmt.Fprintf(w, "  missing  %s (optional)\n", m.Column)
 		}
 	}
-}
-
-func quoteAll(ss []string) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = fmt.Sprintf("%q", s)
-	}
-	return out
-}
-
-// printDryRun reports a dry run; the exit code is what the import would
-// have given after validation (3 when rows are invalid).
-func (e *env) printDryRun(res *batch.DryRunResult) (int, error) {
-	code := exitOK
-	if res.Counts[rows.StateInvalid] > 0 {
-		code = exitRows
-	}
-	if e.output == "json" {
-		return code, e.json(res)
-	}
-	w := e.stdout
-	fmt.Fprintf(w, "dry run  %s  (%s): nothing was written\n", res.SourceName, res.Kind)
-	if res.Format == batch.FormatCSV {
-		fmt.Fprintf(w, "  encoding %s, delimiter %s\n", res.Encoding, res.Delimiter)
-	} else {
-		fmt.Fprintf(w, "  sheet %q of %s, header on row %d\n", res.Sheet, strings.Join(quoteAll(res.Sheets), ", "), res.HeaderRow)
-	}
-	fmt.Fprintf(w, "  valid %d, invalid %d, total %d", res.Counts[rows.StateValid], res.Counts[rows.StateInvalid], res.Counts.Total())
-	if res.SkippedEmpty > 0 {
-		fmt.Fprintf(w, ", empty rows skipped %d", res.SkippedEmpty)
-	}
-	fmt.Fprintln(w)
-	for _, wn := range res.Warnings {
-		fmt.Fprintf(w, "  warning: %s\n", wn)
-	}
-	if len(res.Errors) > 0 {
-		fmt.Fprintf(w, "first errors:\n")
-		for _, fe := range res.Errors {
-			fmt.Fprintf(w, "  %s\n", fe.Error())
-		}
-	}
-	return code, nil
 }

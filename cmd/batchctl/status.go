@@ -1,98 +1,67 @@
 package main
 
 import (
-	"context"
-	"flag"
 	"fmt"
 	"strconv"
-	"text/tabwriter"
+
+	"github.com/spf13/cobra"
 
 	"github.com/rowfate/rowfate/batch"
-	"github.com/rowfate/rowfate/rows"
 )
 
-func cmdStatus(ctx context.Context, e *env, args []string) (int, error) {
-	pos, err := e.parse(flag.NewFlagSet("status", flag.ContinueOnError), args)
-	if err != nil {
-		return 0, err
+func (c *cli) statusCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "status <batch>",
+		Short: "Show a batch and its counts by state",
+		Long: `Show a batch: its status, source, kind, tenant and the number of rows in
+each state, with the commands that list the rows to look at, and the
+warnings its file gave (unknown columns, say). It changes nothing.
+
+Exit code 3 when the batch finished with invalid, failed, dead or unknown
+rows; 0 while it runs or when every row succeeded.`,
+		Example: `  batchctl status 7
+  batchctl status 7 -o json`,
+		Args: batchIDArg,
+		RunE: func(cmd *cobra.Command, a []string) error {
+			id, _ := parseBatchID(a[0])
+			app, err := c.open(cmd.Context(), readOnly)
+			if err != nil {
+				return err
+			}
+			defer app.close()
+			b, err := app.store.BatchGet(cmd.Context(), batch.BatchGetParams{TenantID: c.global.tenant, ID: id})
+			if err != nil {
+				return err
+			}
+			if err := c.printBatch(c.stdout, b, true); err != nil {
+				return err
+			}
+			if c.global.output == "text" {
+				for _, w := range b.Warnings {
+					fmt.Fprintf(c.stdout, "warning: %s\n", w)
+				}
+			}
+			if b.Status == batch.StatusRunning {
+				return nil
+			}
+			return exitWith(batchExit(b))
+		},
 	}
-	id, err := batchArg(pos)
-	if err != nil {
-		return 0, err
-	}
-	a, err := e.open(ctx, false)
-	if err != nil {
-		return 0, err
-	}
-	defer a.close()
-	b, err := a.store.BatchGet(ctx, batch.BatchGetParams{TenantID: e.tenant, ID: id})
-	if err != nil {
-		return 0, err
-	}
-	if err := e.printBatch(b, true); err != nil {
-		return 0, err
-	}
-	if e.output == "text" {
-		for _, w := range b.Warnings {
-			fmt.Fprintf(e.stdout, "warning: %s\n", w)
-		}
-	}
-	if b.Status == batch.StatusRunning {
-		return exitOK, nil
-	}
-	return batchExit(b), nil
 }
 
-func batchArg(pos []string) (int64, error) {
-	if len(pos) != 1 {
-		return 0, usagef("need exactly one <batch> id, got %d arguments", len(pos))
+// batchIDArg wants one positive batch id.
+func batchIDArg(_ *cobra.Command, a []string) error {
+	if len(a) != 1 {
+		return usagef("need exactly one <batch> id, got %d arguments", len(a))
 	}
-	id, err := strconv.ParseInt(pos[0], 10, 64)
+	_, err := parseBatchID(a[0])
+	return err
+}
+
+func parseBatchID(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || id <= 0 {
-		return 0, usagef("batch id must be a positive number, not %q", pos[0])
+		return 0, usagef("batch id must be a positive number, not %q", s)
 	}
 	return id, nil
-}
-
-// printBatch writes a batch summary; hints adds the commands to dig deeper.
-func (e *env) printBatch(b *batch.Batch, hints bool) error {
-	if e.output == "json" {
-		return e.json(b)
-	}
-	fmt.Fprintf(e.stdout, "batch %d  %s  %s  (%s, tenant %s)\n", b.ID, b.Status, b.SourceName, b.Kind, b.TenantID)
-	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	for _, s := range rows.States {
-		if n := b.Counts[s]; n > 0 {
-			fmt.Fprintf(tw, "  %s\t%d\t\n", s, n)
-		}
-	}
-	fmt.Fprintf(tw, "  total\t%d\t\n", b.Counts.Total())
-	if b.SkippedEmpty > 0 {
-		fmt.Fprintf(tw, "  empty rows skipped\t%d\t\n", b.SkippedEmpty)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if !hints {
-		return nil
-	}
-	for _, s := range []rows.State{rows.StateInvalid, rows.StateFailed, rows.StateDead, rows.StateUnknown} {
-		if b.Counts[s] > 0 {
-			fmt.Fprintf(e.stdout, "list the %s rows: batchctl rows %d --state %s%s\n", s, b.ID, s, e.flagsHint())
-		}
-	}
-	return nil
-}
-
-// flagsHint repeats the flags a follow-up command needs to see the same
-// batch.
-func (e *env) flagsHint() string {
-	h := ""
-	if e.tenant != "default" {
-		h += " --tenant " + e.tenant
-	}
-	if e.database != "rowfate.db" && !isPostgres(e.database) {
-		h += " --database " + e.database
-	}
-	return h
 }

@@ -20,7 +20,7 @@ func TestErrorReportXLSXLoop(t *testing.T) {
 		t.Fatalf("import: %s", r)
 	}
 	out := filepath.Join(t.TempDir(), "errors.xlsx")
-	r := c.run("errors", "1", "-o", out)
+	r := c.run("errors", "1", "-f", out)
 	if r.code != exitOK || !strings.Contains(r.stderr, "wrote 15 rows to "+out+"; fix them and run: batchctl import customers "+out) {
 		t.Fatalf("errors: %s", r)
 	}
@@ -99,7 +99,7 @@ func TestTemplateXLSX(t *testing.T) {
 	t.Parallel()
 	c := setup(t)
 	out := filepath.Join(t.TempDir(), "template.xlsx")
-	if r := run(t, "template", "customers", "-o", out); r.code != exitOK {
+	if r := run(t, "template", "customers", "-f", out); r.code != exitOK {
 		t.Fatalf("template: %s", r)
 	}
 	f, err := excelize.OpenFile(out)

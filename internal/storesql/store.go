@@ -42,6 +42,7 @@ type statements struct {
 	batchGet, batchList                                          string
 	findChunk, leaseChunk, markProcessing, recount, recountFree  string
 	leaseRenew, checkLease, rowsList, rowsCount, migrationsTable string
+	nextDue                                                      string
 	migrationsApplied, migrationInsert, schemaVersion            string
 }
 
@@ -95,6 +96,13 @@ func newStatements(d *Dialect) statements {
 			  AND ` + d.InText("ch.tenant_id", "$2") + `
 			ORDER BY ch.last_claimed_at NULLS FIRST, ch.batch_id, ch.chunk_no
 			LIMIT 1{skip_locked}`),
+		nextDue: d.Expand(`SELECT ch.batch_id, ch.chunk_no, ch.next_due_at, COALESCE(ch.lease_owner, ''), ch.lease_expires_at
+			FROM {t}batch_chunks ch JOIN {t}batches b ON b.id = ch.batch_id
+			WHERE ch.next_due_at IS NOT NULL AND b.status = 'running' AND NOT b.paused
+			  AND (CAST($1 AS bigint) = 0 OR ch.batch_id = $1)
+			  AND ` + d.InText("ch.tenant_id", "$2") + `
+			ORDER BY ch.next_due_at, ch.batch_id, ch.chunk_no
+			LIMIT 1`),
 		leaseChunk: d.Expand(`UPDATE {t}batch_chunks
 			SET lease_owner = $1, lease_token = lease_token + 1,
 			    lease_expires_at = {now} + CAST($2 AS bigint) * {ms}, last_claimed_at = {now}
@@ -420,6 +428,24 @@ func (s *Store) ChunkClaim(ctx context.Context, p driver.ChunkClaimParams) (*dri
 		return nil, err
 	}
 	return &l, nil
+}
+
+// ChunkNextDue returns the open chunk due soonest, or driver.ErrNoWork.
+func (s *Store) ChunkNextDue(ctx context.Context, p driver.ChunkNextDueParams) (*driver.ChunkDue, error) {
+	var (
+		d              driver.ChunkDue
+		due, leaseEnds Time
+	)
+	err := s.drv.DB().QueryRow(ctx, s.q.nextDue, p.BatchID, s.d.ListArg(p.TenantIDs)).
+		Scan(&d.BatchID, &d.ChunkNo, &due, &d.LeaseOwner, &leaseEnds)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, driver.ErrNoWork
+	}
+	if err != nil {
+		return nil, fmt.Errorf("next due chunk: %w", err)
+	}
+	d.DueAt, d.LeaseExpiresAt = due.Time, leaseEnds.Time
+	return &d, nil
 }
 
 // recount overwrites a chunk's counts and next_due_at from its rows, and

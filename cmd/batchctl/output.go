@@ -1,0 +1,130 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/rows"
+)
+
+// problemStates are the states a user has to look at.
+var problemStates = []rows.State{rows.StateInvalid, rows.StateFailed, rows.StateDead, rows.StateUnknown}
+
+// batchExit is the exit code a batch's outcome maps to.
+func batchExit(b *batch.Batch) int {
+	for _, s := range problemStates {
+		if b.Counts[s] > 0 {
+			return exitRows
+		}
+	}
+	return exitOK
+}
+
+// printBatch writes a batch summary; hints adds the commands to dig deeper.
+func (c *cli) printBatch(w io.Writer, b *batch.Batch, hints bool) error {
+	if c.global.output == "json" {
+		return jsonTo(w, b)
+	}
+	fmt.Fprintf(w, "batch %d  %s  %s  (%s, tenant %s)\n", b.ID, b.Status, b.SourceName, b.Kind, b.TenantID)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	for _, s := range rows.States {
+		if n := b.Counts[s]; n > 0 {
+			fmt.Fprintf(tw, "  %s\t%d\t\n", s, n)
+		}
+	}
+	fmt.Fprintf(tw, "  total\t%d\t\n", b.Counts.Total())
+	if b.SkippedEmpty > 0 {
+		fmt.Fprintf(tw, "  empty rows skipped\t%d\t\n", b.SkippedEmpty)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if !hints {
+		return nil
+	}
+	for _, s := range problemStates {
+		if b.Counts[s] > 0 {
+			fmt.Fprintf(w, "list the %s rows: batchctl rows %d --state %s%s\n", s, b.ID, s, c.hint())
+		}
+	}
+	return nil
+}
+
+// outputFile opens path for a command whose output is a file, or standard
+// output for "" and "-". The file is written to a temporary name and
+// renamed on commit, so a failed write never leaves half a file behind.
+func (c *cli) outputFile(path string) (w io.Writer, commit func() error, abort func(), err error) {
+	if path == "" || path == "-" {
+		return c.stdout, func() error { return nil }, func() {}, nil
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".batchctl-*.tmp")
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("create %s: %w", path, unwrapPath(err))
+	}
+	// CreateTemp makes the file private (0600); a report or export is an
+	// ordinary file, so give it the mode os.Create would (0666 less umask:
+	// Chmod does not apply the umask, so take the common 022 off).
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return nil, nil, nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	commit = func() error {
+		if err := tmp.Close(); err != nil {
+			os.Remove(tmp.Name())
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+		if err := os.Rename(tmp.Name(), path); err != nil {
+			os.Remove(tmp.Name())
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+		return nil
+	}
+	abort = func() { tmp.Close(); os.Remove(tmp.Name()) }
+	return tmp, commit, abort, nil
+}
+
+// unwrapPath drops the *PathError wrapper when the message names the file.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// recordLine shows a record as header=value pairs.
+func recordLine(header, values []string) string {
+	parts := make([]string, len(values))
+	for i, v := range values {
+		h := fmt.Sprintf("#%d", i+1)
+		if i < len(header) {
+			h = header[i]
+		}
+		parts[i] = fmt.Sprintf("%s=%q", h, v)
+	}
+	return strings.Join(parts, " ")
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = fmt.Sprintf("%q", s)
+	}
+	return out
+}
+
+// kindNames lists names for "known kinds: ..." messages.
+func kindNames(ks []batch.KindInfo) string {
+	names := make([]string, len(ks))
+	for i, k := range ks {
+		names[i] = k.Name
+	}
+	return strings.Join(names, ", ")
+}

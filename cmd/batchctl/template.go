@@ -1,0 +1,51 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+)
+
+type templateOptions struct {
+	file   string
+	format string
+}
+
+func (c *cli) templateCommand() *cobra.Command {
+	var o templateOptions
+	cmd := &cobra.Command{
+		Use:   "template <kind>",
+		Short: "Write an empty file with a kind's header and an example row",
+		Long: `Write the file a user fills in for an import of the kind: its header and,
+when the kind has one, an example row. As XLSX (--file ending in .xlsx, or
+--format xlsx) the header is frozen, required columns are marked and
+columns with fixed values offer them as a dropdown. It opens no database.`,
+		Example: `  batchctl template customers -f customers.xlsx
+  batchctl template customers > customers.csv`,
+		Args: args(1, "<kind>"),
+		RunE: func(_ *cobra.Command, a []string) error {
+			kind := a[0]
+			reg, err := registry()
+			if err != nil {
+				return err
+			}
+			if !reg.Has(kind) {
+				return usagef("unknown kind %q; known kinds: %s", kind, kindNames(reg.Kinds()))
+			}
+			format, err := fileFormat(o.format, o.file)
+			if err != nil {
+				return err
+			}
+			w, commit, abort, err := c.outputFile(o.file)
+			if err != nil {
+				return err
+			}
+			if err := writeTemplate(w, reg, kind, format); err != nil {
+				abort()
+				return err
+			}
+			return commit()
+		},
+	}
+	cmd.Flags().StringVarP(&o.file, "file", "f", "", "write the template to this file (default: standard output)")
+	cmd.Flags().StringVar(&o.format, "format", "", "csv or xlsx (default: from the --file name, else csv)")
+	return cmd
+}

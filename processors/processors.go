@@ -1,0 +1,56 @@
+// Package processors is the one place that wires the built-in kinds: a CLI,
+// a service, a worker binary or a user's own program registers every
+// built-in import and export kind with one call, instead of copying the
+// wiring.
+//
+// Each kind lives in its own package below this one (processors/customers).
+// ARCHITECTURE.md at the repository root describes how kinds fit the engine.
+package processors
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/processors/customers"
+)
+
+// Config is what the built-in kinds need to run.
+type Config struct {
+	// DB is the database the built-in kinds read and write (the demo
+	// customers table), the engine's own. It may be nil when no processor
+	// or export will run: listing kinds, a dry run, a template.
+	DB *sql.DB
+	// Dialect is DB's SQL flavour. Defaults to customers.SQLite.
+	Dialect customers.Dialect
+}
+
+// Register adds every built-in import and export kind to reg.
+func Register(reg *batch.Registry, cfg Config) error {
+	if cfg.Dialect == "" {
+		cfg.Dialect = customers.SQLite
+	}
+	if err := batch.Register(reg, customers.Kind(cfg.DB, cfg.Dialect)); err != nil {
+		return err
+	}
+	return batch.RegisterExport(reg, customers.ExportKind(cfg.DB))
+}
+
+// Registry returns a new registry with every built-in kind.
+func Registry(cfg Config) (*batch.Registry, error) {
+	reg := batch.NewRegistry()
+	if err := Register(reg, cfg); err != nil {
+		return nil, err
+	}
+	return reg, nil
+}
+
+// EnsureSchema creates the tables the built-in kinds write (the customers
+// table), for commands that will run processors. Read-only commands do
+// not call it.
+func EnsureSchema(ctx context.Context, cfg Config) error {
+	if cfg.Dialect == "" {
+		cfg.Dialect = customers.SQLite
+	}
+	return customers.EnsureSchema(ctx, cfg.DB, cfg.Dialect)
+}
