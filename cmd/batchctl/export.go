@@ -5,13 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/processors/customers"
 	"github.com/rowfate/rowfate/rows"
+	"github.com/rowfate/rowfate/rows/fileformat"
 )
 
 // exportFunc runs one export kind on a wired app.
@@ -58,14 +58,11 @@ func cmdExport(ctx context.Context, e *env, args []string) (int, error) {
 		sort.Strings(names)
 		return 0, usagef("unknown export kind %q; known kinds: %s", kind, strings.Join(names, ", "))
 	}
-	f := batch.Format(strings.ToLower(*format))
-	switch {
-	case f == "" && strings.EqualFold(filepath.Ext(e.output), ".xlsx"):
-		f = batch.FormatXLSX
-	case f == "":
-		f = batch.FormatCSV
-	case f != batch.FormatCSV && f != batch.FormatXLSX:
-		return 0, usagef("--format must be csv or xlsx, not %q", *format)
+	f := fileformat.ForName(e.output)
+	if *format != "" {
+		if f, err = fileformat.Lookup(*format); err != nil {
+			return 0, usagef("--format must be %s, not %q", orList(fileformat.Names()), *format)
+		}
 	}
 	toStdout := e.output == "" || e.output == "-"
 	if !toStdout {
@@ -88,7 +85,7 @@ func cmdExport(ctx context.Context, e *env, args []string) (int, error) {
 	if toStdout {
 		name = "-"
 	}
-	b, err := run(ctx, a, batch.ExportParams{TenantID: e.tenant, DestName: name, Dest: w, Format: f, Sheet: *sheet})
+	b, err := run(ctx, a, batch.ExportParams{TenantID: e.tenant, DestName: name, Dest: w, Format: f.Name(), Write: rows.WriteOptions{Sheet: *sheet}})
 	if err != nil {
 		abort()
 		return 0, err
@@ -105,10 +102,10 @@ func cmdExport(ctx context.Context, e *env, args []string) (int, error) {
 	return batchExit(b), nil
 }
 
-// xlsxFlags adds the XLSX reader's flags to an import-like command.
-func xlsxFlags(fs *flag.FlagSet) *rows.XLSXOptions {
-	o := &rows.XLSXOptions{}
-	fs.StringVar(&o.Sheet, "sheet", "", "XLSX: sheet name or 1-based position (default: the first visible sheet)")
-	fs.Int64Var(&o.HeaderRow, "header-row", 0, "XLSX: 1-based row of the header (default: the first non-empty row that is not a title)")
-	return o
+// orList joins names for a message: "csv or xlsx", "csv, ods or xlsx".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }

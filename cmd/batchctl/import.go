@@ -17,8 +17,7 @@ func cmdImport(ctx context.Context, e *env, args []string) (int, error) {
 	workers := fs.Int("workers", 2, "concurrent workers")
 	noWork := fs.Bool("no-work", false, "only ingest; leave the valid rows for `batchctl worker`")
 	dryRun := fs.Bool("dry-run", false, "validate every row and report; create no batch, run no processor")
-	csvOpts := csvFlags(fs)
-	xlsxOpts := xlsxFlags(fs)
+	readOpts := readFlags(fs)
 	pos, err := e.parse(fs, args)
 	if err != nil {
 		return 0, err
@@ -34,7 +33,7 @@ func cmdImport(ctx context.Context, e *env, args []string) (int, error) {
 	if !known.Has(kind) {
 		return 0, usagef("unknown kind %q; known kinds: %s", kind, kindNames(known))
 	}
-	opts, err := csvOpts()
+	opts, err := readOpts()
 	if err != nil {
 		return 0, err
 	}
@@ -48,7 +47,7 @@ func cmdImport(ctx context.Context, e *env, args []string) (int, error) {
 	}
 	if *dryRun {
 		// No database: a dry run must not even create one.
-		res, err := known.DryRun(ctx, batch.ImportParams{TenantID: e.tenant, Kind: kind, SourceName: path, Source: f, CSV: opts, XLSX: xlsxOpts})
+		res, err := known.DryRun(ctx, batch.ImportParams{TenantID: e.tenant, Kind: kind, SourceName: path, Source: f, Read: opts})
 		if err != nil {
 			return 0, err
 		}
@@ -60,7 +59,7 @@ func cmdImport(ctx context.Context, e *env, args []string) (int, error) {
 		return 0, err
 	}
 	defer a.close()
-	b, err := a.engine.Import(ctx, batch.ImportParams{TenantID: e.tenant, Kind: kind, SourceName: path, Source: f, CSV: opts, XLSX: xlsxOpts})
+	b, err := a.engine.Import(ctx, batch.ImportParams{TenantID: e.tenant, Kind: kind, SourceName: path, Source: f, Read: opts})
 	if err != nil {
 		return 0, err
 	}

@@ -14,22 +14,29 @@ import (
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/processors/customers"
 	"github.com/rowfate/rowfate/rows"
+	"github.com/rowfate/rowfate/rows/csvfile"
 )
 
-// csvFlags adds --encoding and --delimiter to a command and returns a
-// function that turns them into CSV options once the flags are parsed.
-func csvFlags(fs *flag.FlagSet) func() (*rows.CSVOptions, error) {
+// readFlags adds the reader's flags to an import-like command
+// (--encoding and --delimiter for CSV, --sheet and --header-row for XLSX)
+// and returns a function that turns them into read options once the flags
+// are parsed.
+func readFlags(fs *flag.FlagSet) func() (rows.ReadOptions, error) {
 	enc := fs.String("encoding", "", "character set: utf-8, utf-16, utf-16le, utf-16be, windows-1252 (default: detect)")
 	delim := fs.String("delimiter", "", "field delimiter: , ; tab | or any one character (default: sniff)")
-	return func() (*rows.CSVOptions, error) {
-		d, err := rows.ParseDelimiter(*delim)
+	var o rows.ReadOptions
+	fs.StringVar(&o.Sheet, "sheet", "", "XLSX: sheet name or 1-based position (default: the first visible sheet)")
+	fs.Int64Var(&o.HeaderRow, "header-row", 0, "XLSX: 1-based row of the header (default: the first non-empty row that is not a title)")
+	return func() (rows.ReadOptions, error) {
+		d, err := csvfile.ParseDelimiter(*delim)
 		if err != nil {
-			return nil, usagef("--delimiter: %v", err)
+			return rows.ReadOptions{}, usagef("--delimiter: %v", err)
 		}
-		if _, err := rows.CanonicalEncoding(*enc); err != nil {
-			return nil, usagef("--encoding: %v", err)
+		if _, err := csvfile.CanonicalEncoding(*enc); err != nil {
+			return rows.ReadOptions{}, usagef("--encoding: %v", err)
 		}
-		return &rows.CSVOptions{Encoding: *enc, Comma: d}, nil
+		o.Encoding, o.Delimiter = *enc, d
+		return o, nil
 	}
 }
 
@@ -49,7 +56,7 @@ func openInput(path string) (*os.File, error) {
 // previewResult is what `batchctl preview` shows, also as JSON.
 type previewResult struct {
 	File string `json:"file"`
-	batch.SourceInfo
+	rows.SourceInfo
 	Header []string      `json:"header"`
 	Rows   []rows.Record `json:"rows"`
 	Kind   *previewKind  `json:"kind,omitempty"`
@@ -75,8 +82,7 @@ func cmdPreview(_ context.Context, e *env, args []string) (int, error) {
 	fs := flag.NewFlagSet("preview", flag.ContinueOnError)
 	kind := fs.String("kind", "", "also show how the header maps onto this kind's columns")
 	n := fs.Int("rows", 5, "show this many data rows")
-	csvOpts := csvFlags(fs)
-	xlsxOpts := xlsxFlags(fs)
+	readOpts := readFlags(fs)
 	pos, err := e.parse(fs, args)
 	if err != nil {
 		return 0, err
@@ -94,7 +100,7 @@ func cmdPreview(_ context.Context, e *env, args []string) (int, error) {
 	if *kind != "" && !reg.Has(*kind) {
 		return 0, usagef("unknown kind %q; known kinds: %s", *kind, kindNames(reg))
 	}
-	opts, err := csvOpts()
+	opts, err := readOpts()
 	if err != nil {
 		return 0, err
 	}
@@ -104,14 +110,12 @@ func cmdPreview(_ context.Context, e *env, args []string) (int, error) {
 		return 0, err
 	}
 	defer f.Close()
-	r, err := batch.OpenReader(bufio.NewReader(f), batch.ImportParams{SourceName: path, CSV: opts, XLSX: xlsxOpts})
+	r, err := batch.OpenReader(bufio.NewReader(f), batch.ImportParams{SourceName: path, Read: opts})
 	if err != nil {
 		return 0, err
 	}
-	if c, ok := r.(io.Closer); ok {
-		defer c.Close()
-	}
-	res := previewResult{File: path, SourceInfo: batch.DescribeReader(r), Header: r.Header(), Rows: []rows.Record{}}
+	defer r.Close()
+	res := previewResult{File: path, SourceInfo: r.Info(), Header: r.Header(), Rows: []rows.Record{}}
 	for len(res.Rows) < *n {
 		rec, err := r.Next()
 		if errors.Is(err, io.EOF) {
@@ -153,7 +157,7 @@ func previewMapping(reg *batch.Registry, kind string, header []string) *previewK
 	return pk
 }
 
-func (e *env) printPreview(res *previewResult, opts *rows.CSVOptions) {
+func (e *env) printPreview(res *previewResult, opts rows.ReadOptions) {
 	how := func(declared bool, detected string) string {
 		if declared {
 			return "as given"
@@ -167,7 +171,7 @@ func (e *env) printPreview(res *previewResult, opts *rows.CSVOptions) {
 		fmt.Fprintf(w, "sheet      %q, header on row %d\n", res.Sheet, res.HeaderRow)
 	} else {
 		fmt.Fprintf(w, "encoding   %s (%s)\n", res.Encoding, how(opts.Encoding != "", "detected"))
-		fmt.Fprintf(w, "delimiter  %s (%s)\n", res.Delimiter, how(opts.Comma != 0, "sniffed"))
+		fmt.Fprintf(w, "delimiter  %s (%s)\n", res.Delimiter, how(opts.Delimiter != 0, "sniffed"))
 	}
 	fmt.Fprintf(w, "header     %s\n", strings.Join(quoteAll(res.Header), " | "))
 	if len(res.Rows) == 0 {

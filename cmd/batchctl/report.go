@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/processors/customers"
 	"github.com/rowfate/rowfate/rows"
+	"github.com/rowfate/rowfate/rows/fileformat"
 )
 
 // outputFile opens the file -o names for a command whose output is a
@@ -47,15 +47,6 @@ func (e *env) outputFile() (w io.Writer, commit func() error, abort func(), err 
 	}
 	abort = func() { tmp.Close(); os.Remove(tmp.Name()) }
 	return tmp, commit, abort, nil
-}
-
-// fileFormat picks a written file's format from its name: .xlsx is XLSX,
-// anything else (and standard output) CSV.
-func fileFormat(path string) batch.Format {
-	if strings.EqualFold(filepath.Ext(path), ".xlsx") {
-		return batch.FormatXLSX
-	}
-	return batch.FormatCSV
 }
 
 func dirOf(path string) string {
@@ -97,7 +88,7 @@ func cmdErrors(ctx context.Context, e *env, args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := a.engine.ErrorReport(ctx, batch.ErrorReportParams{TenantID: e.tenant, BatchID: id, States: want, Format: fileFormat(e.output)}, w)
+	n, err := a.engine.ErrorReport(ctx, batch.ErrorReportParams{TenantID: e.tenant, BatchID: id, States: want, Format: fileformat.ForName(e.output).Name()}, w)
 	if err != nil {
 		abort()
 		return 0, err
@@ -115,7 +106,7 @@ func cmdErrors(ctx context.Context, e *env, args []string) (int, error) {
 	return exitOK, nil
 }
 
-// cmdTemplate writes an empty CSV with a kind's header and example row.
+// cmdTemplate writes an empty file with a kind's header and example row.
 func cmdTemplate(_ context.Context, e *env, args []string) (int, error) {
 	e.outPath = true
 	pos, err := e.parse(flag.NewFlagSet("template", flag.ContinueOnError), args)
@@ -132,7 +123,7 @@ func cmdTemplate(_ context.Context, e *env, args []string) (int, error) {
 	if !reg.Has(pos[0]) {
 		return 0, usagef("unknown kind %q; known kinds: %s", pos[0], kindNames(reg))
 	}
-	header, example, err := reg.Template(pos[0])
+	cols, err := reg.TemplateColumns(pos[0])
 	if err != nil {
 		return 0, err
 	}
@@ -140,28 +131,9 @@ func cmdTemplate(_ context.Context, e *env, args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if fileFormat(e.output) == batch.FormatXLSX {
-		cols, err := reg.TemplateColumns(pos[0])
-		if err == nil {
-			err = rows.WriteTemplateXLSX(w, cols, pos[0])
-		}
-		if err != nil {
-			abort()
-			return 0, err
-		}
-		return exitOK, commit()
-	}
-	cw, err := rows.NewCSVWriter(w, nil)
-	if err == nil {
-		err = cw.Write(header)
-	}
-	if err == nil && example != nil {
-		err = cw.Write(example)
-	}
-	if err == nil {
-		err = cw.Flush()
-	}
-	if err != nil {
+	// The -o file's extension picks the format (.xlsx, else CSV); a
+	// template to standard output is CSV.
+	if err := fileformat.ForName(e.output).WriteTemplate(w, cols, pos[0]); err != nil {
 		abort()
 		return 0, err
 	}
