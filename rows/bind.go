@@ -28,8 +28,9 @@ var DefaultTimeLayouts = []string{"2006-01-02", time.RFC3339, "2006-01-02 15:04:
 //   - `layout:"2006-01-02|02/01/2006"` (time.Time): the layouts tried in
 //     order; DefaultTimeLayouts without one.
 //   - `excel:"1904"` (time.Time): a plain number that no layout parses is
-//     an Excel serial date; the 1900 date system (Windows Excel, with its
-//     phantom 1900-02-29) is the default, "1904" selects the old Mac
+//     an Excel serial date (ExcelSerialTime, as the XLSX reader converts
+//     date cells); the 1900 date system (Windows Excel, whose phantom
+//     1900-02-29 is a bad_date) is the default, "1904" selects the old Mac
 //     system, "off" refuses serial numbers.
 //   - `bool:"ja|oui,nein|non"` (bool): more words for true, then after the
 //     comma for false, on top of true/false/yes/no/y/n/1/0.
