@@ -28,7 +28,7 @@ test: ## Full test suite with -race against PostgreSQL (throwaway server unless 
 	ROWFATE_REQUIRE_POSTGRES=1 scripts/with-postgres.sh $(GO) test -race -count=1 -timeout 40m $(PKGS)
 	@# Peak-memory bounds measured on child processes mean nothing under the
 	@# race detector's own overhead, so those tests skip with -race: run them here.
-	$(GO) test -count=1 -run 'Memory' ./rows/
+	$(GO) test -count=1 -run 'Memory' ./rows/...
 	@$(MAKE) --no-print-directory fuzz-short
 
 fuzz-short: ## Run every Fuzz* target briefly, FUZZSHORT each (default 10s)

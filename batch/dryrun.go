@@ -14,28 +14,10 @@ import (
 // first ones, in row order.
 const DryRunMaxErrors = 20
 
-// SourceInfo is what a reader found out about a source: its format and,
-// for CSV, the encoding and delimiter used (declared or detected), or, for
-// a workbook, its sheets in tab order, the one read and its header's row.
-type SourceInfo struct {
-	Format    Format   `json:"format"`
-	Encoding  string   `json:"encoding,omitempty"`
-	Delimiter string   `json:"delimiter,omitempty"`
-	Sheets    []string `json:"sheets,omitempty"`
-	Sheet     string   `json:"sheet,omitempty"`
-	HeaderRow int64    `json:"header_row,omitempty"`
-}
-
-// DescribeReader returns the SourceInfo of a reader OpenReader returned.
-func DescribeReader(r rows.Reader) SourceInfo {
-	switch r := r.(type) {
-	case *rows.CSVReader:
-		return SourceInfo{Format: FormatCSV, Encoding: r.Encoding(), Delimiter: rows.DelimiterName(r.Comma())}
-	case *rows.XLSXReader:
-		return SourceInfo{Format: FormatXLSX, Sheets: r.Sheets(), Sheet: r.Sheet(), HeaderRow: r.HeaderRow()}
-	}
-	return SourceInfo{}
-}
+// SourceInfo is what a reader found out about a source (rows.Reader's
+// Info): its format and, for CSV, the encoding and delimiter used, or, for
+// a workbook, its sheets, the one read and its header's row.
+type SourceInfo = rows.SourceInfo
 
 // DryRunResult is what an import of a file would give, without the batch.
 type DryRunResult struct {
@@ -70,15 +52,13 @@ func (r *Registry) DryRun(ctx context.Context, p ImportParams) (*DryRunResult, e
 	if err != nil {
 		return nil, err
 	}
-	if c, ok := cr.(io.Closer); ok {
-		defer c.Close()
-	}
+	defer cr.Close()
 	m, err := k.mapHeader(cr.Header())
 	if err != nil {
 		return nil, &rows.FileError{File: p.SourceName, Line: headerLine(cr), Err: err}
 	}
 	res := &DryRunResult{
-		Kind: p.Kind, SourceName: p.SourceName, SourceInfo: DescribeReader(cr),
+		Kind: p.Kind, SourceName: p.SourceName, SourceInfo: cr.Info(),
 		Header: cr.Header(), Counts: rows.Counts{}, Warnings: unknownWarning(m),
 	}
 	chk := newRowChecker(k, m)

@@ -11,11 +11,10 @@ import (
 	"io"
 	"iter"
 	"os"
-	"path/filepath"
 	"reflect"
-	"strings"
 
 	"github.com/rowfate/rowfate/rows"
+	"github.com/rowfate/rowfate/rows/fileformat"
 )
 
 // CodeExport is the row error code of a row an export's source could not
@@ -63,16 +62,14 @@ type ExportParams struct {
 	// Dest holds a partial file: write to a temporary file and rename it
 	// on success (batchctl export does).
 	Dest io.Writer
-	// Format is FormatCSV or FormatXLSX. Defaults from DestName.
+	// Format is the file's format as package fileformat names it
+	// (FormatCSV, FormatXLSX). Defaults from DestName (fileformat.ForName).
 	Format Format
-	// Sheet names the XLSX sheet. Defaults to the kind's name.
-	Sheet string
-	// CSV tunes the CSV writer (delimiter, byte order mark). Its Unsafe
-	// field is ignored: protection is per column.
-	CSV *rows.CSVWriterOptions
-	// TmpDir is where the rows' outcomes and excelize's sheet spill while
-	// the file is written. Defaults to os.TempDir().
-	TmpDir string
+	// Write tunes the file's writer. Its Sheet names the XLSX sheet and
+	// defaults to the kind's name; its TmpDir is also where the rows'
+	// outcomes spool while the file is written; Comma and NoBOM tune CSV.
+	// Protection against formula injection is per column, not here.
+	Write rows.WriteOptions
 }
 
 // exportOutcome is one row's outcome, spooled to disk until the file is
@@ -111,15 +108,13 @@ func Export[T any](ctx context.Context, e *Engine, k ExportKind[T], p ExportPara
 	if p.TenantID == "" {
 		p.TenantID = "default"
 	}
-	format := p.Format
-	if format == "" {
-		format = FormatCSV
-		if strings.EqualFold(filepath.Ext(p.DestName), ".xlsx") {
-			format = FormatXLSX
+	format := fileformat.ForName(p.DestName)
+	if p.Format != "" {
+		f, err := fileformat.Lookup(p.Format)
+		if err != nil {
+			return nil, fmt.Errorf("export %s: %w", k.Name, err)
 		}
-	}
-	if format != FormatCSV && format != FormatXLSX {
-		return nil, fmt.Errorf("export %s: unknown format %q", k.Name, format)
+		format = f
 	}
 	enc, err := newExportEncoder(reflect.TypeFor[T](), k.RawColumns)
 	if err != nil {
@@ -130,7 +125,7 @@ func Export[T any](ctx context.Context, e *Engine, k ExportKind[T], p ExportPara
 		chunkSize = 1000
 	}
 
-	spool, err := os.CreateTemp(p.TmpDir, "rowfate-export-*")
+	spool, err := os.CreateTemp(p.Write.TmpDir, "rowfate-export-*")
 	if err != nil {
 		return nil, fmt.Errorf("export %s: spool: %w", k.Name, err)
 	}
@@ -141,16 +136,20 @@ func Export[T any](ctx context.Context, e *Engine, k ExportKind[T], p ExportPara
 	digest := sha256.New()
 	out := io.MultiWriter(p.Dest, digest)
 	header := enc.header()
-	w, err := newExportWriter(out, format, header, p, k.Name)
+	wo := p.Write
+	if wo.Sheet == "" {
+		wo.Sheet = k.Name
+	}
+	w, err := format.NewWriter(out, header, wo)
 	if err != nil {
 		return nil, fmt.Errorf("export %s: %w", k.Name, err)
 	}
 	n, err := writeExport(ctx, k, enc, w, spool)
 	if err != nil {
-		w.abort()
+		w.Abort()
 		return nil, fmt.Errorf("export %s: %w", k.Name, err)
 	}
-	if err := w.close(); err != nil {
+	if err := w.Close(); err != nil {
 		return nil, fmt.Errorf("export %s: %w", k.Name, err)
 	}
 
@@ -194,7 +193,7 @@ func Export[T any](ctx context.Context, e *Engine, k ExportKind[T], p ExportPara
 
 // writeExport reads the kind's rows, writes each to the file and spools its
 // outcome. It returns the number of rows.
-func writeExport[T any](ctx context.Context, k ExportKind[T], enc *exportEncoder, w *exportWriter, spool io.Writer) (int64, error) {
+func writeExport[T any](ctx context.Context, k ExportKind[T], enc *exportEncoder, w rows.Writer, spool io.Writer) (int64, error) {
 	bw := bufio.NewWriterSize(spool, 64<<10)
 	js := json.NewEncoder(bw)
 	cells := make([]rows.Cell, len(enc.cols))
@@ -222,7 +221,7 @@ func writeExport[T any](ctx context.Context, k ExportKind[T], enc *exportEncoder
 			if len(errs) > 0 {
 				o.Failed, o.Errors = true, errs
 			} else {
-				werr := w.write(cells)
+				werr := w.WriteRow(cells)
 				var fe *rows.FieldError
 				switch {
 				case errors.As(werr, &fe):
@@ -264,67 +263,4 @@ func exportRowErrors(err error) ([]rows.FieldError, bool) {
 		return []rows.FieldError{{Code: CodeExport, Message: err.Error()}}, true
 	}
 	return nil, false
-}
-
-// exportWriter is the CSV or XLSX writer of an export.
-type exportWriter struct {
-	csv  *rows.CSVWriter
-	xlsx *rows.XLSXWriter
-	buf  []string
-}
-
-func newExportWriter(out io.Writer, format Format, header []string, p ExportParams, kind string) (*exportWriter, error) {
-	if format == FormatXLSX {
-		sheet := p.Sheet
-		if sheet == "" {
-			sheet = kind
-		}
-		xw, err := rows.NewXLSXWriter(out, header, &rows.XLSXWriterOptions{Sheet: sheet, TmpDir: p.TmpDir})
-		if err != nil {
-			return nil, err
-		}
-		return &exportWriter{xlsx: xw}, nil
-	}
-	var o rows.CSVWriterOptions
-	if p.CSV != nil {
-		o = *p.CSV
-	}
-	o.Unsafe = true // SafeCell is applied per column, below
-	cw, err := rows.NewCSVWriter(out, &o)
-	if err != nil {
-		return nil, err
-	}
-	safe := make([]string, len(header))
-	for i, h := range header {
-		safe[i] = rows.SafeCell(h)
-	}
-	if err := cw.Write(safe); err != nil {
-		return nil, err
-	}
-	return &exportWriter{csv: cw}, nil
-}
-
-// write writes one row. A *rows.FieldError is a row the format cannot hold.
-func (w *exportWriter) write(cells []rows.Cell) error {
-	if w.xlsx != nil {
-		return w.xlsx.WriteRow(cells)
-	}
-	w.buf = w.buf[:0]
-	for _, c := range cells {
-		w.buf = append(w.buf, c.Safe())
-	}
-	return w.csv.Write(w.buf)
-}
-
-func (w *exportWriter) close() error {
-	if w.xlsx != nil {
-		return w.xlsx.Close()
-	}
-	return w.csv.Flush()
-}
-
-func (w *exportWriter) abort() {
-	if w.xlsx != nil {
-		w.xlsx.Abort()
-	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/processors/customers"
 	"github.com/rowfate/rowfate/rows"
+	"github.com/rowfate/rowfate/rows/xlsxfile"
 	"github.com/rowfate/rowfate/store/storetest"
 )
 
@@ -148,7 +149,7 @@ func TestExportRoundTrip(t *testing.T) {
 
 		for _, name := range []string{"out.xlsx", "out.csv"} {
 			var file bytes.Buffer
-			b, err := batch.Export(ctx, e, customers.ExportKind(bd.db), batch.ExportParams{DestName: name, Dest: &file, TmpDir: t.TempDir()})
+			b, err := batch.Export(ctx, e, customers.ExportKind(bd.db), batch.ExportParams{DestName: name, Dest: &file, Write: rows.WriteOptions{TmpDir: t.TempDir()}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -262,7 +263,7 @@ func TestExportOutcomes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var file bytes.Buffer
-		b, err := batch.Export(ctx, e, kind, batch.ExportParams{DestName: "things." + string(tt.format), Dest: &file, TmpDir: t.TempDir()})
+		b, err := batch.Export(ctx, e, kind, batch.ExportParams{DestName: "things." + string(tt.format), Dest: &file, Write: rows.WriteOptions{TmpDir: t.TempDir()}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -294,7 +295,7 @@ func TestExportOutcomes(t *testing.T) {
 			}
 		}
 		if tt.format == batch.FormatXLSX {
-			xr, err := rows.NewXLSXReader(bytes.NewReader(file.Bytes()), "things.xlsx", &rows.XLSXOptions{TmpDir: t.TempDir(), KeepFormulaQuote: true})
+			xr, err := xlsxfile.NewReader(bytes.NewReader(file.Bytes()), "things.xlsx", &xlsxfile.Options{TmpDir: t.TempDir(), KeepFormulaQuote: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -327,7 +328,7 @@ func TestExportOutcomes(t *testing.T) {
 			}
 		}
 	}
-	_, err = batch.Export(ctx, e, broken, batch.ExportParams{DestName: "x.csv", Dest: &bytes.Buffer{}, TmpDir: t.TempDir()})
+	_, err = batch.Export(ctx, e, broken, batch.ExportParams{DestName: "x.csv", Dest: &bytes.Buffer{}, Write: rows.WriteOptions{TmpDir: t.TempDir()}})
 	if err == nil || !strings.Contains(err.Error(), "connection reset") {
 		t.Fatalf("want the source's error, got %v", err)
 	}

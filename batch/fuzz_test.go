@@ -1,6 +1,7 @@
 package batch_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/processors/customers"
 	"github.com/rowfate/rowfate/rows"
+	"github.com/rowfate/rowfate/rows/fileformat"
 )
 
 // FuzzDryRunOutcomes feeds arbitrary files through every phase of the
@@ -31,9 +33,9 @@ func FuzzDryRunOutcomes(f *testing.F) {
 	if err := batch.Register(reg, customers.Kind(nil, customers.SQLite)); err != nil {
 		f.Fatal(err)
 	}
-	opts := &rows.CSVOptions{MaxLineBytes: 512, MaxCellBytes: 64}
+	read := rows.ReadOptions{MaxLineBytes: 512, MaxCellBytes: 64, TmpDir: f.TempDir()}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		res, err := reg.DryRun(context.Background(), batch.ImportParams{Kind: customers.Name, SourceName: "fuzz.csv", Source: bytes.NewReader(data), CSV: opts})
+		res, err := reg.DryRun(context.Background(), batch.ImportParams{Kind: customers.Name, SourceName: "fuzz.csv", Source: bytes.NewReader(data), Read: read})
 		if err != nil {
 			var fe *rows.FileError
 			if !errors.As(err, &fe) {
@@ -41,11 +43,13 @@ func FuzzDryRunOutcomes(f *testing.F) {
 			}
 			return
 		}
-		// Count the records the reader yields on its own.
-		r, err := rows.NewCSVReader(bytes.NewReader(data), "fuzz.csv", opts)
+		// Count the records the reader yields on its own, in the format
+		// the engine detected.
+		r, err := fileformat.Open(bufio.NewReader(bytes.NewReader(data)), "fuzz.csv", "", read)
 		if err != nil {
 			t.Fatalf("the dry run read the file, the reader alone did not: %v", err)
 		}
+		defer r.Close()
 		var n int64
 		for {
 			if _, err := r.Next(); errors.Is(err, io.EOF) {

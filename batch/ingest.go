@@ -10,6 +10,7 @@ import (
 	"io"
 
 	"github.com/rowfate/rowfate/rows"
+	"github.com/rowfate/rowfate/rows/fileformat"
 )
 
 // ImportParams describe one file to import.
@@ -22,50 +23,41 @@ type ImportParams struct {
 	SourceName string
 	// Source is read once, streaming.
 	Source io.Reader
-	// CSV tunes the CSV reader.
-	CSV *rows.CSVOptions
-	// Format is FormatCSV or FormatXLSX. Defaults to detection from the
-	// source's first bytes and name (rows.IsXLSX): a zip or OLE signature,
-	// or an .xlsx/.xls name, is XLSX; anything else CSV.
+	// Format names the source's format as package fileformat knows it
+	// (FormatCSV, FormatXLSX). Defaults to detection from the source's
+	// first bytes and name (fileformat.Detect): a zip or OLE signature, or
+	// an .xlsx/.xls name, is XLSX; anything else CSV.
 	Format Format
-	// XLSX tunes the XLSX reader: sheet, header row, limits.
-	XLSX *rows.XLSXOptions
+	// Read is what the user told the reader: encoding and delimiter (CSV),
+	// sheet and header row (XLSX), limits. The zero value detects.
+	Read rows.ReadOptions
 }
 
-// Format is the file format of an import or an export.
-type Format string
+// Format names a file format of an import or an export, as package
+// fileformat knows it: the formats and their names are fileformat's.
+type Format = string
 
-// The formats.
+// The formats' names.
 const (
-	FormatCSV  Format = "csv"
-	FormatXLSX Format = "xlsx"
+	FormatCSV  = fileformat.CSV
+	FormatXLSX = fileformat.XLSX
 )
 
 // OpenReader opens the reader an import of p would use, detecting the
 // format (by content, then name) when p has none: for a preview, or any
 // caller that wants to read a source the way the engine does. src must be
-// buffered so that the detection can peek. A reader that holds temporary
-// files (XLSX) is an io.Closer: close it.
+// buffered so that the detection can peek. Close the reader when done: a
+// workbook reader holds temporary files.
 func OpenReader(src *bufio.Reader, p ImportParams) (rows.Reader, error) {
 	return openReader(src, p)
 }
 
 func openReader(src *bufio.Reader, p ImportParams) (rows.Reader, error) {
-	format := p.Format
-	if format == "" {
-		head, _ := src.Peek(8)
-		format = FormatCSV
-		if rows.IsXLSX(head, p.SourceName) {
-			format = FormatXLSX
-		}
+	r, err := fileformat.Open(src, p.SourceName, p.Format, p.Read)
+	if errors.Is(err, fileformat.ErrUnknown) {
+		return nil, fmt.Errorf("import %s: %w", p.SourceName, err)
 	}
-	switch format {
-	case FormatCSV:
-		return rows.NewCSVReader(src, p.SourceName, p.CSV)
-	case FormatXLSX:
-		return rows.NewXLSXReader(src, p.SourceName, p.XLSX)
-	}
-	return nil, fmt.Errorf("import %s: unknown format %q", p.SourceName, format)
+	return r, err
 }
 
 // Import reads a CSV or XLSX source streaming, validates every row in the kind's
@@ -89,9 +81,7 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*Batch, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c, ok := r.(io.Closer); ok {
-		defer c.Close()
-	}
+	defer r.Close()
 	m, err := k.mapHeader(r.Header())
 	if err != nil {
 		line := headerLine(r)
@@ -151,10 +141,11 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*Batch, error) {
 }
 
 // headerLine is the line (CSV) or sheet row (XLSX) of a reader's header,
-// for errors about the header.
+// for errors about the header: a sheet's header need not be its first row,
+// and a text file's is reported as line 1.
 func headerLine(r rows.Reader) int64 {
-	if hr, ok := r.(interface{ HeaderRow() int64 }); ok {
-		return hr.HeaderRow() // a sheet's header need not be its first row
+	if n := r.Info().HeaderRow; n > 0 {
+		return n
 	}
 	return 1
 }

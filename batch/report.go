@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/rowfate/rowfate/rows"
+	"github.com/rowfate/rowfate/rows/fileformat"
 )
 
 // ReportStates are the states an error report lists by default: the rows
@@ -19,14 +20,15 @@ type ErrorReportParams struct {
 	BatchID  int64
 	// States selects the rows. Defaults to ReportStates.
 	States []rows.State
-	// Format is FormatCSV (the default) or FormatXLSX.
+	// Format is the report's format as package fileformat names it
+	// (FormatCSV, FormatXLSX). Defaults to CSV.
 	Format Format
 }
 
 // The columns an error report adds to the file's own.
 const (
-	ReportRowColumn   = "row"
-	ReportErrorColumn = "error"
+	ReportRowColumn   = rows.ReportRowColumn
+	ReportErrorColumn = rows.ReportErrorColumn
 )
 
 // ErrorReport writes a batch's problem rows as a file a user can fix and
@@ -35,9 +37,9 @@ const (
 // column ("email: must be a valid email; amount: must be ≥ 0"). Every cell
 // is neutralised against formula injection by rows.SafeCell.
 //
-// As CSV it is UTF-8 with a byte order mark. As XLSX the header is bold and
-// frozen and each cell an error names is highlighted with the message as a
-// comment (rows.WriteErrorReportXLSX).
+// The format writes it (fileformat.Format.WriteErrorReport): as CSV it is
+// UTF-8 with a byte order mark; as XLSX the header is bold and frozen and
+// each cell an error names is highlighted with the message as a comment.
 //
 // Importing the fixed report works: the kind ignores the row and error
 // columns as unknown, the reader takes SafeCell's apostrophe off again,
@@ -52,6 +54,14 @@ func (e *Engine) ErrorReport(ctx context.Context, p ErrorReportParams, w io.Writ
 	states := p.States
 	if len(states) == 0 {
 		states = ReportStates
+	}
+	format := fileformat.Default()
+	if p.Format != "" {
+		f, err := fileformat.Lookup(p.Format)
+		if err != nil {
+			return 0, fmt.Errorf("error report of batch %d: %w", p.BatchID, err)
+		}
+		format = f
 	}
 	b, err := e.store.BatchGet(ctx, BatchGetParams{TenantID: p.TenantID, ID: p.BatchID})
 	if err != nil {
@@ -94,27 +104,7 @@ func (e *Engine) ErrorReport(ctx context.Context, p ErrorReportParams, w io.Writ
 			after = page[len(page)-1].RowNo
 		}
 	}
-	if p.Format == FormatXLSX {
-		return rows.WriteErrorReportXLSX(w, header, src, nil)
-	}
-	cw, err := rows.NewCSVWriter(w, nil)
-	if err != nil {
-		return 0, err
-	}
-	if err := cw.Write(append(slices.Clone(header), ReportRowColumn, ReportErrorColumn)); err != nil {
-		return 0, err
-	}
-	var n int64
-	for r, err := range src {
-		if err != nil {
-			return n, err
-		}
-		if err := cw.Write(append(r.Values, fmt.Sprint(r.Row), rows.FieldErrors(r.Errors).Error())); err != nil {
-			return n, err
-		}
-		n++
-	}
-	return n, cw.Flush()
+	return format.WriteErrorReport(w, header, src)
 }
 
 // reportColumns returns the indexes of the batch's columns the report

@@ -12,6 +12,7 @@ import (
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/processors/customers"
 	"github.com/rowfate/rowfate/rows"
+	"github.com/rowfate/rowfate/rows/csvfile"
 )
 
 // TestErrorReportRoundTrip is the loop users live in: import, take the
@@ -69,7 +70,7 @@ func TestErrorReportRoundTrip(t *testing.T) {
 		// Fix every row but 160 (amount "12,50"), and give row 290 a name
 		// that needs SafeCell's apostrophe in the saved file.
 		var fixed bytes.Buffer
-		cw, err := rows.NewCSVWriter(&fixed, nil)
+		cw, err := csvfile.NewWriter(&fixed, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,8 +28,9 @@ var DefaultTimeLayouts = []string{"2006-01-02", time.RFC3339, "2006-01-02 15:04:
 //   - `layout:"2006-01-02|02/01/2006"` (time.Time): the layouts tried in
 //     order; DefaultTimeLayouts without one.
 //   - `excel:"1904"` (time.Time): a plain number that no layout parses is
-//     an Excel serial date; the 1900 date system (Windows Excel, with its
-//     phantom 1900-02-29) is the default, "1904" selects the old Mac
+//     an Excel serial date (ExcelSerialTime, as the XLSX reader converts
+//     date cells); the 1900 date system (Windows Excel, whose phantom
+//     1900-02-29 is a bad_date) is the default, "1904" selects the old Mac
 //     system, "off" refuses serial numbers.
 //   - `bool:"ja|oui,nein|non"` (bool): more words for true, then after the
 //     comma for false, on top of true/false/yes/no/y/n/1/0.
@@ -69,8 +70,10 @@ const (
 	excelOff
 )
 
-// NewBinder inspects the struct type of sample (a struct or a pointer to
-// one) once.
+// NewBinder inspects typ, a struct type or a pointer to one, once: the
+// fields with a col tag, their tags and how each parses a cell. Tag errors
+// (an unknown excel system, colliding column names, an unsupported field
+// type) are reported here rather than on the first row.
 func NewBinder(typ reflect.Type) (*Binder, error) {
 	for typ.Kind() == reflect.Pointer {
 		typ = typ.Elem()
@@ -330,96 +333,132 @@ type Enum interface {
 // type t. An empty cell leaves the zero value (nil for pointers), so that
 // "required" is the declarative phase's decision, not the binder's.
 func converter(t reflect.Type, o *fieldOpts) (func(string, reflect.Value) error, error) {
-	if t.Kind() == reflect.Pointer {
-		inner, err := converter(t.Elem(), o)
-		if err != nil {
-			return nil, err
-		}
-		return func(s string, v reflect.Value) error {
-			if s == "" {
-				v.SetZero()
-				return nil
-			}
-			p := reflect.New(t.Elem())
-			if err := inner(s, p.Elem()); err != nil {
-				return err
-			}
-			v.Set(p)
-			return nil
-		}, nil
-	}
-	if t == timeType {
-		layouts, excel := o.layouts, o.excel
-		return func(s string, v reflect.Value) error {
-			if s == "" {
-				return nil
-			}
-			for _, l := range layouts {
-				if tm, err := time.Parse(l, s); err == nil {
-					v.Set(reflect.ValueOf(tm))
-					return nil
-				}
-			}
-			if excel != excelOff && looksSerial(s) {
-				tm, err := excelDate(s, excel)
-				if err != nil {
-					return &convError{CodeBadDate, fmt.Sprintf("%q: %v", s, err)}
-				}
-				v.Set(reflect.ValueOf(tm))
-				return nil
-			}
-			return &convError{CodeBadDate, fmt.Sprintf("%q is not a date in the form %s", s, humanLayouts(layouts))}
-		}, nil
-	}
-	if t == decimalType {
-		return func(s string, v reflect.Value) error {
-			if s == "" {
-				return nil
-			}
-			d, err := ParseDecimal(s)
-			switch {
-			case errors.Is(err, errDecimalRange):
-				return &convError{CodeOutOfRange, fmt.Sprintf("%q has more than %d digits", s, maxDecimalDigits)}
-			case err != nil:
-				return &convError{CodeNotANumber, fmt.Sprintf("%q is not a number (write 1234.50: a point for decimals, no thousands separator)", s)}
-			}
-			v.Set(reflect.ValueOf(d))
-			return nil
-		}, nil
-	}
-	if t.Kind() == reflect.String && t.Implements(enumType) {
-		allowed := reflect.Zero(t).Interface().(Enum).Enum()
-		if len(allowed) == 0 {
-			return nil, fmt.Errorf("%s.Enum() lists no values", t)
-		}
-		list := strings.Join(allowed, ", ")
-		return func(s string, v reflect.Value) error {
-			if s == "" {
-				return nil
-			}
-			for _, a := range allowed {
-				if strings.EqualFold(a, s) {
-					v.SetString(a)
-					return nil
-				}
-			}
-			return &convError{CodeOneOf, fmt.Sprintf("%q must be one of %s", s, list)}
-		}, nil
-	}
-	if reflect.PointerTo(t).Implements(textUnmarshalerType) {
-		return func(s string, v reflect.Value) error {
-			if s == "" {
-				return nil
-			}
-			if err := v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
-				return &convError{CodeInvalid, fmt.Sprintf("%q is not valid: %v", s, err)}
-			}
-			return nil
-		}, nil
+	switch {
+	case t.Kind() == reflect.Pointer:
+		return pointerConverter(t, o)
+	case t == timeType:
+		return timeConverter(o), nil
+	case t == decimalType:
+		return decimalConverter, nil
+	case t.Kind() == reflect.String && t.Implements(enumType):
+		return enumConverter(t)
+	case reflect.PointerTo(t).Implements(textUnmarshalerType):
+		return textConverter, nil
 	}
 	switch t.Kind() {
 	case reflect.String:
 		return func(s string, v reflect.Value) error { v.SetString(s); return nil }, nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		return numberConverter(t), nil
+	case reflect.Bool:
+		return boolConverter(o), nil
+	}
+	return nil, fmt.Errorf("unsupported field type %s", t)
+}
+
+// pointerConverter converts into the pointed-to type; an empty cell is a
+// nil pointer, so that a missing value and a zero one stay apart.
+func pointerConverter(t reflect.Type, o *fieldOpts) (func(string, reflect.Value) error, error) {
+	inner, err := converter(t.Elem(), o)
+	if err != nil {
+		return nil, err
+	}
+	return func(s string, v reflect.Value) error {
+		if s == "" {
+			v.SetZero()
+			return nil
+		}
+		p := reflect.New(t.Elem())
+		if err := inner(s, p.Elem()); err != nil {
+			return err
+		}
+		v.Set(p)
+		return nil
+	}, nil
+}
+
+// timeConverter tries the field's layouts in order and then, unless the
+// excel tag is "off", reads a plain number as an Excel serial date.
+func timeConverter(o *fieldOpts) func(string, reflect.Value) error {
+	layouts, excel := o.layouts, o.excel
+	return func(s string, v reflect.Value) error {
+		if s == "" {
+			return nil
+		}
+		for _, l := range layouts {
+			if tm, err := time.Parse(l, s); err == nil {
+				v.Set(reflect.ValueOf(tm))
+				return nil
+			}
+		}
+		if excel != excelOff && looksSerial(s) {
+			f, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				return &convError{CodeBadDate, fmt.Sprintf("%q: is not an Excel serial date", s)}
+			}
+			tm, err := ExcelSerialTime(f, excel == excel1904)
+			if err != nil {
+				return &convError{CodeBadDate, fmt.Sprintf("%q: %v", s, err)}
+			}
+			v.Set(reflect.ValueOf(tm))
+			return nil
+		}
+		return &convError{CodeBadDate, fmt.Sprintf("%q is not a date in the form %s", s, humanLayouts(layouts))}
+	}
+}
+
+func decimalConverter(s string, v reflect.Value) error {
+	if s == "" {
+		return nil
+	}
+	d, err := ParseDecimal(s)
+	switch {
+	case errors.Is(err, errDecimalRange):
+		return &convError{CodeOutOfRange, fmt.Sprintf("%q has more than %d digits", s, maxDecimalDigits)}
+	case err != nil:
+		return &convError{CodeNotANumber, fmt.Sprintf("%q is not a number (write 1234.50: a point for decimals, no thousands separator)", s)}
+	}
+	v.Set(reflect.ValueOf(d))
+	return nil
+}
+
+// enumConverter matches a cell against the values t's Enum method lists,
+// ignoring case, and stores the value as Enum spells it.
+func enumConverter(t reflect.Type) (func(string, reflect.Value) error, error) {
+	allowed := reflect.Zero(t).Interface().(Enum).Enum()
+	if len(allowed) == 0 {
+		return nil, fmt.Errorf("%s.Enum() lists no values", t)
+	}
+	list := strings.Join(allowed, ", ")
+	return func(s string, v reflect.Value) error {
+		if s == "" {
+			return nil
+		}
+		for _, a := range allowed {
+			if strings.EqualFold(a, s) {
+				v.SetString(a)
+				return nil
+			}
+		}
+		return &convError{CodeOneOf, fmt.Sprintf("%q must be one of %s", s, list)}
+	}, nil
+}
+
+func textConverter(s string, v reflect.Value) error {
+	if s == "" {
+		return nil
+	}
+	if err := v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
+		return &convError{CodeInvalid, fmt.Sprintf("%q is not valid: %v", s, err)}
+	}
+	return nil
+}
+
+// numberConverter parses ints, uints and floats of t's size.
+func numberConverter(t reflect.Type) func(string, reflect.Value) error {
+	switch t.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		return func(s string, v reflect.Value) error {
 			if s == "" {
@@ -431,7 +470,7 @@ func converter(t reflect.Type, o *fieldOpts) (func(string, reflect.Value) error,
 			}
 			v.SetInt(n)
 			return nil
-		}, nil
+		}
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		return func(s string, v reflect.Value) error {
 			if s == "" {
@@ -443,47 +482,49 @@ func converter(t reflect.Type, o *fieldOpts) (func(string, reflect.Value) error,
 			}
 			v.SetUint(n)
 			return nil
-		}, nil
-	case reflect.Float32, reflect.Float64:
-		return func(s string, v reflect.Value) error {
-			if s == "" {
-				return nil
-			}
-			n, err := strconv.ParseFloat(s, t.Bits())
-			if err != nil {
-				return numErr(s, err)
-			}
-			// ParseFloat accepts "NaN" and "Inf"; no spreadsheet user means
-			// them as amounts, and "Inf" would pass a range check like gte=0.
-			if math.IsNaN(n) || math.IsInf(n, 0) {
-				return &convError{CodeNotANumber, fmt.Sprintf("%q is not a number", s)}
-			}
-			v.SetFloat(n)
-			return nil
-		}, nil
-	case reflect.Bool:
-		trueWords, falseWords := o.trueWords, o.falseWord
-		words := "yes/no, true/false or 1/0"
-		if len(trueWords) > 0 {
-			words = trueWords[0] + "/" + falseWords[0] + ", " + words
 		}
-		return func(s string, v reflect.Value) error {
-			if s == "" {
-				return nil
-			}
-			w := strings.ToLower(s)
-			switch {
-			case w == "true" || w == "yes" || w == "y" || w == "1" || slices.Contains(trueWords, w):
-				v.SetBool(true)
-			case w == "false" || w == "no" || w == "n" || w == "0" || slices.Contains(falseWords, w):
-				v.SetBool(false)
-			default:
-				return &convError{CodeNotABool, fmt.Sprintf("%q is not %s", s, words)}
-			}
-			return nil
-		}, nil
 	}
-	return nil, fmt.Errorf("unsupported field type %s", t)
+	return func(s string, v reflect.Value) error {
+		if s == "" {
+			return nil
+		}
+		n, err := strconv.ParseFloat(s, t.Bits())
+		if err != nil {
+			return numErr(s, err)
+		}
+		// ParseFloat accepts "NaN" and "Inf"; no spreadsheet user means
+		// them as amounts, and "Inf" would pass a range check like gte=0.
+		if math.IsNaN(n) || math.IsInf(n, 0) {
+			return &convError{CodeNotANumber, fmt.Sprintf("%q is not a number", s)}
+		}
+		v.SetFloat(n)
+		return nil
+	}
+}
+
+// boolConverter reads the usual words for true and false, and those of
+// the field's bool tag.
+func boolConverter(o *fieldOpts) func(string, reflect.Value) error {
+	trueWords, falseWords := o.trueWords, o.falseWord
+	words := "yes/no, true/false or 1/0"
+	if len(trueWords) > 0 {
+		words = trueWords[0] + "/" + falseWords[0] + ", " + words
+	}
+	return func(s string, v reflect.Value) error {
+		if s == "" {
+			return nil
+		}
+		w := strings.ToLower(s)
+		switch {
+		case w == "true" || w == "yes" || w == "y" || w == "1" || slices.Contains(trueWords, w):
+			v.SetBool(true)
+		case w == "false" || w == "no" || w == "n" || w == "0" || slices.Contains(falseWords, w):
+			v.SetBool(false)
+		default:
+			return &convError{CodeNotABool, fmt.Sprintf("%q is not %s", s, words)}
+		}
+		return nil
+	}
 }
 
 // looksSerial reports whether s is a plain non-negative number, the way a
@@ -502,48 +543,6 @@ func looksSerial(s string) bool {
 		}
 	}
 	return digits > 0 && digits <= 12
-}
-
-// Excel serial dates. In the 1900 system day 1 is 1900-01-01, and Excel
-// (copying Lotus 1-2-3) counts a 1900-02-29 that never was as day 60: days
-// from 61 on are one more than the calendar says, so they count from
-// 1899-12-30, days 1-59 from 1899-12-31. In the 1904 system day 0 is
-// 1904-01-01. A fraction is the time of day, to the millisecond. The
-// largest serial either system shows is 9999-12-31.
-var (
-	excelEpoch1900 = time.Date(1899, 12, 30, 0, 0, 0, 0, time.UTC)
-	excelEpoch1904 = time.Date(1904, 1, 1, 0, 0, 0, 0, time.UTC)
-	excelLast      = time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC)
-)
-
-func excelDate(s string, system excelSystem) (time.Time, error) {
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return time.Time{}, errors.New("is not an Excel serial date")
-	}
-	day := math.Floor(f)
-	ms := math.Round((f - day) * 86400e3)
-	var base time.Time
-	switch {
-	case system == excel1904:
-		base = excelEpoch1904
-	case day == 60:
-		return time.Time{}, errors.New("is Excel's 1900-02-29, a day that does not exist")
-	case day < 1:
-		return time.Time{}, errors.New("is not an Excel serial date (day 0 is before 1900-01-01)")
-	case day < 60:
-		base = excelEpoch1900.AddDate(0, 0, 1)
-	default:
-		base = excelEpoch1900
-	}
-	if day > 3e6 {
-		return time.Time{}, errors.New("is past the last Excel date, 9999-12-31")
-	}
-	tm := base.AddDate(0, 0, int(day)).Add(time.Duration(ms) * time.Millisecond)
-	if tm.After(excelLast) {
-		return time.Time{}, errors.New("is past the last Excel date, 9999-12-31")
-	}
-	return tm, nil
 }
 
 func numErr(s string, err error) error {

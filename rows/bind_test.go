@@ -637,3 +637,22 @@ func FuzzBind(f *testing.F) {
 		}
 	})
 }
+
+func TestNormalizeHeaderNFC(t *testing.T) {
+	t.Parallel()
+	composed, decomposed := "Café", "Cafe\u0301"
+	if NormalizeHeader(composed) != NormalizeHeader(decomposed) {
+		t.Errorf("NormalizeHeader(%q) != NormalizeHeader(%q)", composed, decomposed)
+	}
+	b := mustBinder(t, reflectTypeOfCafe())
+	m := mustMap(t, b, " CAFE\u0301 ")
+	if len(m.Unknown) != 0 || len(m.Missing) != 0 {
+		t.Errorf("decomposed header did not match: unknown %q missing %q", m.Unknown, m.Missing)
+	}
+}
+
+type cafeRow struct {
+	Cafe string `col:"Café"`
+}
+
+func reflectTypeOfCafe() reflect.Type { return reflect.TypeFor[cafeRow]() }

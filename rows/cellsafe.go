@@ -16,3 +16,15 @@ func SafeCell(s string) string {
 	}
 	return s
 }
+
+// UnquoteFormula removes the apostrophe SafeCell puts in front of a formula
+// character, and only that one: a report written with SafeCell, fixed and
+// uploaded again, must read as the values it was written from, while an
+// apostrophe in front of anything else is the user's and is kept. Readers
+// apply it unless told to keep the quote (ReadOptions.KeepFormulaQuote).
+func UnquoteFormula(v string) string {
+	if len(v) >= 2 && v[0] == '\'' && SafeCell(v[1:]) != v[1:] {
+		return v[1:]
+	}
+	return v
+}

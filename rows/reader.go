@@ -17,6 +17,10 @@ type Record struct {
 
 // Reader streams the records of one file. Next returns io.EOF after the last
 // record; any other error is a *FileError that rejects the whole file.
+//
+// Every format's reader implements it, so that the engine reads a file
+// without knowing its format: what only one format has (a sheet, an
+// encoding) is told by Info.
 type Reader interface {
 	// Header returns the header row as the file spells it.
 	Header() []string
@@ -24,4 +28,66 @@ type Reader interface {
 	Next() (Record, error)
 	// SkippedEmpty returns how many empty rows were skipped so far.
 	SkippedEmpty() int64
+	// Info describes the source as read: format, encoding and delimiter
+	// (text), sheets, the sheet read and its header row (workbooks).
+	Info() SourceInfo
+	// Close releases what the reader holds (temporary files); safe to call
+	// more than once.
+	Close() error
+}
+
+// SourceInfo is what a reader found out about a source: its format and,
+// for delimited text, the encoding and delimiter used (declared or
+// detected), or, for a workbook, its sheets in tab order, the one read and
+// its header's row. Its JSON is part of what a dry run and a preview print.
+type SourceInfo struct {
+	// Format is the format's name as package fileformat knows it: "csv",
+	// "xlsx".
+	Format string `json:"format"`
+	// Encoding is the character set of a text file: utf-8, utf-16le,
+	// utf-16be or windows-1252.
+	Encoding string `json:"encoding,omitempty"`
+	// Delimiter is a text file's field delimiter as people name it: "," or
+	// "tab".
+	Delimiter string `json:"delimiter,omitempty"`
+	// Sheets lists a workbook's sheets in tab order.
+	Sheets []string `json:"sheets,omitempty"`
+	// Sheet is the workbook sheet read.
+	Sheet string `json:"sheet,omitempty"`
+	// HeaderRow is the sheet row of a workbook's header. It is 0 for text
+	// files, whose header is the first non-blank line.
+	HeaderRow int64 `json:"header_row,omitempty"`
+}
+
+// ReadOptions is what a user can tell the reader of any format. Each field
+// applies to the formats that have the notion and is ignored by the others;
+// each format's package turns it into its own, richer options (limits that
+// only a program sets). The zero value detects what it can and applies each
+// format's defaults.
+type ReadOptions struct {
+	// Encoding is a text file's character set (utf-8, utf-16, utf-16le,
+	// utf-16be, windows-1252). Defaults to detection.
+	Encoding string
+	// Delimiter is a delimited text file's field delimiter. Defaults to
+	// sniffing it.
+	Delimiter rune
+	// Sheet picks a workbook's sheet by name or by 1-based position.
+	// Defaults to the first visible worksheet.
+	Sheet string
+	// HeaderRow is the 1-based row of a workbook's header. Defaults to the
+	// first non-empty row that is not a title.
+	HeaderRow int64
+	// TmpDir is where a reader that needs temporary files (a workbook is
+	// unzipped from disk) writes them. Defaults to os.TempDir().
+	TmpDir string
+	// KeepFormulaQuote keeps the apostrophe SafeCell puts in front of a
+	// formula character. By default readers remove it, so that a file
+	// written with SafeCell reads as the values it was written from.
+	KeepFormulaQuote bool
+	// MaxLineBytes caps one record of a text file as read; a longer one
+	// rejects the file. 0 is the format's default.
+	MaxLineBytes int
+	// MaxCellBytes caps one cell; a longer cell is a row error. 0 is the
+	// format's default.
+	MaxCellBytes int
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/rows"
+	"github.com/rowfate/rowfate/rows/csvfile"
 	"github.com/rowfate/rowfate/validate"
 )
 
@@ -261,7 +262,7 @@ func TestRunReaderErrorIsNotReportedAgain(t *testing.T) {
 	}
 	long := strings.Repeat("x", 40) + "@example.com"
 	input := "name, E-Mail ,age,born\nJane," + long + ",30,1990-05-01\n"
-	r, err := rows.NewCSVReader(strings.NewReader(input), "c.csv", &rows.CSVOptions{MaxCellBytes: 32})
+	r, err := csvfile.NewReader(strings.NewReader(input), "c.csv", &csvfile.Options{MaxCellBytes: 32})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@
 //	/usr/bin/time -v /tmp/xlsxbench export -rows 1000000 -file /tmp/e.xlsx
 //
 // The rows are customer-like (email, name, country, date, amount).
-// write-xlsx writes with rows.XLSXWriter (inline strings); write-xlsx-sst
+// write-xlsx writes with xlsxfile.Writer (inline strings); write-xlsx-sst
 // writes the parts by hand with every text a shared string, as Excel does,
 // which is what costs the reader memory (excelize's index of the table). export
 // runs batch.Export from a Go iterator into a fresh SQLite store, so it
@@ -37,6 +37,8 @@ import (
 
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/rows"
+	"github.com/rowfate/rowfate/rows/csvfile"
+	"github.com/rowfate/rowfate/rows/xlsxfile"
 	"github.com/rowfate/rowfate/store/sqlite"
 )
 
@@ -125,7 +127,7 @@ func writeXLSX(path string, n int) (int64, error) {
 		return 0, err
 	}
 	defer f.Close()
-	w, err := rows.NewXLSXWriter(f, header, &rows.XLSXWriterOptions{TmpDir: filepath.Dir(path)})
+	w, err := xlsxfile.NewWriter(f, header, &xlsxfile.WriterOptions{TmpDir: filepath.Dir(path)})
 	if err != nil {
 		return 0, err
 	}
@@ -145,7 +147,7 @@ func writeCSV(path string, n int) (int64, error) {
 		return 0, err
 	}
 	defer f.Close()
-	w, err := rows.NewCSVWriter(f, nil)
+	w, err := csvfile.NewWriter(f, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -174,14 +176,14 @@ func read(path string, xlsx bool) (int64, error) {
 	defer f.Close()
 	var r rows.Reader
 	if xlsx {
-		xr, err := rows.NewXLSXReader(f, path, &rows.XLSXOptions{TmpDir: filepath.Dir(path)})
+		xr, err := xlsxfile.NewReader(f, path, &xlsxfile.Options{TmpDir: filepath.Dir(path)})
 		if err != nil {
 			return 0, err
 		}
 		defer xr.Close()
 		r = xr
 	} else {
-		cr, err := rows.NewCSVReader(f, path, nil)
+		cr, err := csvfile.NewReader(f, path, nil)
 		if err != nil {
 			return 0, err
 		}
@@ -239,7 +241,7 @@ func export(path string, n int) (int64, error) {
 			}
 		},
 	}
-	b, err := batch.Export(ctx, e, kind, batch.ExportParams{DestName: path, Dest: f, TmpDir: filepath.Dir(path)})
+	b, err := batch.Export(ctx, e, kind, batch.ExportParams{DestName: path, Dest: f, Write: rows.WriteOptions{TmpDir: filepath.Dir(path)}})
 	if err != nil {
 		return 0, err
 	}

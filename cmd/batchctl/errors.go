@@ -75,7 +75,7 @@ func (c *cli) errorsReport(cmd *cobra.Command, id int64, o errorsOptions) error 
 	if err != nil {
 		return err
 	}
-	n, err := app.engine.ErrorReport(ctx, batch.ErrorReportParams{TenantID: c.global.tenant, BatchID: id, States: want, Format: format}, w)
+	n, err := app.engine.ErrorReport(ctx, batch.ErrorReportParams{TenantID: c.global.tenant, BatchID: id, States: want, Format: format.Name()}, w)
 	if err != nil {
 		abort()
 		return err
@@ -92,7 +92,7 @@ func (c *cli) errorsReport(cmd *cobra.Command, id int64, o errorsOptions) error 
 	}
 	next := fmt.Sprintf("batchctl import %s %s%s", kind, shellQuote(o.file), c.hint())
 	if c.global.output == "json" {
-		return c.json(map[string]any{"batch_id": id, "file": o.file, "format": format, "rows": n, "next": next})
+		return c.json(map[string]any{"batch_id": id, "file": o.file, "format": format.Name(), "rows": n, "next": next})
 	}
 	fmt.Fprintf(c.stderr, "wrote %d rows to %s; fix them and run: %s\n", n, o.file, next)
 	return nil

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/rows"
 )
 
 type exportOptions struct {
@@ -65,7 +66,7 @@ the file goes to standard output and the summary to standard error.`,
 			if toStdout {
 				name = "-"
 			}
-			b, err := app.engine.Export(cmd.Context(), kind, batch.ExportParams{TenantID: c.global.tenant, DestName: name, Dest: w, Format: format, Sheet: o.sheet})
+			b, err := app.engine.Export(cmd.Context(), kind, batch.ExportParams{TenantID: c.global.tenant, DestName: name, Dest: w, Format: format.Name(), Write: rows.WriteOptions{Sheet: o.sheet}})
 			if err != nil {
 				abort()
 				return err

@@ -2,13 +2,14 @@ package main
 
 import (
 	"io"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/rows"
+	"github.com/rowfate/rowfate/rows/csvfile"
+	"github.com/rowfate/rowfate/rows/fileformat"
 )
 
 // readFlags are what a user can tell the reader about a file: --encoding
@@ -35,60 +36,38 @@ func (f *readFlags) declared() (encoding, delimiter bool) {
 
 // apply checks the flags and sets them on p.
 func (f *readFlags) apply(p *batch.ImportParams) error {
-	d, err := rows.ParseDelimiter(f.delimiter)
+	d, err := csvfile.ParseDelimiter(f.delimiter)
 	if err != nil {
 		return usagef("--delimiter: %v", err)
 	}
-	if _, err := rows.CanonicalEncoding(f.encoding); err != nil {
+	if _, err := csvfile.CanonicalEncoding(f.encoding); err != nil {
 		return usagef("--encoding: %v", err)
 	}
 	if f.headerRow < 0 {
 		return usagef("--header-row must be 1 or more, not %d", f.headerRow)
 	}
-	p.CSV = &rows.CSVOptions{Encoding: f.encoding, Comma: d}
-	p.XLSX = &rows.XLSXOptions{Sheet: f.sheet, HeaderRow: f.headerRow}
+	p.Read = rows.ReadOptions{Encoding: f.encoding, Delimiter: d, Sheet: f.sheet, HeaderRow: f.headerRow}
 	return nil
 }
 
 // fileFormat is the format of a file to write: --format when given, else
 // from the file's name (.xlsx is XLSX), else CSV.
-func fileFormat(flag, file string) (batch.Format, error) {
-	switch f := batch.Format(strings.ToLower(flag)); {
-	case f == batch.FormatCSV || f == batch.FormatXLSX:
-		return f, nil
-	case f != "":
-		return "", usagef("--format must be csv or xlsx, not %q", flag)
+func fileFormat(flag, file string) (fileformat.Format, error) {
+	if flag == "" {
+		return fileformat.ForName(file), nil
 	}
-	if strings.EqualFold(filepath.Ext(file), ".xlsx") {
-		return batch.FormatXLSX, nil
+	f, err := fileformat.Lookup(flag)
+	if err != nil {
+		return nil, usagef("--format must be %s, not %q", strings.Join(fileformat.Names(), " or "), flag)
 	}
-	return batch.FormatCSV, nil
+	return f, nil
 }
 
 // writeTemplate writes a kind's import template in a format.
-func writeTemplate(w io.Writer, reg *batch.Registry, kind string, format batch.Format) error {
-	if format == batch.FormatXLSX {
-		cols, err := reg.TemplateColumns(kind)
-		if err != nil {
-			return err
-		}
-		return rows.WriteTemplateXLSX(w, cols, kind)
-	}
-	header, example, err := reg.Template(kind)
+func writeTemplate(w io.Writer, reg *batch.Registry, kind string, format fileformat.Format) error {
+	cols, err := reg.TemplateColumns(kind)
 	if err != nil {
 		return err
 	}
-	cw, err := rows.NewCSVWriter(w, nil)
-	if err != nil {
-		return err
-	}
-	if err := cw.Write(header); err != nil {
-		return err
-	}
-	if example != nil {
-		if err := cw.Write(example); err != nil {
-			return err
-		}
-	}
-	return cw.Flush()
+	return format.WriteTemplate(w, cols, kind)
 }

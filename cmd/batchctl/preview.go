@@ -100,10 +100,8 @@ func (c *cli) preview(_ context.Context, path string, o previewOptions) error {
 	if err != nil {
 		return err
 	}
-	if cl, ok := r.(io.Closer); ok {
-		defer cl.Close()
-	}
-	res := previewResult{File: path, SourceInfo: batch.DescribeReader(r), Header: r.Header(), Rows: []rows.Record{}}
+	defer r.Close()
+	res := previewResult{File: path, SourceInfo: r.Info(), Header: r.Header(), Rows: []rows.Record{}}
 	for len(res.Rows) < o.rows {
 		rec, err := r.Next()
 		if errors.Is(err, io.EOF) {

@@ -1,4 +1,4 @@
-package rows
+package csvfile
 
 import (
 	"bufio"
@@ -13,8 +13,8 @@ import (
 	"golang.org/x/text/transform"
 )
 
-// The encodings a CSVReader reads, as CSVOptions.Encoding names them and as
-// CSVReader.Encoding reports them.
+// The encodings a Reader reads, as Options.Encoding names them and as
+// Reader.Encoding reports them.
 const (
 	EncodingUTF8        = "utf-8"
 	EncodingUTF16LE     = "utf-16le"

@@ -1,6 +1,6 @@
 //go:build race
 
-package rows
+package xlsxfile
 
 // raceEnabled reports whether the tests run with -race.
 const raceEnabled = true

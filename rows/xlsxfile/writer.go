@@ -1,4 +1,4 @@
-package rows
+package xlsxfile
 
 import (
 	"archive/zip"
@@ -8,61 +8,27 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/xuri/excelize/v2"
+
+	"github.com/rowfate/rowfate/rows"
 )
 
-// Codes of the rows a writer cannot put in a file. The file stays good; the
-// row is left out and its outcome is the error.
+// Codes of the rows the XLSX writer cannot put in a file. The file stays
+// good; the row is left out and its outcome is the error. Like every code,
+// they are persisted and never renamed.
 const (
-	CodeBadCharacter Code = "bad_character"
-	CodeSheetFull    Code = "sheet_full"
+	CodeBadCharacter rows.Code = "bad_character"
+	CodeSheetFull    rows.Code = "sheet_full"
 )
 
 // xlsxMaxCellChars is the longest text an XLSX cell holds, in UTF-16 units.
 const xlsxMaxCellChars = 32_767
 
-// CellType is how a Cell's value is meant: it decides the cell type an XLSX
-// file stores. CSV has only text.
-type CellType uint8
-
-// The cell types.
-const (
-	CellText     CellType = iota // text; formula-protected by SafeCell unless Raw
-	CellNumber                   // Text is a number in Go syntax (strconv)
-	CellBool                     // Text is "true" or "false"
-	CellDate                     // Time, shown as a date
-	CellDateTime                 // Time, shown as date and time
-)
-
-// Cell is one value to write. Text is the value as text: what a CSV file
-// holds and what a batch stores; XLSXWriter stores it typed.
-type Cell struct {
-	Type CellType
-	Text string
-	// Time is the value of a CellDate or CellDateTime; the zero time is an
-	// empty cell. The wall clock is written: XLSX times have no zone.
-	Time time.Time
-	// Raw writes a text cell as it is, without SafeCell's apostrophe: for
-	// columns whose values are known to be data (a phone number "+44 ...").
-	Raw bool
-}
-
-// Safe returns the cell's text as a file should hold it: through SafeCell
-// unless the cell is Raw or not text (a number or date formatted by Go can
-// not be a formula).
-func (c Cell) Safe() string {
-	if c.Type != CellText || c.Raw {
-		return c.Text
-	}
-	return SafeCell(c.Text)
-}
-
-// XLSXWriterOptions tunes an XLSXWriter. The zero value is usable.
-type XLSXWriterOptions struct {
+// WriterOptions tunes a Writer. The zero value is usable.
+type WriterOptions struct {
 	// Sheet names the sheet. Defaults to "Sheet1".
 	Sheet string
 	// TmpDir is where excelize spills the sheet while it is written.
@@ -70,13 +36,13 @@ type XLSXWriterOptions struct {
 	TmpDir string
 }
 
-// XLSXWriter writes one sheet of an XLSX workbook streaming (excelize's
+// Writer writes one sheet of an XLSX workbook streaming (excelize's
 // StreamWriter): a header row in bold, frozen so it stays in view, then
 // one row per WriteRow, typed (numbers, booleans, dates) and with text cells
-// through SafeCell unless a cell is Raw. Memory stays flat: the sheet
+// through rows.SafeCell unless a cell is Raw. Memory stays flat: the sheet
 // spills to TmpDir as it grows, and the workbook is zipped to the
 // destination by Close.
-type XLSXWriter struct {
+type Writer struct {
 	w      io.Writer
 	f      *excelize.File
 	sw     *excelize.StreamWriter
@@ -91,9 +57,9 @@ type XLSXWriter struct {
 	done   bool
 }
 
-// NewXLSXWriter starts a workbook with header as its first row.
-func NewXLSXWriter(w io.Writer, header []string, opts *XLSXWriterOptions) (*XLSXWriter, error) {
-	var o XLSXWriterOptions
+// NewWriter starts a workbook with header as its first row.
+func NewWriter(w io.Writer, header []string, opts *WriterOptions) (*Writer, error) {
+	var o WriterOptions
 	if opts != nil {
 		o = *opts
 	}
@@ -104,7 +70,7 @@ func NewXLSXWriter(w io.Writer, header []string, opts *XLSXWriterOptions) (*XLSX
 		return nil, fmt.Errorf("xlsx writer: %d columns", len(header))
 	}
 	f := excelize.NewFile(excelize.Options{TmpDir: o.TmpDir})
-	x := &XLSXWriter{w: w, f: f, sheet: o.Sheet, header: header, cols: len(header)}
+	x := &Writer{w: w, f: f, sheet: o.Sheet, header: header, cols: len(header)}
 	if err := x.start(header); err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("xlsx writer: %w", err)
@@ -112,7 +78,7 @@ func NewXLSXWriter(w io.Writer, header []string, opts *XLSXWriterOptions) (*XLSX
 	return x, nil
 }
 
-func (x *XLSXWriter) start(header []string) error {
+func (x *Writer) start(header []string) error {
 	if x.sheet != "Sheet1" {
 		if err := x.f.SetSheetName("Sheet1", x.sheet); err != nil {
 			return err
@@ -145,7 +111,7 @@ func (x *XLSXWriter) start(header []string) error {
 	}
 	cells := make([]any, len(header))
 	for i, h := range header {
-		cells[i] = excelize.Cell{StyleID: head, Value: SafeCell(h)}
+		cells[i] = excelize.Cell{StyleID: head, Value: rows.SafeCell(h)}
 	}
 	x.row = 1
 	return x.sw.SetRow("A1", cells, excelize.RowOpts{StyleID: head})
@@ -163,19 +129,19 @@ func xlsxHeaderStyle() *excelize.Style {
 }
 
 // Rows returns the number of data rows written.
-func (x *XLSXWriter) Rows() int64 { return int64(x.row - 1) }
+func (x *Writer) Rows() int64 { return int64(x.row - 1) }
 
 // WriteRow writes one row. A row the format cannot hold (a cell longer than
 // 32,767 characters, a control character, a full sheet) is not written and
-// is returned as a *FieldError naming the column; the file stays good and
+// is returned as a *rows.FieldError naming the column; the file stays good and
 // the next row can be written. Any other error is the writer's and ends
 // the file.
-func (x *XLSXWriter) WriteRow(cells []Cell) error {
+func (x *Writer) WriteRow(cells []rows.Cell) error {
 	if x.done {
 		return errors.New("xlsx writer: closed")
 	}
 	if x.row >= xlsxMaxRows {
-		return &FieldError{Code: CodeSheetFull, Message: fmt.Sprintf("an XLSX sheet holds at most %d rows", xlsxMaxRows)}
+		return &rows.FieldError{Code: CodeSheetFull, Message: fmt.Sprintf("an XLSX sheet holds at most %d rows", xlsxMaxRows)}
 	}
 	if len(cells) > x.cols {
 		return fmt.Errorf("xlsx writer: %d cells for %d columns", len(cells), x.cols)
@@ -191,20 +157,20 @@ func (x *XLSXWriter) WriteRow(cells []Cell) error {
 	for i, c := range cells {
 		var v excelize.Cell
 		switch c.Type {
-		case CellNumber:
+		case rows.CellNumber:
 			if f, ok := xlsxExactFloat(c.Text); ok {
 				v.Value = f
 			} else {
 				v.Value = c.Text // more digits than a double keeps: text loses none
 			}
-		case CellBool:
+		case rows.CellBool:
 			v.Value = c.Text == "true"
-		case CellDate, CellDateTime:
+		case rows.CellDate, rows.CellDateTime:
 			if c.Time.IsZero() {
 				break
 			}
 			v.Value, v.StyleID = c.Time, x.date
-			if c.Type == CellDateTime {
+			if c.Type == rows.CellDateTime {
 				v.StyleID = x.stamp
 			}
 		default:
@@ -237,9 +203,9 @@ func (x *XLSXWriter) WriteRow(cells []Cell) error {
 // xlsxCheckText refuses text an XLSX cell cannot hold as it is: excelize
 // would cut it at 32,767 characters or turn control characters into U+FFFD,
 // silently.
-func xlsxCheckText(s string) *FieldError {
+func xlsxCheckText(s string) *rows.FieldError {
 	if !utf8.ValidString(s) {
-		return &FieldError{Code: CodeBadEncoding, Message: "is not valid UTF-8"}
+		return &rows.FieldError{Code: rows.CodeBadEncoding, Message: "is not valid UTF-8"}
 	}
 	n := 0
 	for _, r := range s {
@@ -248,11 +214,11 @@ func xlsxCheckText(s string) *FieldError {
 			n++ // a surrogate pair in UTF-16
 		}
 		if (r < 0x20 && r != '\t' && r != '\n' && r != '\r') || r == 0xFFFE || r == 0xFFFF || utf16.IsSurrogate(r) {
-			return &FieldError{Code: CodeBadCharacter, Message: fmt.Sprintf("holds the control character %U, which an XLSX cell cannot store", r)}
+			return &rows.FieldError{Code: CodeBadCharacter, Message: fmt.Sprintf("holds the control character %U, which an XLSX cell cannot store", r)}
 		}
 	}
 	if n > xlsxMaxCellChars {
-		return &FieldError{Code: CodeCellTooLong, Message: fmt.Sprintf("is %d characters, more than an XLSX cell holds (%d)", n, xlsxMaxCellChars)}
+		return &rows.FieldError{Code: rows.CodeCellTooLong, Message: fmt.Sprintf("is %d characters, more than an XLSX cell holds (%d)", n, xlsxMaxCellChars)}
 	}
 	return nil
 }
@@ -277,7 +243,7 @@ func xlsxExactFloat(s string) (float64, bool) {
 
 // Close finishes the sheet, zips the workbook to the destination and
 // removes the temporary files.
-func (x *XLSXWriter) Close() error {
+func (x *Writer) Close() error {
 	if x.done {
 		return nil
 	}
@@ -314,7 +280,7 @@ func writeWorkbook(f *excelize.File, w io.Writer) error {
 }
 
 // Abort discards the workbook and removes the temporary files.
-func (x *XLSXWriter) Abort() {
+func (x *Writer) Abort() {
 	if !x.done {
 		x.done = true
 		_ = x.f.Close()

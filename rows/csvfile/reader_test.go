@@ -1,4 +1,4 @@
-package rows
+package csvfile
 
 import (
 	"bytes"
@@ -10,17 +10,19 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/rowfate/rowfate/rows"
 )
 
 // readAll reads every record of input. It stops at the first error and
 // returns it, io.EOF excluded.
-func readAll(t *testing.T, input string, opts *CSVOptions) (*CSVReader, []Record, error) {
+func readAll(t *testing.T, input string, opts *Options) (*Reader, []rows.Record, error) {
 	t.Helper()
-	r, err := NewCSVReader(strings.NewReader(input), "test.csv", opts)
+	r, err := NewReader(strings.NewReader(input), "test.csv", opts)
 	if err != nil {
 		return nil, nil, err
 	}
-	var recs []Record
+	var recs []rows.Record
 	for {
 		rec, err := r.Next()
 		if errors.Is(err, io.EOF) {
@@ -216,16 +218,16 @@ func TestCSVReaderNoHeader(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			r, err := NewCSVReader(strings.NewReader(input), "empty.csv", nil)
+			r, err := NewReader(strings.NewReader(input), "empty.csv", nil)
 			if err == nil {
-				t.Fatalf("NewCSVReader = header %q, want an error", r.Header())
+				t.Fatalf("NewReader = header %q, want an error", r.Header())
 			}
-			var fe *FileError
+			var fe *rows.FileError
 			if !errors.As(err, &fe) {
-				t.Fatalf("error %v (%T) is not a *FileError", err, err)
+				t.Fatalf("error %v (%T) is not a *rows.FileError", err, err)
 			}
 			if fe.File != "empty.csv" {
-				t.Errorf("FileError.File = %q, want empty.csv", fe.File)
+				t.Errorf("rows.FileError.File = %q, want empty.csv", fe.File)
 			}
 			if !strings.Contains(err.Error(), "no header") {
 				t.Errorf("error %q does not mention the missing header", err)
@@ -240,8 +242,8 @@ func TestCSVReaderFileErrors(t *testing.T) {
 	tests := []struct {
 		name     string
 		input    string
-		opts     *CSVOptions
-		line     int64 // want FileError.Line
+		opts     *Options
+		line     int64 // want rows.FileError.Line
 		contains string
 		records  int // records read before the error
 	}{
@@ -263,12 +265,12 @@ func TestCSVReaderFileErrors(t *testing.T) {
 			input:    "\"email,name\na@x,A\n",
 			line:     1,
 			contains: "quote",
-			records:  -1, // NewCSVReader fails
+			records:  -1, // NewReader fails
 		},
 		{
 			name:     "too many rows",
 			input:    "email\na\nb\n\nc\n",
-			opts:     &CSVOptions{MaxRows: 2},
+			opts:     &Options{MaxRows: 2},
 			line:     5,
 			contains: "more than 2 data rows",
 			records:  2,
@@ -276,7 +278,7 @@ func TestCSVReaderFileErrors(t *testing.T) {
 		{
 			name:     "too many header columns",
 			input:    "a,b,c\n1,2,3\n",
-			opts:     &CSVOptions{MaxColumns: 2},
+			opts:     &Options{MaxColumns: 2},
 			line:     1,
 			contains: "3 columns",
 			records:  -1,
@@ -286,12 +288,12 @@ func TestCSVReaderFileErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			_, recs, err := readAll(t, tt.input, tt.opts)
-			var fe *FileError
+			var fe *rows.FileError
 			if !errors.As(err, &fe) {
-				t.Fatalf("error %v (%T) is not a *FileError", err, err)
+				t.Fatalf("error %v (%T) is not a *rows.FileError", err, err)
 			}
 			if fe.Line != tt.line {
-				t.Errorf("FileError.Line = %d, want %d (%v)", fe.Line, tt.line, err)
+				t.Errorf("rows.FileError.Line = %d, want %d (%v)", fe.Line, tt.line, err)
 			}
 			if !strings.Contains(err.Error(), tt.contains) {
 				t.Errorf("error %q does not contain %q", err, tt.contains)
@@ -307,7 +309,7 @@ func TestCSVReaderMaxRowsCountsDataRowsOnly(t *testing.T) {
 	t.Parallel()
 
 	// Two data rows and many blank ones: the cap is on data rows.
-	_, recs, err := readAll(t, "email\n\n\na\n ,\nb\n\n", &CSVOptions{MaxRows: 2})
+	_, recs, err := readAll(t, "email\n\n\na\n ,\nb\n\n", &Options{MaxRows: 2})
 	if err != nil {
 		t.Fatalf("read: %v", err)
 	}
@@ -335,17 +337,17 @@ func TestCSVReaderSourceError(t *testing.T) {
 	t.Parallel()
 
 	cause := errors.New("connection reset")
-	r, err := NewCSVReader(&errAfter{data: []byte("email\na\n"), err: cause}, "remote.csv", nil)
+	r, err := NewReader(&errAfter{data: []byte("email\na\n"), err: cause}, "remote.csv", nil)
 	if err != nil {
-		t.Fatalf("NewCSVReader: %v", err)
+		t.Fatalf("NewReader: %v", err)
 	}
 	if rec, err := r.Next(); err != nil || rec.Values[0] != "a" {
 		t.Fatalf("Next = %+v, %v; want the record a", rec, err)
 	}
 	_, err = r.Next()
-	var fe *FileError
+	var fe *rows.FileError
 	if !errors.As(err, &fe) || !errors.Is(err, cause) {
-		t.Fatalf("Next error = %v (%T), want a *FileError wrapping %v", err, err, cause)
+		t.Fatalf("Next error = %v (%T), want a *rows.FileError wrapping %v", err, err, cause)
 	}
 }
 
@@ -382,7 +384,7 @@ func TestCSVReaderRaggedRows(t *testing.T) {
 			t.Fatalf("record %d: errors %v, want one ragged_row", i, got.Errors)
 		}
 		fe := got.Errors[0]
-		if fe.Code != CodeRaggedRow || fe.Row != want.row || fe.Column != "" {
+		if fe.Code != rows.CodeRaggedRow || fe.Row != want.row || fe.Column != "" {
 			t.Errorf("record %d: error %+v, want ragged_row at row %d for the whole row", i, fe, want.row)
 		}
 	}
@@ -398,7 +400,7 @@ func TestCSVReaderCellTooLong(t *testing.T) {
 		"12345678,ok\n" + // exactly the limit: fine
 		"123456789,ok\n" + // one byte over
 		"short,ok,123456789\n" // over, in a column the header lacks
-	_, recs, err := readAll(t, input, &CSVOptions{MaxCellBytes: 8})
+	_, recs, err := readAll(t, input, &Options{MaxCellBytes: 8})
 	if err != nil {
 		t.Fatalf("a long cell must not reject the file: %v", err)
 	}
@@ -414,7 +416,7 @@ func TestCSVReaderCellTooLong(t *testing.T) {
 	if len(got.Errors) != 1 {
 		t.Fatalf("errors %v, want one cell_too_long", got.Errors)
 	}
-	if fe := got.Errors[0]; fe.Code != CodeCellTooLong || fe.Row != 3 || fe.Column != "email" {
+	if fe := got.Errors[0]; fe.Code != rows.CodeCellTooLong || fe.Row != 3 || fe.Column != "email" {
 		t.Errorf("error %+v, want cell_too_long at row 3, column email", fe)
 	}
 	if got.Values[0] != "" || got.Values[1] != "ok" {
@@ -422,11 +424,11 @@ func TestCSVReaderCellTooLong(t *testing.T) {
 	}
 
 	got = recs[2]
-	codes := []Code{}
+	codes := []rows.Code{}
 	for _, fe := range got.Errors {
 		codes = append(codes, fe.Code)
 	}
-	if !slices.Equal(codes, []Code{CodeRaggedRow, CodeCellTooLong}) {
+	if !slices.Equal(codes, []rows.Code{rows.CodeRaggedRow, rows.CodeCellTooLong}) {
 		t.Fatalf("codes %v, want [ragged_row cell_too_long]", codes)
 	}
 	if fe := got.Errors[1]; fe.Column != "#3" {
@@ -440,7 +442,7 @@ func TestCSVReaderCellTooLong(t *testing.T) {
 func TestCSVReaderSemicolon(t *testing.T) {
 	t.Parallel()
 
-	r, recs, err := readAll(t, "email;name;amount\na@x;Doe, Jane;1,50\n", &CSVOptions{Comma: ';'})
+	r, recs, err := readAll(t, "email;name;amount\na@x;Doe, Jane;1,50\n", &Options{Comma: ';'})
 	if err != nil {
 		t.Fatalf("read: %v", err)
 	}
@@ -500,9 +502,9 @@ func TestCSVReaderMemoryStaysFlat(t *testing.T) {
 		every    = 50_000
 	)
 	gen := &csvGen{target: fileSize}
-	r, err := NewCSVReader(gen, "big.csv", nil)
+	r, err := NewReader(gen, "big.csv", nil)
 	if err != nil {
-		t.Fatalf("NewCSVReader: %v", err)
+		t.Fatalf("NewReader: %v", err)
 	}
 	var (
 		n, peak uint64
@@ -581,17 +583,17 @@ func FuzzCSVReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, semicolon bool) {
 		// Without semicolon the delimiter is sniffed and the encoding
 		// detected; MaxLineBytes is small enough for the fuzzer to reach.
-		opts := &CSVOptions{MaxCellBytes: 16, MaxColumns: 64, MaxLineBytes: 256}
+		opts := &Options{MaxCellBytes: 16, MaxColumns: 64, MaxLineBytes: 256}
 		if semicolon {
 			opts.Comma = ';'
 		}
 		newlines := int64(bytes.Count(data, []byte{'\n'}))
 
-		r, err := NewCSVReader(bytes.NewReader(data), "fuzz.csv", opts)
+		r, err := NewReader(bytes.NewReader(data), "fuzz.csv", opts)
 		if err != nil {
-			var fe *FileError
+			var fe *rows.FileError
 			if !errors.As(err, &fe) {
-				t.Fatalf("NewCSVReader error %v (%T) is not a *FileError", err, err)
+				t.Fatalf("NewReader error %v (%T) is not a *rows.FileError", err, err)
 			}
 			return
 		}
@@ -609,9 +611,9 @@ func FuzzCSVReader(f *testing.F) {
 				break
 			}
 			if err != nil {
-				var fe *FileError
+				var fe *rows.FileError
 				if !errors.As(err, &fe) {
-					t.Fatalf("Next error %v (%T) is neither io.EOF nor a *FileError", err, err)
+					t.Fatalf("Next error %v (%T) is neither io.EOF nor a *rows.FileError", err, err)
 				}
 				return
 			}
@@ -628,7 +630,7 @@ func FuzzCSVReader(f *testing.F) {
 			prevRow, prevL = rec.Row, rec.Line
 			// A blank record is skipped, never returned; one may look blank
 			// only because the reader emptied its over-long cells.
-			if isEmpty(rec.Values) && !slices.ContainsFunc(rec.Errors, func(fe FieldError) bool { return fe.Code == CodeCellTooLong }) {
+			if isEmpty(rec.Values) && !slices.ContainsFunc(rec.Errors, func(fe rows.FieldError) bool { return fe.Code == rows.CodeCellTooLong }) {
 				t.Fatalf("blank record returned: %q", rec.Values)
 			}
 			for _, fe := range rec.Errors {
@@ -636,7 +638,7 @@ func FuzzCSVReader(f *testing.F) {
 					t.Fatalf("error row %d in record row %d", fe.Row, rec.Row)
 				}
 				switch fe.Code {
-				case CodeRaggedRow, CodeCellTooLong, CodeNulByte, CodeBadEncoding:
+				case rows.CodeRaggedRow, rows.CodeCellTooLong, rows.CodeNulByte, rows.CodeBadEncoding:
 				default:
 					t.Fatalf("unexpected code %q", fe.Code)
 				}

@@ -1,4 +1,4 @@
-package rows
+package xlsxfile
 
 import (
 	"bytes"
@@ -12,15 +12,19 @@ import (
 	"sync"
 
 	"github.com/xuri/excelize/v2"
+
+	"github.com/rowfate/rowfate/rows"
 )
 
 // CodeCellError is the row error of a cell that holds an Excel error value
-// (#DIV/0!, #N/A, #REF!, ...), usually a formula that failed.
-const CodeCellError Code = "cell_error"
+// (#DIV/0!, #N/A, #REF!, ...), usually a formula that failed. Only
+// workbooks have error values, so the code is this package's; like every
+// code it is persisted and never renamed.
+const CodeCellError rows.Code = "cell_error"
 
-// XLSXOptions tunes an XLSXReader. The zero value is usable; every limit has
+// Options tunes a Reader. The zero value is usable; every limit has
 // a default that a legitimate 1,000,000-row workbook fits.
-type XLSXOptions struct {
+type Options struct {
 	// Sheet picks the sheet by name (case-insensitive, as Excel compares
 	// names) or, when no sheet has that name, by its 1-based position in
 	// the tab order ("2" is the second tab). Defaults to the first visible
@@ -65,8 +69,8 @@ type XLSXOptions struct {
 	// 3,000,000 at 317 MiB. Defaults to 2,200,000, about 250 MiB.
 	MaxSharedStrings int
 	// KeepFormulaQuote keeps a leading apostrophe in front of a formula
-	// character, as CSVOptions.KeepFormulaQuote does: by default it is
-	// removed, so a file written with SafeCell reads as its values.
+	// character, as the CSV reader's option of that name does: by default it is
+	// removed, so a file written with rows.SafeCell reads as its values.
 	KeepFormulaQuote bool
 }
 
@@ -75,14 +79,28 @@ type XLSXOptions struct {
 const xlsxSpillBytes = 4 << 20
 
 type xlsxOpts struct {
-	XLSXOptions
+	Options
 	spillBytes int64
 }
 
-func (o *XLSXOptions) withDefaults() *xlsxOpts {
+// OptionsFrom returns the options a user's rows.ReadOptions ask of an XLSX
+// reader: sheet, header row, temporary folder, the formula quote and the
+// cell size limit. What only text has (encoding, delimiter, line length)
+// does not apply.
+func OptionsFrom(o rows.ReadOptions) *Options {
+	return &Options{
+		Sheet:            o.Sheet,
+		HeaderRow:        o.HeaderRow,
+		TmpDir:           o.TmpDir,
+		MaxCellBytes:     o.MaxCellBytes,
+		KeepFormulaQuote: o.KeepFormulaQuote,
+	}
+}
+
+func (o *Options) withDefaults() *xlsxOpts {
 	c := &xlsxOpts{spillBytes: xlsxSpillBytes}
 	if o != nil {
-		c.XLSXOptions = *o
+		c.Options = *o
 	}
 	def := func(v *int64, d int64) {
 		if *v <= 0 {
@@ -108,23 +126,28 @@ func (o *XLSXOptions) withDefaults() *xlsxOpts {
 	return c
 }
 
-// XLSXReader reads one sheet of an XLSX workbook a row at a time with
+// Reader reads one sheet of an XLSX workbook a row at a time with
 // excelize's streaming Rows iterator. Cells are read as their raw values
 // with their types: numbers as stored (no thousands separators, no rounding
 // by the display format), booleans as "true" and "false", dates and times
-// converted from Excel serial numbers in the workbook's date system (1900,
-// with its phantom 1900-02-29, or 1904) to 2006-01-02, 15:04:05 or
+// converted from Excel serial numbers in the workbook's date system (1900
+// or 1904, by rows.ExcelSerialTime) to 2006-01-02, 15:04:05 or
 // 2006-01-02 15:04:05, formulas as their cached values. Row numbers are the
 // sheet's.
 //
-// Hostile files are refused before work (see XLSXOptions for the limits):
+// A date cell on a day Excel shows but no calendar has (the 1900 system's
+// serial 60, its phantom 1900-02-29, and serial 0, "1900-01-00") is a
+// bad_date row error naming the day, its cell emptied: a guessed
+// neighbouring day would be data the file did not hold.
+//
+// Hostile files are refused before work (see Options for the limits):
 // a file that is too large, an .xls, .xlsb, .ods or password-protected
 // workbook, a damaged zip, a zip bomb, a DOCTYPE in any part, a row wider
-// than the header allows, rows out of order. Each is a *FileError; a panic
-// inside excelize is one too.
+// than the header allows, rows out of order. Each is a *rows.FileError; a
+// panic inside excelize is one too.
 //
 // Close releases the temporary files.
-type XLSXReader struct {
+type Reader struct {
 	name string
 	o    *xlsxOpts
 
@@ -157,14 +180,14 @@ type xlsxRow struct {
 	meta   []xlsxCellMeta
 }
 
-var _ Reader = (*XLSXReader)(nil)
+var _ rows.Reader = (*Reader)(nil)
 
-// NewXLSXReader copies r to a file under TmpDir (refusing more than
+// NewReader copies r to a file under TmpDir (refusing more than
 // MaxFileBytes), inspects the workbook, opens the chosen sheet and reads its
 // header. name is used in errors only. Every problem with the file is a
-// *FileError.
-func NewXLSXReader(r io.Reader, name string, opts *XLSXOptions) (xr *XLSXReader, err error) {
-	x := &XLSXReader{name: name, o: opts.withDefaults()}
+// *rows.FileError.
+func NewReader(r io.Reader, name string, opts *Options) (xr *Reader, err error) {
+	x := &Reader{name: name, o: opts.withDefaults()}
 	defer func() {
 		if v := recover(); v != nil {
 			err = x.fileErr(fmt.Errorf("the XLSX parser failed on this file: %v", v))
@@ -186,17 +209,17 @@ func NewXLSXReader(r io.Reader, name string, opts *XLSXOptions) (xr *XLSXReader,
 	return x, nil
 }
 
-func (x *XLSXReader) fileErr(err error) error {
-	var fe *FileError
+func (x *Reader) fileErr(err error) error {
+	var fe *rows.FileError
 	if errors.As(err, &fe) {
 		return fe
 	}
-	return &FileError{File: x.name, Err: err}
+	return &rows.FileError{File: x.name, Err: err}
 }
 
 // spoolFrom copies the upload to a temporary file, so that excelize can open
 // it without reading it into memory and the zip can be read twice.
-func (x *XLSXReader) spoolFrom(r io.Reader) error {
+func (x *Reader) spoolFrom(r io.Reader) error {
 	// One folder per reader holds the upload and excelize's spills, so that
 	// Close removes them all, even those of an excelize call that failed
 	// half way.
@@ -223,7 +246,7 @@ func (x *XLSXReader) spoolFrom(r io.Reader) error {
 	return nil
 }
 
-func (x *XLSXReader) open() error {
+func (x *Reader) open() error {
 	st, err := x.spool.Stat()
 	if err != nil {
 		return err
@@ -270,8 +293,8 @@ func (x *XLSXReader) open() error {
 	return nil
 }
 
-// pickSheet resolves XLSXOptions.Sheet.
-func (x *XLSXReader) pickSheet() (xlsxSheetInfo, error) {
+// pickSheet resolves Options.Sheet.
+func (x *Reader) pickSheet() (xlsxSheetInfo, error) {
 	sheets := x.pkg.sheets
 	want := strings.TrimSpace(x.o.Sheet)
 	if want == "" {
@@ -308,7 +331,7 @@ func (x *XLSXReader) pickSheet() (xlsxSheetInfo, error) {
 // reads its cells' attributes first (and refuses a row wider than limit
 // before excelize allocates it), then excelize's iterator is moved to the
 // same row and reads the values. It returns io.EOF at the end.
-func (x *XLSXReader) step(limit int) (*xlsxRow, error) {
+func (x *Reader) step(limit int) (*xlsxRow, error) {
 	var (
 		n    int64
 		meta []xlsxCellMeta
@@ -355,8 +378,8 @@ func (x *XLSXReader) step(limit int) (*xlsxRow, error) {
 
 // typed converts row's raw values by their cells' types and styles, and
 // returns the row errors found on the way (error values, oversized cells).
-func (x *XLSXReader) typed(r *xlsxRow) []FieldError {
-	var errs []FieldError
+func (x *Reader) typed(r *xlsxRow) []rows.FieldError {
+	var errs []rows.FieldError
 	m := 0
 	for i, v := range r.values {
 		col := i + 1
@@ -382,18 +405,27 @@ func (x *XLSXReader) typed(r *xlsxRow) []FieldError {
 			// The cell is emptied, as the CSV reader empties a cell it
 			// rejects: the error is the row's, not a second one from
 			// binding "#DIV/0!" as a number. The message keeps the value.
-			errs = append(errs, FieldError{Row: r.n, Column: x.column(i), Code: CodeCellError,
+			errs = append(errs, rows.FieldError{Row: r.n, Column: x.column(i), Code: CodeCellError,
 				Message: fmt.Sprintf("cell %s%d holds the error %s", xlsxColName(col), r.n, v)})
 			v = ""
 		case "d":
 			v = xlsxISODate(strings.TrimSpace(v))
 		case "s", "str", "inlineStr":
 			if !x.o.KeepFormulaQuote {
-				v = unquoteFormula(v) // as the CSV reader does
+				v = rows.UnquoteFormula(v) // as the CSV reader does
 			}
 		default: // a number
 			if k := x.pkg.styles.kind(c.style); k != xlsxNumber {
-				if s, ok := xlsxSerialText(v, k, x.pkg.date1904); ok {
+				s, ok, err := xlsxSerialText(v, k, x.pkg.date1904)
+				if err != nil {
+					// A day Excel shows but no calendar has: the cell is
+					// emptied, as for an error value, and the row says why.
+					errs = append(errs, rows.FieldError{Row: r.n, Column: x.column(i), Code: rows.CodeBadDate,
+						Message: fmt.Sprintf("cell %s%d holds the date serial %s, which %v", xlsxColName(col), r.n, strings.TrimSpace(v), err)})
+					v = ""
+					break
+				}
+				if ok {
 					v = s
 					break
 				}
@@ -401,7 +433,7 @@ func (x *XLSXReader) typed(r *xlsxRow) []FieldError {
 			v = xlsxNumberText(v)
 		}
 		if len(v) > x.o.MaxCellBytes {
-			errs = append(errs, FieldError{Row: r.n, Column: x.column(i), Code: CodeCellTooLong,
+			errs = append(errs, rows.FieldError{Row: r.n, Column: x.column(i), Code: rows.CodeCellTooLong,
 				Message: fmt.Sprintf("cell %s%d is %d bytes, more than the limit of %d", xlsxColName(col), r.n, len(v), x.o.MaxCellBytes)})
 			v = ""
 		}
@@ -410,7 +442,7 @@ func (x *XLSXReader) typed(r *xlsxRow) []FieldError {
 	return errs
 }
 
-func (x *XLSXReader) column(i int) string {
+func (x *Reader) column(i int) string {
 	if i < len(x.header) {
 		return strings.TrimSpace(x.header[i])
 	}
@@ -427,13 +459,7 @@ func xlsxBlank(values []string) bool {
 }
 
 // readHeader finds the header row and reads it.
-func (x *XLSXReader) readHeader() error {
-	var (
-		rows      int64
-		nonEmpty  bool
-		row       *xlsxRow
-		candidate *xlsxRow
-	)
+func (x *Reader) readHeader() error {
 	// Merged ranges are listed after the rows: reading them costs a pass
 	// over the packed sheet without an XML parse, a small part of reading
 	// the rows themselves. Only ranges near the top can touch the header.
@@ -445,26 +471,45 @@ func (x *XLSXReader) readHeader() error {
 	if err != nil {
 		return fmt.Errorf("sheet %q: reading merged cells: %v", x.sheet.Name, err)
 	}
+	row, err := x.findHeader(merges)
+	if err != nil {
+		return err
+	}
+	x.header = xlsxHeaderCells(row, merges, x.o.MaxColumns)
+	x.hdrRow = row.n
+	x.width = len(x.header)
+	x.lastRow = row.n
+	x.scanAhead(x.width + x.o.ExtraColumns)
+	// Rows above the header are not data; they are not counted as skipped.
+	return nil
+}
 
+// findHeader reads the sheet down to its header row: the row HeaderRow
+// names, or else the first non-empty row that is not a title (a lone cell
+// merged across columns).
+func (x *Reader) findHeader(merges []xlsxMerge) (*xlsxRow, error) {
+	var (
+		seen     int64 // rows read
+		nonEmpty bool
+	)
 	for {
-		row, err = x.step(x.o.MaxColumns)
+		row, err := x.step(x.o.MaxColumns)
 		if errors.Is(err, io.EOF) {
-			break
+			return nil, x.noHeader(seen, nonEmpty)
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
-		rows++
+		seen++
 		x.typed(row)
 		if x.o.HeaderRow > 0 {
 			if row.n < x.o.HeaderRow {
 				continue
 			}
 			if row.n > x.o.HeaderRow || xlsxBlank(row.values) {
-				return fmt.Errorf("sheet %q: the header row %d is empty", x.sheet.Name, x.o.HeaderRow)
+				return nil, fmt.Errorf("sheet %q: the header row %d is empty", x.sheet.Name, x.o.HeaderRow)
 			}
-			candidate = row
-			break
+			return row, nil
 		}
 		if xlsxBlank(row.values) {
 			continue
@@ -476,32 +521,40 @@ func (x *XLSXReader) readHeader() error {
 				continue
 			}
 		}
-		candidate = row
-		break
+		return row, nil
 	}
-	if candidate == nil {
-		switch {
-		case x.o.HeaderRow > 0:
-			return fmt.Errorf("sheet %q has no row %d", x.sheet.Name, x.o.HeaderRow)
-		case nonEmpty:
-			return fmt.Errorf("sheet %q has only a title, no header row", x.sheet.Name)
-		case rows > 0:
-			return fmt.Errorf("no header row: every row of sheet %q is empty", x.sheet.Name)
-		}
-		part := x.pkg.part(x.sheet.Part)
-		if part.UncompressedSize64 > 64<<10 {
-			return fmt.Errorf("sheet %q yields no rows from %d bytes of XML (damaged, or not written by a spreadsheet program)",
-				x.sheet.Name, part.UncompressedSize64)
-		}
-		return fmt.Errorf("no header row: sheet %q is empty", x.sheet.Name)
+}
+
+// noHeader explains why a sheet that ended after seen rows has no header
+// row.
+func (x *Reader) noHeader(seen int64, nonEmpty bool) error {
+	switch {
+	case x.o.HeaderRow > 0:
+		return fmt.Errorf("sheet %q has no row %d", x.sheet.Name, x.o.HeaderRow)
+	case nonEmpty:
+		return fmt.Errorf("sheet %q has only a title, no header row", x.sheet.Name)
+	case seen > 0:
+		return fmt.Errorf("no header row: every row of sheet %q is empty", x.sheet.Name)
 	}
-	header := candidate.values
+	part := x.pkg.part(x.sheet.Part)
+	if part.UncompressedSize64 > 64<<10 {
+		return fmt.Errorf("sheet %q yields no rows from %d bytes of XML (damaged, or not written by a spreadsheet program)",
+			x.sheet.Name, part.UncompressedSize64)
+	}
+	return fmt.Errorf("no header row: sheet %q is empty", x.sheet.Name)
+}
+
+// xlsxHeaderCells returns the header that row spells: without trailing
+// empty columns, except those a merged last cell covers, and with the
+// columns a merged cell covers named after it.
+func xlsxHeaderCells(row *xlsxRow, merges []xlsxMerge, maxColumns int) []string {
+	header := row.values
 	for len(header) > 0 && strings.TrimSpace(header[len(header)-1]) == "" {
 		header = header[:len(header)-1]
 	}
 	for _, mg := range merges {
 		// A last header cell merged across empty columns covers them.
-		if mg.row1 == candidate.n && mg.col1 <= len(header) && mg.col2 > len(header) && mg.col2 <= x.o.MaxColumns {
+		if mg.row1 == row.n && mg.col1 <= len(header) && mg.col2 > len(header) && mg.col2 <= maxColumns {
 			header = append(header, make([]string, mg.col2-len(header))...)
 		}
 	}
@@ -513,20 +566,14 @@ func (x *XLSXReader) readHeader() error {
 			continue
 		}
 		for _, mg := range merges {
-			if mg.row1 <= candidate.n && candidate.n <= mg.row2 && mg.col1 <= i+1 && i+1 <= mg.col2 && mg.col1 < i+1 {
-				if first := strings.TrimSpace(header[mg.col1-1]); first != "" && mg.row1 == candidate.n {
+			if mg.row1 <= row.n && row.n <= mg.row2 && mg.col1 <= i+1 && i+1 <= mg.col2 && mg.col1 < i+1 {
+				if first := strings.TrimSpace(header[mg.col1-1]); first != "" && mg.row1 == row.n {
 					header[i] = fmt.Sprintf("%s (%d)", first, i+2-mg.col1)
 				}
 			}
 		}
 	}
-	x.header = header
-	x.hdrRow = candidate.n
-	x.width = len(header)
-	x.lastRow = candidate.n
-	x.scanAhead(x.width + x.o.ExtraColumns)
-	// Rows above the header are not data; they are not counted as skipped.
-	return nil
+	return header
 }
 
 func xlsxNonBlank(values []string) []int {
@@ -559,7 +606,7 @@ type xlsxScanned struct {
 // bounded number of rows ahead of excelize: the two XML parses of the sheet
 // then use two cores. The scanner is still always ahead, so every check it
 // makes comes before excelize reads the row.
-func (x *XLSXReader) scanAhead(limit int) {
+func (x *Reader) scanAhead(limit int) {
 	ahead := make(chan xlsxScanned, 64)
 	x.stop = make(chan struct{})
 	x.ahead = ahead
@@ -593,14 +640,14 @@ func (x *XLSXReader) scanAhead(limit int) {
 
 // Header returns the header row as the sheet spells it, without trailing
 // empty columns.
-func (x *XLSXReader) Header() []string { return x.header }
+func (x *Reader) Header() []string { return x.header }
 
 // SkippedEmpty returns how many empty rows below the header were skipped
 // so far: rows without values and rows the sheet leaves out.
-func (x *XLSXReader) SkippedEmpty() int64 { return x.skipped }
+func (x *Reader) SkippedEmpty() int64 { return x.skipped }
 
 // Sheets lists the workbook's sheet names in tab order.
-func (x *XLSXReader) Sheets() []string {
+func (x *Reader) Sheets() []string {
 	out := make([]string, len(x.pkg.sheets))
 	for i, s := range x.pkg.sheets {
 		out[i] = s.Name
@@ -609,19 +656,25 @@ func (x *XLSXReader) Sheets() []string {
 }
 
 // Sheet returns the name of the sheet being read.
-func (x *XLSXReader) Sheet() string { return x.sheet.Name }
+func (x *Reader) Sheet() string { return x.sheet.Name }
 
 // HeaderRow returns the sheet row of the header.
-func (x *XLSXReader) HeaderRow() int64 { return x.hdrRow }
+func (x *Reader) HeaderRow() int64 { return x.hdrRow }
+
+// Info describes the workbook as read: format "xlsx", its sheets in tab
+// order, the sheet read and the sheet row of its header.
+func (x *Reader) Info() rows.SourceInfo {
+	return rows.SourceInfo{Format: Name, Sheets: x.Sheets(), Sheet: x.Sheet(), HeaderRow: x.HeaderRow()}
+}
 
 // Date1904 reports whether the workbook uses the 1904 date system.
-func (x *XLSXReader) Date1904() bool { return x.pkg.date1904 }
+func (x *Reader) Date1904() bool { return x.pkg.date1904 }
 
 // Next returns the next non-empty row, or io.EOF. Its Row (and Line) is the
 // sheet's row number.
-func (x *XLSXReader) Next() (rec Record, err error) {
+func (x *Reader) Next() (rec rows.Record, err error) {
 	if x.err != nil {
-		return Record{}, x.err
+		return rows.Record{}, x.err
 	}
 	defer func() {
 		if v := recover(); v != nil {
@@ -634,10 +687,10 @@ func (x *XLSXReader) Next() (rec Record, err error) {
 	for {
 		r, err := x.step(x.width + x.o.ExtraColumns)
 		if errors.Is(err, io.EOF) {
-			return Record{}, io.EOF
+			return rows.Record{}, io.EOF
 		}
 		if err != nil {
-			return Record{}, x.fileErr(err)
+			return rows.Record{}, x.fileErr(err)
 		}
 		x.skipped += r.n - x.lastRow - 1 // rows the sheet leaves out
 		x.lastRow = r.n
@@ -652,7 +705,7 @@ func (x *XLSXReader) Next() (rec Record, err error) {
 		}
 		for i := x.width; i < len(values); i++ {
 			if strings.TrimSpace(values[i]) != "" {
-				errs = append(errs, FieldError{Row: r.n, Code: CodeRaggedRow,
+				errs = append(errs, rows.FieldError{Row: r.n, Code: rows.CodeRaggedRow,
 					Message: fmt.Sprintf("cell %s%d has a value outside the header's columns (A to %s)", xlsxColName(i+1), r.n, xlsxColName(x.width))})
 				break
 			}
@@ -660,12 +713,12 @@ func (x *XLSXReader) Next() (rec Record, err error) {
 		if len(values) > x.width && len(errs) == 0 {
 			values = values[:x.width] // only blank cells past the header
 		}
-		return Record{Row: r.n, Line: r.n, Values: values, Errors: errs}, nil
+		return rows.Record{Row: r.n, Line: r.n, Values: values, Errors: errs}, nil
 	}
 }
 
 // Close removes the temporary files. It is safe to call more than once.
-func (x *XLSXReader) Close() error {
+func (x *Reader) Close() error {
 	var errs []error
 	if x.stop != nil {
 		close(x.stop)
@@ -693,19 +746,4 @@ func (x *XLSXReader) Close() error {
 		x.dir = ""
 	}
 	return errors.Join(errs...)
-}
-
-// IsXLSX reports whether a file is to be read as a workbook: its first bytes
-// are a zip's or an OLE compound file's (an .xls or an encrypted workbook,
-// which the XLSX reader names), or its name ends in .xlsx, .xlsm or .xls.
-// head is the start of the file; 8 bytes are enough.
-func IsXLSX(head []byte, name string) bool {
-	if bytes.HasPrefix(head, xlsxZipMagic) || bytes.HasPrefix(head, xlsxOLEMagic) {
-		return true
-	}
-	switch strings.ToLower(filepath.Ext(name)) {
-	case ".xlsx", ".xlsm", ".xls", ".xltx", ".xltm":
-		return true
-	}
-	return false
 }

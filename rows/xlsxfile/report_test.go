@@ -1,4 +1,4 @@
-package rows
+package xlsxfile
 
 import (
 	"bytes"
@@ -8,21 +8,23 @@ import (
 	"testing"
 
 	"github.com/xuri/excelize/v2"
+
+	"github.com/rowfate/rowfate/rows"
 )
 
 func TestWriteErrorReportXLSX(t *testing.T) {
 	t.Parallel()
 	header := []string{"email", "name", "amount"}
-	report := []ReportRow{
-		{Row: 3, Values: []string{"not-an-email", "=Ann", "-5"}, Errors: []FieldError{
+	report := []rows.ReportRow{
+		{Row: 3, Values: []string{"not-an-email", "=Ann", "-5"}, Errors: []rows.FieldError{
 			{Row: 3, Column: "email", Code: "email", Message: "must be a valid email"},
 			{Row: 3, Column: "amount", Code: "gte", Message: "must be ≥ 0"},
 		}},
-		{Row: 9, Values: []string{"b@x.io", "Bob\x01", "1"}, Errors: []FieldError{
+		{Row: 9, Values: []string{"b@x.io", "Bob\x01", "1"}, Errors: []rows.FieldError{
 			{Row: 9, Code: "duplicate_key", Message: "repeats row 3"},
 		}},
 	}
-	src := func(yield func(ReportRow, error) bool) {
+	src := func(yield func(rows.ReportRow, error) bool) {
 		for _, r := range report {
 			if !yield(r, nil) {
 				return
@@ -30,7 +32,7 @@ func TestWriteErrorReportXLSX(t *testing.T) {
 		}
 	}
 	var buf bytes.Buffer
-	n, err := WriteErrorReportXLSX(&buf, header, src, &XLSXWriterOptions{TmpDir: t.TempDir()})
+	n, err := writeErrorReport(&buf, header, src, &WriterOptions{TmpDir: t.TempDir()})
 	if err != nil || n != 2 {
 		t.Fatalf("wrote %d rows: %v", n, err)
 	}
@@ -87,7 +89,7 @@ func TestWriteErrorReportXLSX(t *testing.T) {
 	}
 
 	// The report reads back as the values it was written from.
-	xr, recs, err := readXLSX(t, bytes.NewReader(buf.Bytes()), "report.xlsx", &XLSXOptions{TmpDir: t.TempDir()})
+	xr, recs, err := readXLSX(t, bytes.NewReader(buf.Bytes()), "report.xlsx", &Options{TmpDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,8 +98,8 @@ func TestWriteErrorReportXLSX(t *testing.T) {
 	}
 
 	// A source error ends the report.
-	broken := iter.Seq2[ReportRow, error](func(yield func(ReportRow, error) bool) { yield(ReportRow{}, errors.New("db gone")) })
-	if _, err := WriteErrorReportXLSX(&bytes.Buffer{}, header, broken, nil); err == nil || err.Error() != "db gone" {
+	broken := iter.Seq2[rows.ReportRow, error](func(yield func(rows.ReportRow, error) bool) { yield(rows.ReportRow{}, errors.New("db gone")) })
+	if _, err := WriteErrorReport(&bytes.Buffer{}, header, broken); err == nil || err.Error() != "db gone" {
 		t.Errorf("broken source: %v", err)
 	}
 }
@@ -105,12 +107,12 @@ func TestWriteErrorReportXLSX(t *testing.T) {
 func TestWriteTemplateXLSX(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
-	cols := []TemplateColumn{
+	cols := []rows.TemplateColumn{
 		{Name: "email", Example: "ann@example.com", Required: true},
 		{Name: "tier", Example: "pro", Enum: []string{"free", "pro", "enterprise"}},
 		{Name: "amount", Example: "-1.50", Note: "A number, with a dot for decimals."},
 	}
-	if err := WriteTemplateXLSX(&buf, cols, ""); err != nil {
+	if err := WriteTemplate(&buf, cols, ""); err != nil {
 		t.Fatal(err)
 	}
 	f, err := excelize.OpenReader(bytes.NewReader(buf.Bytes()))

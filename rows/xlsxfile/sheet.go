@@ -1,4 +1,4 @@
-package rows
+package xlsxfile
 
 import (
 	"archive/zip"

@@ -1,4 +1,4 @@
-package rows
+package xlsxfile
 
 import (
 	"bufio"
@@ -13,15 +13,17 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/rowfate/rowfate/rows"
 )
 
 // xlsxCorpus is fixtures/xlsx seen from this package, made by
 // `go run ./fixtures/xlsx/gen`.
-const xlsxCorpus = "../fixtures/xlsx"
+const xlsxCorpus = "../../fixtures/xlsx"
 
 // readXLSXFile reads a whole workbook: the header, the records, or the
 // first file error (from opening or from Next).
-func readXLSXFile(t testing.TB, path string, opts *XLSXOptions) (*XLSXReader, []Record, error) {
+func readXLSXFile(t testing.TB, path string, opts *Options) (*Reader, []rows.Record, error) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -31,14 +33,14 @@ func readXLSXFile(t testing.TB, path string, opts *XLSXOptions) (*XLSXReader, []
 	return readXLSX(t, f, filepath.Base(path), opts)
 }
 
-func readXLSX(t testing.TB, r io.Reader, name string, opts *XLSXOptions) (*XLSXReader, []Record, error) {
+func readXLSX(t testing.TB, r io.Reader, name string, opts *Options) (*Reader, []rows.Record, error) {
 	t.Helper()
-	xr, err := NewXLSXReader(r, name, opts)
+	xr, err := NewReader(r, name, opts)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer xr.Close()
-	var recs []Record
+	var recs []rows.Record
 	for {
 		rec, err := xr.Next()
 		if errors.Is(err, io.EOF) {
@@ -53,14 +55,14 @@ func readXLSX(t testing.TB, r io.Reader, name string, opts *XLSXOptions) (*XLSXR
 
 // TestXLSXCorpus reads every file of fixtures/xlsx and checks the outcome
 // the reader decides: the header and the number of records, or the file
-// error (a *FileError naming the file).
+// error (a *rows.FileError naming the file).
 func TestXLSXCorpus(t *testing.T) {
 	t.Parallel()
 	type want struct {
 		header  string // joined with |
 		records int
 		skipped int64
-		fileErr string // substring of the *FileError; "" for none
+		fileErr string // substring of the *rows.FileError; "" for none
 	}
 	tests := map[string]want{
 		"customers.xlsx":         {"email|name|country|signup_date|amount", 37, 3, ""},
@@ -97,15 +99,15 @@ func TestXLSXCorpus(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			tmp := t.TempDir()
-			xr, recs, err := readXLSXFile(t, filepath.Join(xlsxCorpus, name), &XLSXOptions{TmpDir: tmp})
+			xr, recs, err := readXLSXFile(t, filepath.Join(xlsxCorpus, name), &Options{TmpDir: tmp})
 			// Accepted or not, the reader leaves no temporary file behind.
 			if left, _ := os.ReadDir(tmp); len(left) != 0 {
 				t.Errorf("%d temporary files left in TmpDir", len(left))
 			}
 			if w.fileErr != "" {
-				var fe *FileError
+				var fe *rows.FileError
 				if !errors.As(err, &fe) || fe.File != name || !strings.Contains(err.Error(), w.fileErr) {
-					t.Fatalf("want a FileError of %s with %q, got %T %v", name, w.fileErr, err, err)
+					t.Fatalf("want a rows.FileError of %s with %q, got %T %v", name, w.fileErr, err, err)
 				}
 				return
 			}
@@ -135,7 +137,7 @@ func TestXLSXCustomersFixture(t *testing.T) {
 	if xr.Sheet() != "Customers" || xr.HeaderRow() != 2 || !slices.Equal(xr.Sheets(), []string{"Notes", "Customers"}) {
 		t.Fatalf("sheet %q, header row %d, sheets %q", xr.Sheet(), xr.HeaderRow(), xr.Sheets())
 	}
-	byRow := map[int64]Record{}
+	byRow := map[int64]rows.Record{}
 	var nums []int64
 	for _, r := range recs {
 		byRow[r.Row] = r
@@ -178,7 +180,8 @@ func TestXLSXCustomersFixture(t *testing.T) {
 }
 
 // TestXLSXDates checks serial numbers, formats and cell types in both date
-// systems: the 1900 system has a phantom 1900-02-29 (serial 60) and counts
+// systems: the 1900 system has a phantom 1900-02-29 (serial 60), which is a
+// bad_date row error naming the day rather than a guessed date, and counts
 // day 1 as 1900-01-01; the 1904 system counts day 0 as 1904-01-01.
 func TestXLSXDates(t *testing.T) {
 	t.Parallel()
@@ -190,7 +193,7 @@ func TestXLSXDates(t *testing.T) {
 	}
 	tests := map[string]map[string]string{
 		"dates1900.xlsx": {
-			"d1": "1900-01-01", "d59": "1900-02-28", "d60": "1900-02-29", "d61": "1900-03-01",
+			"d1": "1900-01-01", "d59": "1900-02-28", "d60": "", "d61": "1900-03-01",
 			"d43833": "2020-01-03", "datetime": "2020-01-03 10:30:00", "second": "2020-01-03 00:00:01",
 			"millis": "2020-01-03 12:00:00.501", "custom": "2020-01-03", "iso_fmt": "2020-01-03",
 		},
@@ -210,12 +213,21 @@ func TestXLSXDates(t *testing.T) {
 			if xr.Date1904() != (name == "dates1904.xlsx") {
 				t.Errorf("Date1904() = %v", xr.Date1904())
 			}
+			// The cells that are row errors, by label: an error value, and
+			// in the 1900 system the day that does not exist.
+			wantCodes := map[string]rows.Code{"error": CodeCellError}
+			if name == "dates1900.xlsx" {
+				wantCodes["d60"] = rows.CodeBadDate
+			}
 			got := map[string]string{}
 			for _, r := range recs {
 				got[r.Values[0]] = r.Values[1]
-				wantErr := r.Values[0] == "error"
-				if (len(r.Errors) > 0) != wantErr || wantErr && (r.Errors[0].Code != CodeCellError || r.Errors[0].Column != "value") {
+				code, wantErr := wantCodes[r.Values[0]]
+				if (len(r.Errors) > 0) != wantErr || wantErr && (r.Errors[0].Code != code || r.Errors[0].Column != "value") {
 					t.Errorf("%s: errors %v", r.Values[0], r.Errors)
+				}
+				if code == rows.CodeBadDate && !strings.Contains(r.Errors[0].Message, "1900-02-29") {
+					t.Errorf("%s: message %q does not name 1900-02-29", r.Values[0], r.Errors[0].Message)
 				}
 			}
 			for k, v := range common {
@@ -298,7 +310,7 @@ func TestXLSXMemoryChild(t *testing.T) {
 	if path == "" {
 		t.Skip("run by TestXLSXCorpusMemory")
 	}
-	opts := &XLSXOptions{TmpDir: t.TempDir()}
+	opts := &Options{TmpDir: t.TempDir()}
 	if r := os.Getenv("ROWFATE_XLSX_RATIO"); r != "" {
 		opts.MaxCompressionRatio, _ = strconv.ParseInt(r, 10, 64)
 	}
@@ -318,7 +330,7 @@ func TestXLSXMemoryChild(t *testing.T) {
 // FuzzXLSXReader feeds the corpus, and what the fuzzer makes of it, to the
 // reader: it must never panic, every data row must come out exactly once
 // (rows strictly increasing, below Excel's limit) or the file must be
-// refused with a *FileError.
+// refused with a *rows.FileError.
 func FuzzXLSXReader(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join(xlsxCorpus, "*.xlsx"))
 	for _, path := range files {
@@ -333,10 +345,10 @@ func FuzzXLSXReader(f *testing.F) {
 	}
 	tmp := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte) {
-		opts := &XLSXOptions{TmpDir: tmp, MaxFileBytes: 4 << 20, MaxUnzipBytes: 64 << 20}
-		xr, err := NewXLSXReader(bytes.NewReader(data), "fuzz.xlsx", opts)
+		opts := &Options{TmpDir: tmp, MaxFileBytes: 4 << 20, MaxUnzipBytes: 64 << 20}
+		xr, err := NewReader(bytes.NewReader(data), "fuzz.xlsx", opts)
 		if err != nil {
-			var fe *FileError
+			var fe *rows.FileError
 			if !errors.As(err, &fe) {
 				t.Fatalf("not a FileError: %T %v", err, err)
 			}
@@ -353,7 +365,7 @@ func FuzzXLSXReader(f *testing.F) {
 				break
 			}
 			if err != nil {
-				var fe *FileError
+				var fe *rows.FileError
 				if !errors.As(err, &fe) {
 					t.Fatalf("not a FileError: %T %v", err, err)
 				}

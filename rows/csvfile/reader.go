@@ -1,4 +1,4 @@
-package rows
+package csvfile
 
 import (
 	"bufio"
@@ -9,16 +9,18 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/rowfate/rowfate/rows"
 )
 
-// CSVOptions tunes a CSVReader. The zero value is usable: it detects the
+// Options tunes a Reader. The zero value is usable: it detects the
 // encoding and the delimiter and applies safe limits.
-type CSVOptions struct {
+type Options struct {
 	// Encoding is the file's character set: utf-8, utf-16 (by byte order
 	// mark, little-endian without one), utf-16le, utf-16be or windows-1252
 	// (latin1 and cp1252 are accepted as names for it). A byte order mark
 	// overrides a declared UTF-8 or UTF-16. Defaults to detection: see
-	// CSVReader.Encoding.
+	// Reader.Encoding.
 	Encoding string
 	// Comma is the field delimiter. Defaults to sniffing among , ; tab and
 	// | (see SniffDelimiter).
@@ -37,15 +39,28 @@ type CSVOptions struct {
 	// Defaults to 10,000,000.
 	MaxRows int64
 	// KeepFormulaQuote keeps a leading apostrophe that guards a formula
-	// character. By default one is removed: SafeCell adds it when a report
+	// character. By default one is removed: rows.SafeCell adds it when a report
 	// is written ("'=SUM(A1)", "'-1"), and a report fixed and uploaded
 	// again must read as the values it was written from. An apostrophe in
 	// front of anything else is always kept.
 	KeepFormulaQuote bool
 }
 
-func (o *CSVOptions) withDefaults() (CSVOptions, error) {
-	var c CSVOptions
+// OptionsFrom returns the options a user's rows.ReadOptions ask of a CSV
+// reader: encoding, delimiter, the formula quote and the two size limits.
+// What only workbooks have (sheet, header row) does not apply.
+func OptionsFrom(o rows.ReadOptions) *Options {
+	return &Options{
+		Encoding:         o.Encoding,
+		Comma:            o.Delimiter,
+		MaxLineBytes:     o.MaxLineBytes,
+		MaxCellBytes:     o.MaxCellBytes,
+		KeepFormulaQuote: o.KeepFormulaQuote,
+	}
+}
+
+func (o *Options) withDefaults() (Options, error) {
+	var c Options
 	if o != nil {
 		c = *o
 	}
@@ -67,7 +82,7 @@ func (o *CSVOptions) withDefaults() (CSVOptions, error) {
 	return c, nil
 }
 
-// CSVReader reads a CSV file one record at a time. It decodes the file's
+// Reader reads a CSV file one record at a time. It decodes the file's
 // character set to UTF-8 (dropping one byte order mark), finds the
 // delimiter, reads the first non-empty row as the header, and numbers rows
 // the way a spreadsheet program shows them.
@@ -75,10 +90,11 @@ func (o *CSVOptions) withDefaults() (CSVOptions, error) {
 // Problems of one row (ragged, NUL bytes, invalid UTF-8, an over-long cell)
 // are Record.Errors and the file goes on; problems that make the rest of
 // the file unreadable (bare-CR line endings, an unbalanced quote, a record
-// over MaxLineBytes, more than MaxRows rows) are a *FileError with the line.
-type CSVReader struct {
+// over MaxLineBytes, more than MaxRows rows) are a *rows.FileError with the
+// line.
+type Reader struct {
 	name     string
-	opts     CSVOptions
+	opts     Options
 	r        *csv.Reader
 	lines    *lineCounter
 	header   []string
@@ -90,20 +106,20 @@ type CSVReader struct {
 	skipped  int64
 }
 
-var _ Reader = (*CSVReader)(nil)
+var _ rows.Reader = (*Reader)(nil)
 
-// NewCSVReader reads the header of r and returns a reader positioned at the
+// NewReader reads the header of r and returns a reader positioned at the
 // first data row. name is used in errors only. A file with no header (empty,
-// or only blank lines) is a *FileError, and so are options that cannot
+// or only blank lines) is a *rows.FileError, and so are options that cannot
 // apply (an unknown encoding, a bad delimiter).
-func NewCSVReader(r io.Reader, name string, opts *CSVOptions) (*CSVReader, error) {
+func NewReader(r io.Reader, name string, opts *Options) (*Reader, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
-		return nil, &FileError{File: name, Err: err}
+		return nil, &rows.FileError{File: name, Err: err}
 	}
 	text, enc, err := decodeSource(r, o.Encoding)
 	if err != nil {
-		return nil, &FileError{File: name, Err: err}
+		return nil, &rows.FileError{File: name, Err: err}
 	}
 	lc := &lineCounter{r: &lineGuard{r: text, max: o.MaxLineBytes, line: 1, recStart: 1}}
 	br := bufio.NewReaderSize(lc, sniffBytes)
@@ -115,7 +131,7 @@ func NewCSVReader(r io.Reader, name string, opts *CSVOptions) (*CSVReader, error
 	cr.Comma = o.Comma
 	cr.FieldsPerRecord = -1 // ragged rows are row errors, checked below
 	cr.ReuseRecord = false
-	c := &CSVReader{name: name, opts: o, r: cr, lines: lc, nextLine: 1, encoding: enc}
+	c := &Reader{name: name, opts: o, r: cr, lines: lc, nextLine: 1, encoding: enc}
 
 	// Blank and whitespace-only rows before the header still count as rows.
 	var (
@@ -126,7 +142,7 @@ func NewCSVReader(r io.Reader, name string, opts *CSVOptions) (*CSVReader, error
 		var err error
 		rec, line, err = c.read()
 		if errors.Is(err, io.EOF) {
-			return nil, &FileError{File: name, Err: errors.New("no header row: the file is empty")}
+			return nil, &rows.FileError{File: name, Err: errors.New("no header row: the file is empty")}
 		}
 		if err != nil {
 			return nil, err
@@ -138,14 +154,14 @@ func NewCSVReader(r io.Reader, name string, opts *CSVOptions) (*CSVReader, error
 		c.skipped++
 	}
 	if len(rec) > o.MaxColumns {
-		return nil, &FileError{File: name, Line: line, Err: fmt.Errorf("header has %d columns, more than the limit of %d", len(rec), o.MaxColumns)}
+		return nil, &rows.FileError{File: name, Line: line, Err: fmt.Errorf("header has %d columns, more than the limit of %d", len(rec), o.MaxColumns)}
 	}
 	for _, h := range rec {
 		// Until charsets are decoded, a header that is not UTF-8 text is
 		// most likely not a CSV file at all (an image, a spreadsheet saved
 		// under the wrong name): say so rather than "missing columns".
 		if strings.ContainsRune(h, 0) || !utf8.ValidString(h) {
-			return nil, &FileError{File: name, Line: line, Err: errors.New("the header row is not UTF-8 text: is this a CSV file?")}
+			return nil, &rows.FileError{File: name, Line: line, Err: errors.New("the header row is not UTF-8 text: is this a CSV file?")}
 		}
 	}
 	c.header = rec
@@ -153,7 +169,7 @@ func NewCSVReader(r io.Reader, name string, opts *CSVOptions) (*CSVReader, error
 }
 
 // read returns the next physical record and the line it starts on.
-func (c *CSVReader) read() ([]string, int64, error) {
+func (c *Reader) read() ([]string, int64, error) {
 	rec, err := c.r.Read()
 	if err != nil {
 		if errors.Is(err, io.EOF) {
@@ -168,13 +184,13 @@ func (c *CSVReader) read() ([]string, int64, error) {
 		}
 		var ge *guardError
 		if errors.As(err, &ge) {
-			return nil, 0, &FileError{File: c.name, Line: ge.line, Err: ge.err}
+			return nil, 0, &rows.FileError{File: c.name, Line: ge.line, Err: ge.err}
 		}
 		var pe *csv.ParseError
 		if errors.As(err, &pe) {
-			return nil, 0, &FileError{File: c.name, Line: int64(pe.StartLine), Err: pe.Err}
+			return nil, 0, &rows.FileError{File: c.name, Line: int64(pe.StartLine), Err: pe.Err}
 		}
-		return nil, 0, &FileError{File: c.name, Err: err}
+		return nil, 0, &rows.FileError{File: c.name, Err: err}
 	}
 	line, _ := c.r.FieldPos(0)
 	start := int64(line)
@@ -193,28 +209,40 @@ func (c *CSVReader) read() ([]string, int64, error) {
 }
 
 // Header returns the header row as the file spells it.
-func (c *CSVReader) Header() []string { return c.header }
+func (c *Reader) Header() []string { return c.header }
 
 // Encoding returns the character set the file is read in: utf-8,
-// utf-16le, utf-16be or windows-1252. Unless CSVOptions.Encoding declares
+// utf-16le, utf-16be or windows-1252. Unless Options.Encoding declares
 // it, a byte order mark decides, and without one the first 64 KiB: valid
 // UTF-8 is UTF-8, and invalid UTF-8 that decodes cleanly as Windows-1252
 // (no undefined byte, no control character but tab, CR and LF) is
 // Windows-1252.
-func (c *CSVReader) Encoding() string { return c.encoding }
+func (c *Reader) Encoding() string { return c.encoding }
 
 // Comma returns the field delimiter, declared or sniffed.
-func (c *CSVReader) Comma() rune { return c.opts.Comma }
+func (c *Reader) Comma() rune { return c.opts.Comma }
 
 // SkippedEmpty returns how many blank rows were skipped so far.
-func (c *CSVReader) SkippedEmpty() int64 { return c.skipped }
+func (c *Reader) SkippedEmpty() int64 { return c.skipped }
+
+// Info describes the file as read: format "csv", its encoding and its
+// delimiter as DelimiterName spells it. HeaderRow stays 0: the header is
+// the first non-blank line, and a dry run's or preview's JSON has never
+// carried it for text files.
+func (c *Reader) Info() rows.SourceInfo {
+	return rows.SourceInfo{Format: Name, Encoding: c.encoding, Delimiter: DelimiterName(c.opts.Comma)}
+}
+
+// Close does nothing: a CSV reader holds nothing but its source, which
+// the caller closes. It is there so that every rows.Reader can be closed.
+func (c *Reader) Close() error { return nil }
 
 // Next returns the next non-empty record, or io.EOF.
-func (c *CSVReader) Next() (Record, error) {
+func (c *Reader) Next() (rows.Record, error) {
 	for {
 		rec, line, err := c.read()
 		if err != nil {
-			return Record{}, err
+			return rows.Record{}, err
 		}
 		c.row++
 		if isEmpty(rec) {
@@ -223,12 +251,12 @@ func (c *CSVReader) Next() (Record, error) {
 		}
 		c.rows++
 		if c.rows > c.opts.MaxRows {
-			return Record{}, &FileError{File: c.name, Line: line, Err: fmt.Errorf("more than %d data rows", c.opts.MaxRows)}
+			return rows.Record{}, &rows.FileError{File: c.name, Line: line, Err: fmt.Errorf("more than %d data rows", c.opts.MaxRows)}
 		}
-		out := Record{Row: c.row, Line: line, Values: rec}
+		out := rows.Record{Row: c.row, Line: line, Values: rec}
 		if len(rec) != len(c.header) {
-			out.Errors = append(out.Errors, FieldError{
-				Row: c.row, Code: CodeRaggedRow,
+			out.Errors = append(out.Errors, rows.FieldError{
+				Row: c.row, Code: rows.CodeRaggedRow,
 				Message: fmt.Sprintf("row has %d cells, the header has %d", len(rec), len(c.header)),
 			})
 		}
@@ -243,37 +271,37 @@ func (c *CSVReader) Next() (Record, error) {
 // to errs. A cell that cannot be stored as it is (too long; a NUL or bad
 // bytes, which PostgreSQL text refuses) is a row error, and what is kept is
 // emptied or made valid so that the row can still be stored and reported.
-func (c *CSVReader) checkCell(i int, v string, errs []FieldError) (string, []FieldError) {
+func (c *Reader) checkCell(i int, v string, errs []rows.FieldError) (string, []rows.FieldError) {
 	if len(v) > c.opts.MaxCellBytes {
-		errs = append(errs, FieldError{
-			Row: c.row, Column: c.column(i), Code: CodeCellTooLong,
+		errs = append(errs, rows.FieldError{
+			Row: c.row, Column: c.column(i), Code: rows.CodeCellTooLong,
 			Message: fmt.Sprintf("cell is %d bytes, more than the limit of %d", len(v), c.opts.MaxCellBytes),
 		})
 		return "", errs // don't carry an oversized cell into the store
 	}
 	if strings.IndexByte(v, 0) >= 0 {
-		errs = append(errs, FieldError{
-			Row: c.row, Column: c.column(i), Code: CodeNulByte,
+		errs = append(errs, rows.FieldError{
+			Row: c.row, Column: c.column(i), Code: rows.CodeNulByte,
 			Message: "cell contains a NUL byte (shown as \uFFFD): is this a binary file, or UTF-16 without a byte order mark?",
 		})
 		v = strings.ReplaceAll(v, "\x00", "\uFFFD")
 	}
 	if !utf8.ValidString(v) {
-		errs = append(errs, FieldError{
-			Row: c.row, Column: c.column(i), Code: CodeBadEncoding,
+		errs = append(errs, rows.FieldError{
+			Row: c.row, Column: c.column(i), Code: rows.CodeBadEncoding,
 			Message: "cell is not valid UTF-8 (bad bytes shown as \uFFFD): save the file as UTF-8, or declare its encoding",
 		})
 		v = strings.ToValidUTF8(v, "\uFFFD")
 	}
 	if !c.opts.KeepFormulaQuote {
-		v = unquoteFormula(v)
+		v = rows.UnquoteFormula(v)
 	}
 	// Each bad byte became a three-byte U+FFFD above, so a cell just under
 	// the limit can grow past it (found by FuzzCSVReader): keep the cap a
 	// cap on what is stored, too.
 	if len(v) > c.opts.MaxCellBytes {
-		errs = append(errs, FieldError{
-			Row: c.row, Column: c.column(i), Code: CodeCellTooLong,
+		errs = append(errs, rows.FieldError{
+			Row: c.row, Column: c.column(i), Code: rows.CodeCellTooLong,
 			Message: fmt.Sprintf("cell is %d bytes once its bad bytes are replaced, more than the limit of %d", len(v), c.opts.MaxCellBytes),
 		})
 		return "", errs
@@ -281,16 +309,7 @@ func (c *CSVReader) checkCell(i int, v string, errs []FieldError) (string, []Fie
 	return v, errs
 }
 
-// unquoteFormula removes the apostrophe SafeCell puts in front of a formula
-// character, and only that one.
-func unquoteFormula(v string) string {
-	if len(v) >= 2 && v[0] == '\'' && SafeCell(v[1:]) != v[1:] {
-		return v[1:]
-	}
-	return v
-}
-
-func (c *CSVReader) column(i int) string {
+func (c *Reader) column(i int) string {
 	if i < len(c.header) {
 		return strings.TrimSpace(c.header[i]) // as Mapping names it
 	}

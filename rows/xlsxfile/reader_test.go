@@ -1,4 +1,4 @@
-package rows
+package xlsxfile
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/xuri/excelize/v2"
+
+	"github.com/rowfate/rowfate/rows"
 )
 
 // workbook builds an XLSX file with excelize: sheets in order, each a list
@@ -55,7 +57,7 @@ func TestXLSXReaderOptions(t *testing.T) {
 
 	tests := []struct {
 		name    string
-		opts    XLSXOptions
+		opts    Options
 		sheet   string
 		header  string
 		row     int64
@@ -63,18 +65,18 @@ func TestXLSXReaderOptions(t *testing.T) {
 		fileErr string
 	}{
 		{name: "default is the first sheet", sheet: "First", header: "email|name", row: 1, values: "a@x.io|A"},
-		{name: "by name, any case", opts: XLSXOptions{Sheet: "second"}, sheet: "Second",
+		{name: "by name, any case", opts: Options{Sheet: "second"}, sheet: "Second",
 			// The merged title of row 1 is passed over; the merged header
 			// cell names the column it covers after itself.
 			header: "id|Address|Address (2)|zip", row: 3, values: "1|Main St|Springfield|12345"},
-		{name: "by position", opts: XLSXOptions{Sheet: "2", HeaderRow: 3}, sheet: "Second", header: "id|Address|Address (2)|zip", row: 3},
-		{name: "header row chosen", opts: XLSXOptions{Sheet: "Second", HeaderRow: 1}, sheet: "Second", header: "report|report (2)|report (3)", row: 1},
-		{name: "empty header row", opts: XLSXOptions{Sheet: "Second", HeaderRow: 2}, fileErr: "the header row 2 is empty"},
-		{name: "no such row", opts: XLSXOptions{HeaderRow: 9}, fileErr: `sheet "First" has no row 9`},
-		{name: "no such sheet", opts: XLSXOptions{Sheet: "Third"}, fileErr: `no sheet "Third"; its sheets are "First", "Second"`},
-		{name: "too large", opts: XLSXOptions{MaxFileBytes: 100}, fileErr: "larger than the limit of 100 bytes"},
-		{name: "unzip limit", opts: XLSXOptions{MaxUnzipBytes: 1000}, fileErr: "unpacks to more than 1000 bytes"},
-		{name: "shared strings limit", opts: XLSXOptions{MaxSharedStrings: 3}, fileErr: "has 12 distinct texts (shared strings), more than the limit of 3"},
+		{name: "by position", opts: Options{Sheet: "2", HeaderRow: 3}, sheet: "Second", header: "id|Address|Address (2)|zip", row: 3},
+		{name: "header row chosen", opts: Options{Sheet: "Second", HeaderRow: 1}, sheet: "Second", header: "report|report (2)|report (3)", row: 1},
+		{name: "empty header row", opts: Options{Sheet: "Second", HeaderRow: 2}, fileErr: "the header row 2 is empty"},
+		{name: "no such row", opts: Options{HeaderRow: 9}, fileErr: `sheet "First" has no row 9`},
+		{name: "no such sheet", opts: Options{Sheet: "Third"}, fileErr: `no sheet "Third"; its sheets are "First", "Second"`},
+		{name: "too large", opts: Options{MaxFileBytes: 100}, fileErr: "larger than the limit of 100 bytes"},
+		{name: "unzip limit", opts: Options{MaxUnzipBytes: 1000}, fileErr: "unpacks to more than 1000 bytes"},
+		{name: "shared strings limit", opts: Options{MaxSharedStrings: 3}, fileErr: "has 12 distinct texts (shared strings), more than the limit of 3"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -83,9 +85,9 @@ func TestXLSXReaderOptions(t *testing.T) {
 			opts.TmpDir = t.TempDir()
 			xr, recs, err := readXLSX(t, bytes.NewReader(b), "book.xlsx", &opts)
 			if tt.fileErr != "" {
-				var fe *FileError
+				var fe *rows.FileError
 				if !errors.As(err, &fe) || !strings.Contains(err.Error(), tt.fileErr) {
-					t.Fatalf("want a FileError with %q, got %v", tt.fileErr, err)
+					t.Fatalf("want a rows.FileError with %q, got %v", tt.fileErr, err)
 				}
 				return
 			}
@@ -117,7 +119,7 @@ func TestXLSXReaderHiddenSheet(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	f.Write(&buf)
-	xr, recs, err := readXLSX(t, &buf, "h.xlsx", &XLSXOptions{TmpDir: t.TempDir()})
+	xr, recs, err := readXLSX(t, &buf, "h.xlsx", &Options{TmpDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,18 +133,18 @@ func TestXLSXWriterRoundTrip(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
 	header := []string{"text", "number", "flag", "day", "stamp", "raw", "big"}
-	w, err := NewXLSXWriter(&buf, header, &XLSXWriterOptions{Sheet: "Export", TmpDir: t.TempDir()})
+	w, err := NewWriter(&buf, header, &WriterOptions{Sheet: "Export", TmpDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	day := time.Date(2020, 1, 3, 0, 0, 0, 0, time.UTC)
 	stamp := time.Date(1999, 12, 31, 23, 59, 58, 0, time.UTC)
-	rowsIn := [][]Cell{
-		{{Text: "=HYPERLINK(\"x\")"}, {Type: CellNumber, Text: "-12.5"}, {Type: CellBool, Text: "true"},
-			{Type: CellDate, Text: "2020-01-03", Time: day}, {Type: CellDateTime, Time: stamp}, {Text: "+44 20", Raw: true},
-			{Type: CellNumber, Text: "1234567890123456789"}},
-		{{Text: "plain"}, {Type: CellNumber, Text: "0.30000000000000004"}, {Type: CellBool, Text: "false"},
-			{Type: CellDate}, {Type: CellDateTime}, {Text: "@home"}, {Type: CellNumber, Text: "12.50"}},
+	rowsIn := [][]rows.Cell{
+		{{Text: "=HYPERLINK(\"x\")"}, {Type: rows.CellNumber, Text: "-12.5"}, {Type: rows.CellBool, Text: "true"},
+			{Type: rows.CellDate, Text: "2020-01-03", Time: day}, {Type: rows.CellDateTime, Time: stamp}, {Text: "+44 20", Raw: true},
+			{Type: rows.CellNumber, Text: "1234567890123456789"}},
+		{{Text: "plain"}, {Type: rows.CellNumber, Text: "0.30000000000000004"}, {Type: rows.CellBool, Text: "false"},
+			{Type: rows.CellDate}, {Type: rows.CellDateTime}, {Text: "@home"}, {Type: rows.CellNumber, Text: "12.50"}},
 	}
 	for _, r := range rowsIn {
 		if err := w.WriteRow(r); err != nil {
@@ -151,16 +153,16 @@ func TestXLSXWriterRoundTrip(t *testing.T) {
 	}
 	// Rows a cell cannot hold are refused, and the file goes on.
 	for _, bad := range []struct {
-		cells []Cell
-		code  Code
+		cells []rows.Cell
+		code  rows.Code
 	}{
-		{[]Cell{{Text: "bell\a"}}, CodeBadCharacter},
-		{[]Cell{{Text: strings.Repeat("x", 32768)}}, CodeCellTooLong},
+		{[]rows.Cell{{Text: "bell\a"}}, CodeBadCharacter},
+		{[]rows.Cell{{Text: strings.Repeat("x", 32768)}}, rows.CodeCellTooLong},
 	} {
 		err := w.WriteRow(bad.cells)
-		var fe *FieldError
+		var fe *rows.FieldError
 		if !errors.As(err, &fe) || fe.Code != bad.code || fe.Column != "text" {
-			t.Errorf("want a %s FieldError of column text, got %v", bad.code, err)
+			t.Errorf("want a %s rows.FieldError of column text, got %v", bad.code, err)
 		}
 	}
 	if w.Rows() != 2 {
@@ -195,7 +197,7 @@ func TestXLSXWriterRoundTrip(t *testing.T) {
 		t.Errorf("header style %+v, %v", st, err)
 	}
 
-	xr, recs, err := readXLSX(t, bytes.NewReader(raw), "export.xlsx", &XLSXOptions{TmpDir: t.TempDir()})
+	xr, recs, err := readXLSX(t, bytes.NewReader(raw), "export.xlsx", &Options{TmpDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,23 +226,42 @@ func TestXLSXSerialText(t *testing.T) {
 		d04  bool
 		want string
 		ok   bool
+		bad  string // the error names this; the cell is a bad_date row error
 	}{
-		{"43833", xlsxDate, false, "2020-01-03", true},
-		{"43833.99999999", xlsxDate, false, "2020-01-03", true},
-		{"43833.999999999", xlsxDateTime, false, "2020-01-04 00:00:00", true}, // rounds to the next day
-		{"60", xlsxDate, false, "1900-02-29", true},
-		{"0", xlsxDate, false, "1900-01-00", true},
-		{"0", xlsxDate, true, "1904-01-01", true},
-		{"2958465", xlsxDate, false, "9999-12-31", true},
-		{"2958467", xlsxDate, false, "", false},
-		{"-1", xlsxDate, false, "", false},
-		{"NaN", xlsxDate, false, "", false},
-		{"x", xlsxDate, false, "", false},
+		{"43833", xlsxDate, false, "2020-01-03", true, ""},
+		{"43833.99999999", xlsxDate, false, "2020-01-03", true, ""},
+		{"43833.999999999", xlsxDateTime, false, "2020-01-04 00:00:00", true, ""}, // rounds to the next day
+		{"43833.5", xlsxDateTime, false, "2020-01-03 12:00:00", true, ""},
+		{"0.5", xlsxTime, false, "12:00:00", true, ""},
+		{"0.5", xlsxTime, true, "12:00:00", true, ""},
+		{"1", xlsxDate, false, "1900-01-01", true, ""},
+		{"59", xlsxDate, false, "1900-02-28", true, ""},
+		// Excel shows serial 60 as 1900-02-29 and serial 0 as 1900-01-00:
+		// no calendar has either day, so neither becomes a guessed date.
+		{"60", xlsxDate, false, "", false, "1900-02-29"},
+		{"60.25", xlsxDateTime, false, "", false, "1900-02-29"},
+		{"0", xlsxDate, false, "", false, "day 0"},
+		{"0.5", xlsxDateTime, false, "", false, "day 0"},
+		{"61", xlsxDate, false, "1900-03-01", true, ""},
+		{"60", xlsxDate, true, "1904-03-01", true, ""},
+		{"0", xlsxDate, true, "1904-01-01", true, ""},
+		{"2958465", xlsxDate, false, "9999-12-31", true, ""},
+		{"2957003", xlsxDate, true, "9999-12-31", true, ""},
+		{"2958466", xlsxDate, false, "", false, ""},
+		{"2957004", xlsxDate, true, "", false, ""},
+		{"2958467", xlsxDate, false, "", false, ""},
+		{"-1", xlsxDate, false, "", false, ""},
+		{"-1", xlsxDate, true, "", false, ""},
+		{"NaN", xlsxDate, false, "", false, ""},
+		{"x", xlsxDate, false, "", false, ""},
 	}
 	for _, tt := range tests {
-		got, ok := xlsxSerialText(tt.raw, tt.kind, tt.d04)
+		got, ok, err := xlsxSerialText(tt.raw, tt.kind, tt.d04)
 		if got != tt.want || ok != tt.ok {
 			t.Errorf("xlsxSerialText(%q, %d, %v) = %q, %v; want %q, %v", tt.raw, tt.kind, tt.d04, got, ok, tt.want, tt.ok)
+		}
+		if (err != nil) != (tt.bad != "") || err != nil && !strings.Contains(err.Error(), tt.bad) {
+			t.Errorf("xlsxSerialText(%q, %d, %v) error %v, want one naming %q", tt.raw, tt.kind, tt.d04, err, tt.bad)
 		}
 	}
 }
@@ -271,26 +292,6 @@ func TestXLSXFormatKind(t *testing.T) {
 	for id, want := range map[int]xlsxDateKind{0: xlsxNumber, 4: xlsxNumber, 14: xlsxDate, 20: xlsxTime, 22: xlsxDateTime, 49: xlsxNumber} {
 		if got := xlsxBuiltinKind(id); got != want {
 			t.Errorf("xlsxBuiltinKind(%d) = %d, want %d", id, got, want)
-		}
-	}
-}
-
-func TestIsXLSX(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		head []byte
-		name string
-		want bool
-	}{
-		{[]byte("PK\x03\x04rest"), "upload.csv", true},
-		{xlsxOLEMagic, "upload.bin", true},
-		{[]byte("email,name"), "a.xlsx", true},
-		{[]byte("email,name"), "a.csv", false},
-		{nil, "", false},
-	}
-	for _, tt := range tests {
-		if got := IsXLSX(tt.head, tt.name); got != tt.want {
-			t.Errorf("IsXLSX(%q, %q) = %v", tt.head, tt.name, got)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package rows
+package xlsxfile
 
 import (
 	"archive/zip"
@@ -97,26 +97,60 @@ func inspectXLSX(ra io.ReaderAt, size int64, o *xlsxOpts) (*xlsxPackage, error) 
 		return nil, fmt.Errorf("the file is not a readable zip archive (damaged or truncated?): %v", err)
 	}
 	p := &xlsxPackage{zr: zr, parts: make(map[string]*zip.File, len(zr.File))}
+	if err := p.index(o); err != nil {
+		return nil, err
+	}
+	if err := p.checkKind(); err != nil {
+		return nil, err
+	}
+	for name, f := range p.parts {
+		if err := xlsxCheckProlog(f); err != nil {
+			return nil, fmt.Errorf("the zip part %s: %w", name, err)
+		}
+	}
+	if err := p.readWorkbook(); err != nil {
+		return nil, err
+	}
+	if f := p.part("xl/sharedStrings.xml"); f != nil {
+		if p.sst, err = xlsxCheckSST(f); err != nil {
+			return nil, fmt.Errorf("the shared strings: %w", err)
+		}
+		if p.sst > o.MaxSharedStrings {
+			return nil, fmt.Errorf("the workbook has %d distinct texts (shared strings), more than the limit of %d", p.sst, o.MaxSharedStrings)
+		}
+	}
+	if p.part("xl/styles.xml") != nil {
+		if err := p.styles.read(p, "xl/styles.xml"); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// index lists the zip's parts by their normalised names and checks them
+// against the limits on the sizes the archive declares, before anything
+// is inflated.
+func (p *xlsxPackage) index(o *xlsxOpts) error {
 	var total, inMemory uint64
-	for _, f := range zr.File {
+	for _, f := range p.zr.File {
 		name := strings.ToLower(strings.ReplaceAll(f.Name, "\\", "/"))
 		if _, dup := p.parts[name]; dup {
-			return nil, fmt.Errorf("the zip holds the part %s twice", f.Name)
+			return fmt.Errorf("the zip holds the part %s twice", f.Name)
 		}
 		p.parts[name] = f
 		if f.Flags&0x1 != 0 {
-			return nil, fmt.Errorf("the zip part %s is encrypted", f.Name)
+			return fmt.Errorf("the zip part %s is encrypted", f.Name)
 		}
 		total += f.UncompressedSize64
 		if total > uint64(o.MaxUnzipBytes) {
-			return nil, fmt.Errorf("the workbook unpacks to more than %d bytes", o.MaxUnzipBytes)
+			return fmt.Errorf("the workbook unpacks to more than %d bytes", o.MaxUnzipBytes)
 		}
 		// A part that inflates far more than any spreadsheet does is a zip
 		// bomb: refuse it on the sizes the archive declares, before anything
 		// is inflated. archive/zip refuses to read past a declared size, so
 		// a part cannot lie its way under this check.
 		if f.UncompressedSize64 > 1<<20 && f.UncompressedSize64 > uint64(o.MaxCompressionRatio)*max(f.CompressedSize64, 1) {
-			return nil, fmt.Errorf("the zip part %s inflates %d bytes to %d (more than %d times): a zip bomb?",
+			return fmt.Errorf("the zip part %s inflates %d bytes to %d (more than %d times): a zip bomb?",
 				f.Name, f.CompressedSize64, f.UncompressedSize64, o.MaxCompressionRatio)
 		}
 		// excelize keeps every part in memory except worksheets and shared
@@ -126,47 +160,51 @@ func inspectXLSX(ra io.ReaderAt, size int64, o *xlsxOpts) (*xlsxPackage, error) 
 		if !spills && !strings.HasPrefix(name, "xl/worksheets/") && f.UncompressedSize64 > xlsxSmallPartBytes &&
 			(strings.HasSuffix(name, ".xml") || strings.HasSuffix(name, ".rels") || strings.HasSuffix(name, ".vml")) {
 			// excelize parses these into structs several times their size.
-			return nil, fmt.Errorf("the zip part %s is %d bytes unpacked, more than the limit of %d", f.Name, f.UncompressedSize64, xlsxSmallPartBytes)
+			return fmt.Errorf("the zip part %s is %d bytes unpacked, more than the limit of %d", f.Name, f.UncompressedSize64, xlsxSmallPartBytes)
 		}
 		if !spills {
 			inMemory += f.UncompressedSize64
 			if inMemory > uint64(o.MaxMemoryBytes) {
-				return nil, fmt.Errorf("the workbook's parts other than large sheets take more than %d bytes unpacked", o.MaxMemoryBytes)
+				return fmt.Errorf("the workbook's parts other than large sheets take more than %d bytes unpacked", o.MaxMemoryBytes)
 			}
 		}
 	}
+	return nil
+}
 
+// checkKind refuses the zips that are other documents than an XLSX
+// workbook, naming what they are so the user knows what to save instead.
+func (p *xlsxPackage) checkKind() error {
 	if f := p.parts["mimetype"]; f != nil {
 		b, _ := xlsxReadPart(f, 256)
 		if bytes.HasPrefix(b, []byte("application/vnd.oasis.opendocument.spreadsheet")) {
-			return nil, errors.New("this is an OpenDocument spreadsheet (.ods), not .xlsx; save it as .xlsx and upload it again")
+			return errors.New("this is an OpenDocument spreadsheet (.ods), not .xlsx; save it as .xlsx and upload it again")
 		}
 		if bytes.HasPrefix(b, []byte("application/vnd.oasis.opendocument")) {
-			return nil, errors.New("this is an OpenDocument file, not an .xlsx workbook")
+			return errors.New("this is an OpenDocument file, not an .xlsx workbook")
 		}
 	}
 	if p.parts["xl/workbook.bin"] != nil {
-		return nil, errors.New("this is a binary workbook (.xlsb), not .xlsx; save it as .xlsx and upload it again")
+		return errors.New("this is a binary workbook (.xlsb), not .xlsx; save it as .xlsx and upload it again")
 	}
+	return nil
+}
 
-	for name, f := range p.parts {
-		if err := xlsxCheckProlog(f); err != nil {
-			return nil, fmt.Errorf("the zip part %s: %w", name, err)
-		}
-	}
-
+// readWorkbook reads the workbook part: its date system and its sheets in
+// tab order, each with the worksheet part its relationship names.
+func (p *xlsxPackage) readWorkbook() error {
 	wbPath := "xl/workbook.xml"
-	if rels, err := p.rels("_rels/.rels"); err != nil {
-		return nil, err
-	} else {
-		for _, r := range rels {
-			if strings.HasSuffix(r.Type, "/officeDocument") {
-				wbPath = strings.TrimPrefix(r.Target, "/")
-			}
+	rels, err := p.rels("_rels/.rels")
+	if err != nil {
+		return err
+	}
+	for _, r := range rels {
+		if strings.HasSuffix(r.Type, "/officeDocument") {
+			wbPath = strings.TrimPrefix(r.Target, "/")
 		}
 	}
 	if p.part(wbPath) == nil {
-		return nil, errors.New("the zip is not an XLSX workbook: it has no workbook part (xl/workbook.xml)")
+		return errors.New("the zip is not an XLSX workbook: it has no workbook part (xl/workbook.xml)")
 	}
 	var wb struct {
 		Pr *struct {
@@ -179,16 +217,15 @@ func inspectXLSX(ra io.ReaderAt, size int64, o *xlsxOpts) (*xlsxPackage, error) 
 		} `xml:"sheets>sheet"`
 	}
 	if err := p.decode(wbPath, &wb); err != nil {
-		return nil, err
+		return err
 	}
 	if wb.Pr != nil {
 		p.date1904 = wb.Pr.Date1904 == "1" || strings.EqualFold(wb.Pr.Date1904, "true")
 	}
 	dir := path.Dir(wbPath)
 	relPath := strings.TrimPrefix(dir+"/_rels/"+path.Base(wbPath)+".rels", "./")
-	rels, err := p.rels(relPath)
-	if err != nil {
-		return nil, err
+	if rels, err = p.rels(relPath); err != nil {
+		return err
 	}
 	for _, s := range wb.Sheets {
 		info := xlsxSheetInfo{Name: s.Name, Hidden: s.State == "hidden" || s.State == "veryHidden"}
@@ -214,22 +251,9 @@ func inspectXLSX(ra io.ReaderAt, size int64, o *xlsxOpts) (*xlsxPackage, error) 
 		p.sheets = append(p.sheets, info)
 	}
 	if len(p.sheets) == 0 {
-		return nil, errors.New("the workbook has no sheets")
+		return errors.New("the workbook has no sheets")
 	}
-	if f := p.part("xl/sharedStrings.xml"); f != nil {
-		if p.sst, err = xlsxCheckSST(f); err != nil {
-			return nil, fmt.Errorf("the shared strings: %w", err)
-		}
-		if p.sst > o.MaxSharedStrings {
-			return nil, fmt.Errorf("the workbook has %d distinct texts (shared strings), more than the limit of %d", p.sst, o.MaxSharedStrings)
-		}
-	}
-	if p.part("xl/styles.xml") != nil {
-		if err := p.styles.read(p, "xl/styles.xml"); err != nil {
-			return nil, err
-		}
-	}
-	return p, nil
+	return nil
 }
 
 // part returns the zip entry of a part by name, as excelize finds it.

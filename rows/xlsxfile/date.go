@@ -1,10 +1,13 @@
-package rows
+package xlsxfile
 
 import (
+	"errors"
 	"math"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rowfate/rowfate/rows"
 )
 
 // xlsxDateKind is what a number format says a number means.
@@ -141,78 +144,46 @@ func xlsxMinute(code string, i int) bool {
 	return false
 }
 
-// Epochs of Excel's two date systems. In the 1900 system day 1 is
-// 1900-01-01 and day 60 is the 1900-02-29 that never was (Lotus 1-2-3's bug,
-// kept by Excel), so from day 61 on the epoch is 1899-12-30. In the 1904
-// system (old Mac Excel) day 0 is 1904-01-01.
-var (
-	xlsxEpoch1900Early = time.Date(1899, 12, 31, 0, 0, 0, 0, time.UTC)
-	xlsxEpoch1900      = time.Date(1899, 12, 30, 0, 0, 0, 0, time.UTC)
-	xlsxEpoch1904      = time.Date(1904, 1, 1, 0, 0, 0, 0, time.UTC)
-)
-
-// xlsxMaxSerial is 9999-12-31 in the 1900 system, Excel's last date.
-const xlsxMaxSerial = 2958465
-
 // xlsxSerialText renders an Excel serial number as text of the given kind:
 // 2006-01-02 for a date, 15:04:05 for a time, 2006-01-02 15:04:05 for both
-// (with milliseconds when there are any). ok is false when the number is
-// no date Excel could show (negative, past 9999, not a number); the caller
-// then keeps the number.
-func xlsxSerialText(raw string, kind xlsxDateKind, date1904 bool) (string, bool) {
-	v, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > xlsxMaxSerial+1 {
-		return "", false
+// (with milliseconds when there are any), converted by rows.ExcelSerialTime
+// in the workbook's date system. ok is false when the number is no date
+// Excel could show (negative, past 9999, not a number): Excel shows ####,
+// and the caller keeps the number. err is a serial Excel does show, as a
+// day no calendar has (1900-02-29, 1900-01-00): guessing a neighbouring
+// day would change the data, so the caller makes it a row error.
+func xlsxSerialText(raw string, kind xlsxDateKind, date1904 bool) (text string, ok bool, err error) {
+	v, perr := strconv.ParseFloat(strings.TrimSpace(raw), 64)
+	if perr != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return "", false, nil
 	}
-	days := math.Floor(v)
-	ms := math.Round((v - days) * 86_400_000)
-	if ms >= 86_400_000 {
-		days++
-		ms = 0
-	}
-	clock := time.Duration(ms) * time.Millisecond
-	clockText := func() string {
-		t := time.Time{}.Add(clock)
-		if ms == math.Trunc(ms/1000)*1000 {
-			return t.Format("15:04:05")
+	if kind == xlsxTime && v >= 0 {
+		// A time of day alone is a fraction of day 0, which neither date
+		// system has as a date: it needs no date conversion.
+		if ms := math.Round(v * 86_400_000); ms < 86_400_000 {
+			return xlsxClockText(time.Time{}.Add(time.Duration(ms) * time.Millisecond)), true, nil
 		}
-		return t.Format("15:04:05.000")
 	}
-	if kind == xlsxTime && days == 0 {
-		return clockText(), true
-	}
-	var d time.Time
+	t, err := rows.ExcelSerialTime(v, date1904)
 	switch {
-	case date1904:
-		d = xlsxEpoch1904.AddDate(0, 0, int(days))
-	case days == 60:
-		// Excel shows the phantom 1900-02-29. No calendar has it, so a
-		// date field will refuse it, as it should.
-		if kind == xlsxDate {
-			return "1900-02-29", true
-		}
-		return "1900-02-29 " + clockText(), true
-	case days == 0:
-		// Excel shows 1900-01-00: no date either.
-		if kind == xlsxDate {
-			return "1900-01-00", true
-		}
-		if kind == xlsxTime {
-			return clockText(), true
-		}
-		return "1900-01-00 " + clockText(), true
-	case days < 60:
-		d = xlsxEpoch1900Early.AddDate(0, 0, int(days))
-	default:
-		d = xlsxEpoch1900.AddDate(0, 0, int(days))
-	}
-	if d.Year() > 9999 {
-		return "", false
+	case errors.Is(err, rows.ErrExcelDateRange):
+		return "", false, nil
+	case err != nil:
+		return "", false, err
 	}
 	if kind == xlsxDate {
-		return d.Format("2006-01-02"), true
+		return t.Format("2006-01-02"), true, nil
 	}
-	return d.Format("2006-01-02") + " " + clockText(), true
+	return t.Format("2006-01-02") + " " + xlsxClockText(t), true, nil
+}
+
+// xlsxClockText renders t's time of day, with milliseconds only when
+// there are any.
+func xlsxClockText(t time.Time) string {
+	if t.Nanosecond() == 0 {
+		return t.Format("15:04:05")
+	}
+	return t.Format("15:04:05.000")
 }
 
 // xlsxISODate normalises the value of a t="d" cell (an ISO 8601 date, time

@@ -1,4 +1,4 @@
-package rows
+package csvfile
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rowfate/rowfate/rows"
 )
 
 // TestFixturesCorpusReading reads every file of fixtures/csv and checks
@@ -21,7 +23,7 @@ func TestFixturesCorpusReading(t *testing.T) {
 		comma    rune
 		columns  int
 		records  int
-		fileErr  string // substring of a *FileError; "" for none
+		fileErr  string // substring of a *rows.FileError; "" for none
 		line     int64
 	}
 	tests := map[string]want{
@@ -49,7 +51,7 @@ func TestFixturesCorpusReading(t *testing.T) {
 		"duplicate_keys.csv":    {EncodingUTF8, ',', 5, 3, "", 0},
 		"formula_quotes.csv":    {EncodingUTF8, ',', 5, 2, "", 0},
 	}
-	files, err := filepath.Glob("../fixtures/csv/*.csv")
+	files, err := filepath.Glob("../../fixtures/csv/*.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +71,7 @@ func TestFixturesCorpusReading(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			r, err := NewCSVReader(f, name, nil)
+			r, err := NewReader(f, name, nil)
 			var n int
 			if err == nil {
 				if r.Encoding() != w.encoding || r.Comma() != w.comma || len(r.Header()) != w.columns {
@@ -95,9 +97,9 @@ func TestFixturesCorpusReading(t *testing.T) {
 				}
 				return
 			}
-			var fe *FileError
+			var fe *rows.FileError
 			if !errors.As(err, &fe) || fe.Line != w.line || !strings.Contains(err.Error(), w.fileErr) || fe.File != name {
-				t.Fatalf("error %v, want a *FileError of %s at line %d containing %q", err, name, w.line, w.fileErr)
+				t.Fatalf("error %v, want a *rows.FileError of %s at line %d containing %q", err, name, w.line, w.fileErr)
 			}
 			if n != w.records {
 				t.Errorf("%d records before the error, want %d", n, w.records)

@@ -1,5 +1,5 @@
 //go:build !race
 
-package rows
+package xlsxfile
 
 const raceEnabled = false

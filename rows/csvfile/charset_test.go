@@ -1,15 +1,16 @@
-package rows
+package csvfile
 
 import (
 	"errors"
 	"io"
-	"reflect"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
 	"golang.org/x/text/encoding/charmap"
+
+	"github.com/rowfate/rowfate/rows"
 )
 
 func TestCSVReaderEncoding(t *testing.T) {
@@ -30,8 +31,8 @@ func TestCSVReaderEncoding(t *testing.T) {
 		input    string
 		declared string
 		encoding string
-		last     string // the last record's first cell
-		code     Code   // the last record's one error code, if any
+		last     string    // the last record's first cell
+		code     rows.Code // the last record's one error code, if any
 	}{
 		{"utf-8", "name\nZoë\n", "", EncodingUTF8, "Zoë", ""},
 		{"utf-8 BOM", "\ufeffname\nZoë\n", "", EncodingUTF8, "Zoë", ""},
@@ -40,10 +41,10 @@ func TestCSVReaderEncoding(t *testing.T) {
 		{"windows-1252 declared", latin("name\nMüller\n"), "cp1252", EncodingWindows1252, "Müller", ""},
 		{"latin1 is read as windows-1252", latin("name\nGarçon\n"), "latin1", EncodingWindows1252, "Garçon", ""},
 		{"declared windows-1252 reads UTF-8 bytes as 1252", "name\nZoë\n", "windows-1252", EncodingWindows1252, "ZoÃ«", ""},
-		{"declared utf-8 keeps bad bytes as errors", latin("name\nMüller\n"), "utf-8", EncodingUTF8, "M\uFFFDller", CodeBadEncoding},
-		{"undefined 1252 byte is not detected as 1252", "name\nM\x81ller\n", "", EncodingUTF8, "M\uFFFDller", CodeBadEncoding},
-		{"control byte is not detected as 1252", "name\nM\xfcller\x01\n", "", EncodingUTF8, "M\uFFFDller\x01", CodeBadEncoding},
-		{"a late 1252 byte is a row error", late, "", EncodingUTF8, "M\uFFFDller", CodeBadEncoding},
+		{"declared utf-8 keeps bad bytes as errors", latin("name\nMüller\n"), "utf-8", EncodingUTF8, "M\uFFFDller", rows.CodeBadEncoding},
+		{"undefined 1252 byte is not detected as 1252", "name\nM\x81ller\n", "", EncodingUTF8, "M\uFFFDller", rows.CodeBadEncoding},
+		{"control byte is not detected as 1252", "name\nM\xfcller\x01\n", "", EncodingUTF8, "M\uFFFDller\x01", rows.CodeBadEncoding},
+		{"a late 1252 byte is a row error", late, "", EncodingUTF8, "M\uFFFDller", rows.CodeBadEncoding},
 		{"utf-16le declared without BOM", "n\x00a\x00m\x00e\x00\n\x00Z\x00\xeb\x00\n\x00", "utf-16le", EncodingUTF16LE, "Zë", ""},
 		{"utf-16be declared without BOM", "\x00n\x00a\x00m\x00e\x00\n\x00Z\x00\xeb\x00\n", "UTF-16BE", EncodingUTF16BE, "Zë", ""},
 		{"utf-16 without BOM is little-endian", "n\x00a\x00m\x00e\x00\n\x00x\x00\n\x00", "utf-16", EncodingUTF16LE, "x", ""},
@@ -53,7 +54,7 @@ func TestCSVReaderEncoding(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r, recs, err := readAll(t, tt.input, &CSVOptions{Encoding: tt.declared})
+			r, recs, err := readAll(t, tt.input, &Options{Encoding: tt.declared})
 			if err != nil {
 				t.Fatalf("read: %v", err)
 			}
@@ -70,14 +71,14 @@ func TestCSVReaderEncoding(t *testing.T) {
 			if last.Values[0] != tt.last {
 				t.Errorf("last cell = %q, want %q", last.Values[0], tt.last)
 			}
-			var codes []Code
+			var codes []rows.Code
 			for _, fe := range last.Errors {
 				codes = append(codes, fe.Code)
 				if fe.Column != "name" || fe.Row != last.Row {
 					t.Errorf("error %+v does not name row %d, column name", fe, last.Row)
 				}
 			}
-			if (tt.code == "" && len(codes) != 0) || (tt.code != "" && !slices.Equal(codes, []Code{tt.code})) {
+			if (tt.code == "" && len(codes) != 0) || (tt.code != "" && !slices.Equal(codes, []rows.Code{tt.code})) {
 				t.Errorf("codes %v, want [%s]", codes, tt.code)
 			}
 		})
@@ -86,10 +87,10 @@ func TestCSVReaderEncoding(t *testing.T) {
 
 func TestCSVReaderUnknownEncoding(t *testing.T) {
 	t.Parallel()
-	_, err := NewCSVReader(strings.NewReader("a\n1\n"), "x.csv", &CSVOptions{Encoding: "ebcdic"})
-	var fe *FileError
+	_, err := NewReader(strings.NewReader("a\n1\n"), "x.csv", &Options{Encoding: "ebcdic"})
+	var fe *rows.FileError
 	if !errors.As(err, &fe) || !strings.Contains(err.Error(), `unknown encoding "ebcdic"`) {
-		t.Fatalf("err = %v, want a *FileError naming the encoding", err)
+		t.Fatalf("err = %v, want a *rows.FileError naming the encoding", err)
 	}
 }
 
@@ -142,10 +143,10 @@ func TestCSVReaderLineGuard(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, recs, err := readAll(t, tt.input, &CSVOptions{MaxLineBytes: tt.max})
-			var fe *FileError
+			_, recs, err := readAll(t, tt.input, &Options{MaxLineBytes: tt.max})
+			var fe *rows.FileError
 			if !errors.As(err, &fe) || fe.Line != tt.line || !strings.Contains(err.Error(), tt.contains) {
-				t.Fatalf("err = %v, want a *FileError at line %d containing %q", err, tt.line, tt.contains)
+				t.Fatalf("err = %v, want a *rows.FileError at line %d containing %q", err, tt.line, tt.contains)
 			}
 			if tt.records >= 0 && len(recs) != tt.records {
 				t.Errorf("%d records before the error, want %d", len(recs), tt.records)
@@ -160,7 +161,7 @@ func TestCSVReaderLineGuard(t *testing.T) {
 			"a,b\r\n1,2\r\n3,4\r", // a last CR at the end of the file
 			"a,b\n" + strings.Repeat("y", 63) + "\n",
 		} {
-			if _, _, err := readAll(t, in, &CSVOptions{MaxLineBytes: 64}); err != nil {
+			if _, _, err := readAll(t, in, &Options{MaxLineBytes: 64}); err != nil {
 				t.Errorf("%q: %v", in, err)
 			}
 		}
@@ -202,14 +203,14 @@ func TestCSVReaderHostileMemory(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			r, err := NewCSVReader(src, "hostile.csv", &CSVOptions{MaxLineBytes: 1 << 20})
+			r, err := NewReader(src, "hostile.csv", &Options{MaxLineBytes: 1 << 20})
 			if err == nil {
 				_, err = r.Next()
 			}
 			runtime.ReadMemStats(&after)
-			var fe *FileError
+			var fe *rows.FileError
 			if !errors.As(err, &fe) || fe.Line != 2 {
-				t.Fatalf("err = %v, want a *FileError at line 2", err)
+				t.Fatalf("err = %v, want a *rows.FileError at line 2", err)
 			}
 			if src.read > 8<<20 {
 				t.Errorf("read %d MiB of the source before giving up, want about 1", src.read>>20)
@@ -228,20 +229,20 @@ func TestCSVReaderFormulaQuote(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Only an apostrophe in front of a formula character is SafeCell's.
+	// Only an apostrophe in front of a formula character is rows.SafeCell's.
 	if want := []string{"=SUM(A1)", "-1", "'plain", "''=x"}; !slices.Equal(recs[0].Values, want) {
 		t.Errorf("Values = %q, want %q", recs[0].Values, want)
 	}
-	_, recs, err = readAll(t, in, &CSVOptions{KeepFormulaQuote: true})
+	_, recs, err = readAll(t, in, &Options{KeepFormulaQuote: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"'=SUM(A1)", "'-1", "'plain", "''=x"}; !slices.Equal(recs[0].Values, want) {
 		t.Errorf("KeepFormulaQuote: Values = %q, want %q", recs[0].Values, want)
 	}
-	// Every value SafeCell guards reads back as itself.
+	// Every value rows.SafeCell guards reads back as itself.
 	for _, v := range []string{"=1+2", "+49 30 1234", "-5", "@home", "\tx", "plain", "'quoted", ""} {
-		_, recs, err := readAll(t, "h\n\""+strings.ReplaceAll(SafeCell(v), `"`, `""`)+"\"\n", nil)
+		_, recs, err := readAll(t, "h\n\""+strings.ReplaceAll(rows.SafeCell(v), `"`, `""`)+"\"\n", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -249,7 +250,7 @@ func TestCSVReaderFormulaQuote(t *testing.T) {
 			continue // a blank row is skipped
 		}
 		if len(recs) != 1 || recs[0].Values[0] != v {
-			t.Errorf("SafeCell(%q) read back as %+v", v, recs)
+			t.Errorf("rows.SafeCell(%q) read back as %+v", v, recs)
 		}
 	}
 }
@@ -285,14 +286,14 @@ func TestSniffDelimiter(t *testing.T) {
 func TestCSVReaderDelimiterOverride(t *testing.T) {
 	t.Parallel()
 	// Sniffing would pick ';'; the declared ',' wins.
-	r, recs, err := readAll(t, "a;b,c\n1;2,3\n", &CSVOptions{Comma: ','})
+	r, recs, err := readAll(t, "a;b,c\n1;2,3\n", &Options{Comma: ','})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.Comma() != ',' || !slices.Equal(r.Header(), []string{"a;b", "c"}) || len(recs) != 1 {
 		t.Errorf("comma %q header %q", r.Comma(), r.Header())
 	}
-	if _, err := NewCSVReader(strings.NewReader("a\n"), "x.csv", &CSVOptions{Comma: '"'}); err == nil {
+	if _, err := NewReader(strings.NewReader("a\n"), "x.csv", &Options{Comma: '"'}); err == nil {
 		t.Error("a quote as the delimiter was accepted")
 	}
 	for in, want := range map[string]rune{"": 0, ",": ',', "tab": '\t', `\t`: '\t', "semicolon": ';', "|": '|'} {
@@ -306,23 +307,3 @@ func TestCSVReaderDelimiterOverride(t *testing.T) {
 		}
 	}
 }
-
-func TestNormalizeHeaderNFC(t *testing.T) {
-	t.Parallel()
-	composed, decomposed := "Café", "Cafe\u0301"
-	if NormalizeHeader(composed) != NormalizeHeader(decomposed) {
-		t.Errorf("NormalizeHeader(%q) != NormalizeHeader(%q)", composed, decomposed)
-	}
-	b := mustBinder(t, reflectTypeOfCafe())
-	m := mustMap(t, b, " CAFE\u0301 ")
-	if len(m.Unknown) != 0 || len(m.Missing) != 0 {
-		t.Errorf("decomposed header did not match: unknown %q missing %q", m.Unknown, m.Missing)
-	}
-
-}
-
-type cafeRow struct {
-	Cafe string `col:"Café"`
-}
-
-func reflectTypeOfCafe() reflect.Type { return reflect.TypeFor[cafeRow]() }

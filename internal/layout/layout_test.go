@@ -1,0 +1,78 @@
+package layout_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const mod = "github.com/rowfate/rowfate"
+
+// deps returns the packages the pattern's packages depend on, themselves
+// included.
+func deps(t *testing.T, pattern string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", pattern).Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", pattern, err)
+	}
+	return strings.Fields(string(out))
+}
+
+// TestLayers: each package imports only the layers below it, so the path
+// of one row goes down (format reader -> rows -> validate -> batch ->
+// store) and nothing reaches back up. The store drivers compile neither
+// the engine, nor the validator, nor a file format: the check of
+// `go list -deps ./store/... | grep -c excelize` printing 0.
+func TestLayers(t *testing.T) {
+	t.Parallel()
+	engine := []string{mod + "/batch", mod + "/validate", mod + "/processors", mod + "/store/"}
+	formats := []string{mod + "/rows/", "github.com/xuri/excelize"}
+	for _, tc := range []struct {
+		pattern   string
+		forbidden []string // package paths, or prefixes ending in /
+	}{
+		{mod + "/rows", append(append([]string{"github.com/go-playground/validator"}, engine...), formats...)},
+		{mod + "/rows/csvfile", append([]string{"github.com/go-playground/validator", "github.com/xuri/excelize"}, engine...)},
+		{mod + "/rows/xlsxfile", append([]string{"github.com/go-playground/validator"}, engine...)},
+		{mod + "/validate", append([]string{mod + "/batch", mod + "/store/"}, formats...)},
+		{mod + "/batch", []string{mod + "/store/", mod + "/processors", "github.com/jackc/pgx", "modernc.org/sqlite"}},
+		{mod + "/batch/driver", append([]string{"github.com/go-playground/validator", mod + "/batch", mod + "/validate"}, formats...)},
+		{mod + "/store/...", append([]string{"github.com/go-playground/validator", mod + "/batch", mod + "/validate", mod + "/processors"}, formats...)},
+		{mod + "/migrations", []string{mod + "/"}},
+	} {
+		for _, dep := range deps(t, tc.pattern) {
+			if dep == tc.pattern {
+				continue
+			}
+			for _, f := range tc.forbidden {
+				if matches(dep, f) && !allowed(tc.pattern, dep) {
+					t.Errorf("%s depends on %s", tc.pattern, dep)
+				}
+			}
+		}
+	}
+}
+
+// matches reports whether a package path falls under a rule: a rule
+// ending in / is a prefix of subpackages; any other names a package (or a
+// module) and everything under it.
+func matches(dep, rule string) bool {
+	if strings.HasSuffix(rule, "/") {
+		return strings.HasPrefix(dep, rule)
+	}
+	return dep == rule || strings.HasPrefix(dep, rule+"/")
+}
+
+// allowed lists the subpackages a prefix rule lets through: the seam
+// batch/driver sits below the engine, and a store package may depend on
+// its siblings' shared parts.
+func allowed(pattern, dep string) bool {
+	switch {
+	case dep == mod+"/batch/driver":
+		return true
+	case strings.HasPrefix(pattern, mod+"/store/") && strings.HasPrefix(dep, mod+"/store/"):
+		return true
+	}
+	return false
+}
