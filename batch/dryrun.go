@@ -31,6 +31,10 @@ type DryRunResult struct {
 	Warnings     []string    `json:"warnings,omitempty"`
 	// Errors are the first DryRunMaxErrors field errors.
 	Errors []rows.FieldError `json:"errors,omitempty"`
+	// ErrorTotal is the number of field errors of all rows; ErrorCounts
+	// counts them by column and code, most frequent first.
+	ErrorTotal  int64             `json:"error_total"`
+	ErrorCounts []rows.ErrorCount `json:"error_counts,omitempty"`
 }
 
 // DryRun reads and validates a source exactly as Import does (every
@@ -86,5 +90,6 @@ func (r *Registry) DryRun(ctx context.Context, p ImportParams) (*DryRunResult, e
 		}
 	}
 	res.SkippedEmpty = cr.SkippedEmpty()
+	res.ErrorTotal, res.ErrorCounts = chk.tally.Total(), chk.tally.Counts()
 	return res, nil
 }

@@ -53,7 +53,7 @@ type ExportKind[T any] struct {
 
 // ExportParams describe one export.
 type ExportParams struct {
-	// TenantID owns the batch. Defaults to "default".
+	// TenantID owns the batch. Defaults to DefaultTenant.
 	TenantID string
 	// DestName names the file: the batch's source name, and the format's
 	// default (.xlsx is XLSX, anything else CSV).
@@ -89,7 +89,7 @@ type exportOutcome struct {
 //
 // Every row is persisted, as for an import, so that an export's outcome
 // can be read back row by row; the cost is the same bulk write an import
-// of the file would make (see DESIGN.md "Stores"). The outcomes are spooled
+// of the file would make (see BENCHMARKS.md). The outcomes are spooled
 // to a temporary file while the file is written and ingested after it is
 // complete, in one transaction: the rows' source (a query on the same
 // database, say) is never read while the store writes, which a
@@ -106,7 +106,7 @@ func Export[T any](ctx context.Context, e *Engine, k ExportKind[T], p ExportPara
 		return nil, fmt.Errorf("export %s: no destination", k.Name)
 	}
 	if p.TenantID == "" {
-		p.TenantID = "default"
+		p.TenantID = DefaultTenant
 	}
 	format := fileformat.ForName(p.DestName)
 	if p.Format != "" {

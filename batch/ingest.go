@@ -15,7 +15,7 @@ import (
 
 // ImportParams describe one file to import.
 type ImportParams struct {
-	// TenantID owns the batch. Defaults to "default".
+	// TenantID owns the batch. Defaults to DefaultTenant.
 	TenantID string
 	// Kind is a registered kind's name.
 	Kind string
@@ -72,7 +72,7 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*Batch, error) {
 		return nil, err
 	}
 	if p.TenantID == "" {
-		p.TenantID = "default"
+		p.TenantID = DefaultTenant
 	}
 	h := sha256.New()
 	// The digest is taken over the raw bytes as they are read, whatever
@@ -126,7 +126,7 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*Batch, error) {
 			// Drain what the CSV reader left unread (trailing bytes) so the
 			// digest covers the whole source.
 			_, _ = io.Copy(io.Discard, io.TeeReader(p.Source, h))
-			return IngestSummary{SourceDigest: hex.EncodeToString(h.Sum(nil)), SkippedEmpty: r.SkippedEmpty()}
+			return IngestSummary{SourceDigest: hex.EncodeToString(h.Sum(nil)), SkippedEmpty: r.SkippedEmpty(), ErrorCounts: chk.tally.Counts()}
 		},
 	})
 	var fe *rows.FileError

@@ -49,7 +49,7 @@ const (
 // It returns the number of rows written.
 func (e *Engine) ErrorReport(ctx context.Context, p ErrorReportParams, w io.Writer) (int64, error) {
 	if p.TenantID == "" {
-		p.TenantID = "default"
+		p.TenantID = DefaultTenant
 	}
 	states := p.States
 	if len(states) == 0 {

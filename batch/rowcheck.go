@@ -23,6 +23,8 @@ type rowChecker struct {
 	name  string // the key as messages name it
 	col   rows.MappedColumn
 	first map[[16]byte]int64
+	// tally counts every error check returned, by column and code.
+	tally rows.ErrorTally
 }
 
 func newRowChecker(k kind, m *rows.Mapping) *rowChecker {
@@ -41,6 +43,12 @@ func newRowChecker(k kind, m *rows.Mapping) *rowChecker {
 
 // check returns the errors of one record; none means the row is valid.
 func (c *rowChecker) check(ctx context.Context, rec rows.Record) []rows.FieldError {
+	errs := c.checkRow(ctx, rec)
+	c.tally.Add(errs)
+	return errs
+}
+
+func (c *rowChecker) checkRow(ctx context.Context, rec rows.Record) []rows.FieldError {
 	errs, key := c.k.check(ctx, c.m, rec)
 	if key == "" {
 		return errs

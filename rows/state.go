@@ -6,7 +6,7 @@ import "fmt"
 // append-only: a value, once written to a database, is never renamed.
 type State string
 
-// The row states of DESIGN.md "Row states".
+// The row states of ARCHITECTURE.md "Row states".
 const (
 	StatePending    State = "pending"
 	StateValid      State = "valid"

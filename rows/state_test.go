@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// legal is the state machine of DESIGN.md "Row states", written out edge by
+// legal is the state machine of ARCHITECTURE.md "Row states", written out edge by
 // edge independently of the transitions map, so that a change to either
 // shows up here. Skipped is listed explicitly for every non-protected state.
 var legal = map[State][]State{

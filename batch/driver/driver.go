@@ -59,9 +59,12 @@ type Batch struct {
 	// Warnings are problems of the source that did not reject it (unknown
 	// columns, which were ignored). They are stored with the batch
 	// (batches.options) and come back on every read.
-	Warnings   []string   `json:"warnings,omitempty"`
-	CreatedAt  time.Time  `json:"created_at"`
-	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
+	// ErrorCounts counts the field errors its rows had at ingest, by
+	// column and code, most frequent first.
+	ErrorCounts []rows.ErrorCount `json:"error_counts,omitempty"`
+	CreatedAt   time.Time         `json:"created_at"`
+	FinishedAt  *time.Time        `json:"finished_at,omitempty"`
 }
 
 // Row is one stored row with its outcome.
@@ -91,6 +94,9 @@ type IngestRow struct {
 type IngestSummary struct {
 	SourceDigest string
 	SkippedEmpty int64
+	// ErrorCounts counts the invalid rows' field errors by column and
+	// code; stored with the batch.
+	ErrorCounts []rows.ErrorCount
 }
 
 // BatchIngestParams are the parameters of Store.BatchIngest.

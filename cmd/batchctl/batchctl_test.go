@@ -184,6 +184,16 @@ func testFixtureFlow(t *testing.T, c *session, hint string) {
 			"      invalid   15\n" +
 			"    succeeded  285\n" +
 			"        total  300\n" +
+			"errors by column and code:\n" +
+			"  email        email                 4\n" +
+			"  amount       gte                   3\n" +
+			"  name         required              2\n" +
+			"  signup_date  bad_date              2\n" +
+			"  amount       not_a_number          1\n" +
+			"  country      iso3166_1_alpha2      1\n" +
+			"  email        duplicate_key         1\n" +
+			"  name         forbidden_characters  1\n" +
+			"  signup_date  too_early             1\n" +
 			"list the invalid rows: batchctl rows 1 --state invalid" + hint + "\n"
 		if r.code != exitRows || r.stdout != want || r.stderr != "" {
 			t.Fatalf("want exit %d and stdout\n%s\ngot %s", exitRows, want, r)

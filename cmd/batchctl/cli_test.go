@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -251,5 +252,39 @@ func TestPostgresConnectionForms(t *testing.T) {
 	}
 	if r := run(t, "status", "1", "--database", kv, "--schema", schema); r.code != exitRows {
 		t.Fatalf("status: %s", r)
+	}
+}
+
+// TestDryRunSummarises: past the first errors, a dry run says how many
+// more there are and counts them all by column and code.
+func TestDryRunSummarises(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString("email,name,country,signup_date,amount\n")
+	for i := range 30 {
+		fmt.Fprintf(&b, "bad%d,Name,FR,2020-01-02,-%d\n", i, i+1) // two errors a row
+	}
+	path := writeFile(t, "bad.csv", []byte(b.String()))
+	r := run(t, "import", "customers", path, "--dry-run")
+	for _, want := range []string{
+		"  valid 0, invalid 30, total 30\n",
+		"  40 more errors (import the file, then `batchctl errors` lists every row)\n",
+		"errors by column and code:\n  amount  gte    30\n  email   email  30\n",
+	} {
+		if r.code != exitRows || !strings.Contains(r.stdout, want) {
+			t.Errorf("dry run: want exit 3 and %q in %s", want, r)
+		}
+	}
+	var res struct {
+		ErrorTotal  int64 `json:"error_total"`
+		ErrorCounts []struct {
+			Column string `json:"column"`
+			Code   string `json:"code"`
+			Count  int64  `json:"count"`
+		} `json:"error_counts"`
+	}
+	r = run(t, "import", "customers", path, "--dry-run", "-o", "json")
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || res.ErrorTotal != 60 || len(res.ErrorCounts) != 2 || res.ErrorCounts[0].Count != 30 {
+		t.Fatalf("dry run JSON: %+v, %v\n%s", res, err, r)
 	}
 }

@@ -20,6 +20,12 @@ func TestImportXLSX(t *testing.T) {
 		"             succeeded  32\n" +
 		"                 total  37\n" +
 		"    empty rows skipped   3\n" +
+		"errors by column and code:\n" +
+		"  (row)        ragged_row  1\n" +
+		"  amount       cell_error  1\n" +
+		"  amount       gte         1\n" +
+		"  email        email       1\n" +
+		"  signup_date  bad_date    1\n" +
 		"list the invalid rows: batchctl rows 1 --state invalid --database " + c.database + "\n"
 	if r.code != exitRows || r.stdout != want || r.stderr != "" {
 		t.Fatalf("want exit %d and stdout\n%s\ngot %s", exitRows, want, r)

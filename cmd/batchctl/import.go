@@ -180,5 +180,11 @@ func (c *cli) printDryRun(res *batch.DryRunResult) error {
 			fmt.Fprintf(w, "  %s\n", fe.Error())
 		}
 	}
+	if more := res.ErrorTotal - int64(len(res.Errors)); more > 0 {
+		fmt.Fprintf(w, "  %d more errors (import the file, then `batchctl errors` lists every row)\n", more)
+	}
+	if err := printErrorCounts(w, res.ErrorCounts); err != nil {
+		return err
+	}
 	return exitWith(code)
 }

@@ -48,6 +48,9 @@ func (c *cli) printBatch(w io.Writer, b *batch.Batch, hints bool) error {
 	if !hints {
 		return nil
 	}
+	if err := printErrorCounts(w, b.ErrorCounts); err != nil {
+		return err
+	}
 	for _, s := range problemStates {
 		if b.Counts[s] > 0 {
 			fmt.Fprintf(w, "list the %s rows: batchctl rows %d --state %s%s\n", s, b.ID, s, c.hint())
@@ -127,4 +130,22 @@ func kindNames(ks []batch.KindInfo) string {
 		names[i] = k.Name
 	}
 	return strings.Join(names, ", ")
+}
+
+// printErrorCounts writes the count of field errors by column and code, so
+// that a user sees what is wrong with a file before reading any row.
+func printErrorCounts(w io.Writer, counts []rows.ErrorCount) error {
+	if len(counts) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "errors by column and code:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, c := range counts {
+		col := c.Column
+		if col == "" {
+			col = "(row)"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%d\n", col, c.Code, c.Count)
+	}
+	return tw.Flush()
 }

@@ -56,7 +56,7 @@ func newStatements(d *Dialect) statements {
 	return statements{
 		insertBatch: d.Expand(`INSERT INTO {t}batches (tenant_id, kind, source_name, header, options, created_at)
 			VALUES ($1, $2, $3, $4, $5, {now}) RETURNING id`),
-		ingestSummary: d.Expand(`UPDATE {t}batches SET source_digest = $1, skipped_empty = $2 WHERE id = $3`),
+		ingestSummary: d.Expand(`UPDATE {t}batches SET source_digest = $1, skipped_empty = $2, options = $3 WHERE id = $4`),
 		insertChunks: d.Expand(`INSERT INTO {t}batch_chunks
 			(batch_id, chunk_no, tenant_id, first_row_no, last_row_no, next_due_at, ` + CountColumns() + `)
 			SELECT batch_id, chunk_no, tenant_id, min(row_no), max(row_no),
@@ -244,7 +244,8 @@ func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*d
 	if err != nil {
 		return nil, err
 	}
-	options, err := json.Marshal(BatchOptions{Warnings: p.Warnings})
+	opts := BatchOptions{Warnings: p.Warnings}
+	options, err := json.Marshal(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -260,13 +261,18 @@ func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*d
 		if p.SummaryFunc != nil {
 			sum = p.SummaryFunc()
 		}
-		if _, err := q.Exec(ctx, s.q.ingestSummary, sum.SourceDigest, sum.SkippedEmpty, id); err != nil {
+		opts.ErrorCounts = sum.ErrorCounts
+		final, err := json.Marshal(opts)
+		if err != nil {
+			return err
+		}
+		if _, err := q.Exec(ctx, s.q.ingestSummary, sum.SourceDigest, sum.SkippedEmpty, string(final), id); err != nil {
 			return fmt.Errorf("record digest: %w", err)
 		}
 		if _, err := q.Exec(ctx, s.q.insertChunks, id); err != nil {
 			return fmt.Errorf("insert chunks: %w", err)
 		}
-		_, err := s.afterChange(ctx, q, id, "ingested")
+		_, err = s.afterChange(ctx, q, id, "ingested")
 		return err
 	})
 	if err != nil {
@@ -332,7 +338,7 @@ func scanBatch(r interface{ Scan(...any) error }) (*driver.Batch, error) {
 	if err := json.Unmarshal([]byte(options), &opts); err != nil {
 		return nil, fmt.Errorf("batch %d options: %w", b.ID, err)
 	}
-	b.Warnings = opts.Warnings
+	b.Warnings, b.ErrorCounts = opts.Warnings, opts.ErrorCounts
 	return &b, nil
 }
 

@@ -112,5 +112,6 @@ type EventPayload struct {
 // BatchOptions is the JSON of batches.options: what a batch keeps that has
 // no column of its own.
 type BatchOptions struct {
-	Warnings []string `json:"warnings,omitempty"`
+	Warnings    []string          `json:"warnings,omitempty"`
+	ErrorCounts []rows.ErrorCount `json:"error_counts,omitempty"`
 }

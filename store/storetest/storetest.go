@@ -77,7 +77,9 @@ func ingest(t *testing.T, s driver.Store, tenantID string, n, size int, invalid 
 	b, err := s.BatchIngest(context.Background(), driver.BatchIngestParams{
 		TenantID: tenantID, Kind: "k", SourceName: "f.csv", Header: []string{"a", "b"}, Rows: seq,
 		Warnings:    []string{`unknown columns ignored: "x"`},
-		SummaryFunc: func() driver.IngestSummary { return driver.IngestSummary{SourceDigest: "abc", SkippedEmpty: 3} },
+		SummaryFunc: func() driver.IngestSummary {
+			return driver.IngestSummary{SourceDigest: "abc", SkippedEmpty: 3, ErrorCounts: []rows.ErrorCount{{Column: "a", Code: "required", Count: int64(len(invalid))}}}
+		},
 	})
 	if err != nil {
 		t.Fatalf("ingest: %v", err)
@@ -122,6 +124,9 @@ func testIngestCounts(t *testing.T, s driver.Store) {
 	}
 	if len(b.Warnings) != 1 || b.Warnings[0] != `unknown columns ignored: "x"` {
 		t.Fatalf("warnings = %q", b.Warnings)
+	}
+	if fmt.Sprint(b.ErrorCounts) != "[{a required 2}]" {
+		t.Fatalf("error counts = %v", b.ErrorCounts)
 	}
 	CheckInvariant(t, s, tenant, b.ID)
 
