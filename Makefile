@@ -54,10 +54,13 @@ fuzz: ## Run every Fuzz* target for FUZZTIME each (default 60s)
 		(cd "$$dir" && $(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime "$(FUZZTIME)" -fuzzminimizetime 5s .); \
 	done <<< "$$found"
 
-lint: ## gofmt -l must report nothing, then go vet
+lint: ## gofmt -l must report nothing, go vet, and the packages keep their layers (internal/layout)
 	@out=$$($(GOFMT) -l .) || exit 1; \
 	if [ -n "$$out" ]; then echo "gofmt: these files need formatting (run gofmt -w):"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	@n=$$($(GO) list -deps ./store/... | grep -c -e excelize -e validator || true); \
+	if [ "$$n" != 0 ]; then echo "lint: the store drivers depend on excelize or validator ($$n packages)"; exit 1; fi
+	$(GO) test -count=1 ./internal/layout/
 
 build: ## Compile all packages
 	$(GO) build $(PKGS)

@@ -9,4 +9,7 @@
 // Counters are never incremented. Each chunk's counts are overwritten from an
 // aggregate over its rows in the same transaction that changes the rows, and
 // a batch's totals are the sum over its chunks.
+//
+// ARCHITECTURE.md at the repository root follows one row through these
+// steps and describes the data model and the row state machine.
 package batch

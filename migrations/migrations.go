@@ -1,9 +1,11 @@
 // Package migrations holds the embedded SQL schema of each store engine and
-// the rules for applying it. Each store applies the pending steps itself,
-// all of them in one transaction under an exclusive lock
-// (pg_advisory_xact_lock on PostgreSQL, BEGIN IMMEDIATE on SQLite), so that
-// any number of processes starting at once on an empty database all succeed
-// and each step is applied exactly once.
+// the rules for applying it. The stores' shared runner (internal/storesql)
+// applies the pending steps in one transaction under an exclusive lock
+// (pg_advisory_xact_lock on the schema on PostgreSQL, BEGIN IMMEDIATE on
+// SQLite), so that any number of processes starting at once on an empty
+// database all succeed and each step is applied exactly once. On
+// PostgreSQL the steps run with the engine's schema as search_path, so
+// they name their tables unqualified.
 package migrations
 
 import (

@@ -13,6 +13,9 @@
 // Every phase runs; all errors of a row are collected. A field that already
 // failed an earlier phase is not checked again by a later one, so a user sees
 // "not a number" once rather than also "is required".
+//
+// ARCHITECTURE.md at the repository root shows where validation sits in
+// the path of a row.
 package validate
 
 import (

@@ -1,7 +1,11 @@
-// Package storesql holds the SQL fragments and encodings that both stores
-// share, so the counting rules are written once: which columns hold a
-// chunk's counts, how they are aggregated from rows, and which states are
-// open.
+// Package storesql is the batch store written once for both engines: every
+// statement (Store, in store.go) with $N placeholders and a few dialect
+// tokens (Dialect), over a small Querier that each driver adapts, plus the
+// fragments and encodings the rules are made of: which columns hold a
+// chunk's counts, how they are aggregated from rows, which states are open.
+// store/postgres and store/sqlite supply only what is their own.
+//
+// ARCHITECTURE.md at the repository root ("The store seam") describes it.
 package storesql
 
 import (

@@ -76,7 +76,7 @@ func ingest(t *testing.T, s driver.Store, tenantID string, n, size int, invalid 
 	}
 	b, err := s.BatchIngest(context.Background(), driver.BatchIngestParams{
 		TenantID: tenantID, Kind: "k", SourceName: "f.csv", Header: []string{"a", "b"}, Rows: seq,
-		Warnings:    []string{`unknown columns ignored: "x"`},
+		Warnings: []string{`unknown columns ignored: "x"`},
 		SummaryFunc: func() driver.IngestSummary {
 			return driver.IngestSummary{SourceDigest: "abc", SkippedEmpty: 3, ErrorCounts: []rows.ErrorCount{{Column: "a", Code: "required", Count: int64(len(invalid))}}}
 		},
