@@ -306,9 +306,12 @@ func RegisterExport[T any](r *Registry, k ExportKind[T]) error {
 }
 
 // ExportKinds lists the registered export kinds by name.
-func (r *Registry) ExportKinds() []KindInfo {
-	out := make([]KindInfo, 0, len(r.exports))
-	for _, k := range r.exports {
+func (r *Registry) ExportKinds() []KindInfo { return infos(r.exports) }
+
+// infos lists the KindInfo of registered kinds, by name.
+func infos[K interface{ info() KindInfo }](m map[string]K) []KindInfo {
+	out := make([]KindInfo, 0, len(m))
+	for _, k := range m {
 		out = append(out, k.info())
 	}
 	slices.SortFunc(out, func(a, b KindInfo) int { return cmp.Compare(a.Name, b.Name) })
@@ -370,14 +373,7 @@ func defaultBackoff(attempt int) time.Duration {
 }
 
 // Kinds lists the registered import kinds by name.
-func (r *Registry) Kinds() []KindInfo {
-	out := make([]KindInfo, 0, len(r.kinds))
-	for _, k := range r.kinds {
-		out = append(out, k.info())
-	}
-	slices.SortFunc(out, func(a, b KindInfo) int { return cmp.Compare(a.Name, b.Name) })
-	return out
-}
+func (r *Registry) Kinds() []KindInfo { return infos(r.kinds) }
 
 // Has reports whether a kind is registered, so callers can reject an
 // unknown kind before they open anything.

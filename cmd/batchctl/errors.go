@@ -11,8 +11,7 @@ import (
 )
 
 type errorsOptions struct {
-	file   string
-	format string
+	out    fileFlags
 	states string
 }
 
@@ -40,8 +39,7 @@ the database.`,
 			return c.errorsReport(cmd, id, o)
 		},
 	}
-	cmd.Flags().StringVarP(&o.file, "file", "f", "", "write the report to this file (default: standard output)")
-	cmd.Flags().StringVar(&o.format, "format", "", "csv or xlsx (default: from the --file name, else csv)")
+	o.out.add(cmd.Flags(), "report")
 	cmd.Flags().StringVar(&o.states, "state", "", "comma-separated states to list (default: invalid,failed,dead,unknown)")
 	return cmd
 }
@@ -57,11 +55,11 @@ func (c *cli) errorsReport(cmd *cobra.Command, id int64, o errorsOptions) error 
 			want = append(want, st)
 		}
 	}
-	format, err := fileFormat(o.format, o.file)
+	format, err := o.out.resolve()
 	if err != nil {
 		return err
 	}
-	toStdout := o.file == "" || o.file == "-"
+	toStdout := o.out.toStdout()
 	if toStdout && c.global.output == "json" {
 		return usagef("-o json prints a summary: name the report's file with -f")
 	}
@@ -71,7 +69,7 @@ func (c *cli) errorsReport(cmd *cobra.Command, id int64, o errorsOptions) error 
 		return err
 	}
 	defer app.close()
-	w, commit, abort, err := c.outputFile(o.file)
+	w, commit, abort, err := c.outputFile(o.out.file)
 	if err != nil {
 		return err
 	}
@@ -90,10 +88,10 @@ func (c *cli) errorsReport(cmd *cobra.Command, id int64, o errorsOptions) error 
 	if b, err := app.store.BatchGet(ctx, batch.BatchGetParams{TenantID: c.global.tenant, ID: id}); err == nil {
 		kind = b.Kind
 	}
-	next := fmt.Sprintf("batchctl import %s %s%s", kind, shellQuote(o.file), c.hint())
+	next := fmt.Sprintf("batchctl import %s %s%s", kind, shellQuote(o.out.file), c.hint())
 	if c.global.output == "json" {
-		return c.json(map[string]any{"batch_id": id, "file": o.file, "format": format.Name(), "rows": n, "next": next})
+		return c.json(map[string]any{"batch_id": id, "file": o.out.file, "format": format.Name(), "rows": n, "next": next})
 	}
-	fmt.Fprintf(c.stderr, "wrote %d rows to %s; fix them and run: %s\n", n, o.file, next)
+	fmt.Fprintf(c.stderr, "wrote %d rows to %s; fix them and run: %s\n", n, o.out.file, next)
 	return nil
 }

@@ -12,9 +12,8 @@ import (
 )
 
 type exportOptions struct {
-	file   string
-	format string
-	sheet  string
+	out   fileFlags
+	sheet string
 }
 
 func (c *cli) exportCommand() *cobra.Command {
@@ -42,15 +41,15 @@ the file goes to standard output and the summary to standard error.`,
 			if !reg.HasExport(kind) {
 				return usagef("unknown export kind %q; known kinds: %s", kind, kindNames(reg.ExportKinds()))
 			}
-			format, err := fileFormat(o.format, o.file)
+			format, err := o.out.resolve()
 			if err != nil {
 				return err
 			}
-			toStdout := o.file == "" || o.file == "-"
+			toStdout := o.out.toStdout()
 			if !toStdout {
 				// Fail on a bad destination before opening the database.
-				if st, err := os.Stat(filepath.Dir(o.file)); err != nil || !st.IsDir() {
-					return fmt.Errorf("export to %s: no such folder %s", o.file, filepath.Dir(o.file))
+				if st, err := os.Stat(filepath.Dir(o.out.file)); err != nil || !st.IsDir() {
+					return fmt.Errorf("export to %s: no such folder %s", o.out.file, filepath.Dir(o.out.file))
 				}
 			}
 			app, err := c.open(cmd.Context(), create)
@@ -58,11 +57,11 @@ the file goes to standard output and the summary to standard error.`,
 				return err
 			}
 			defer app.close()
-			w, commit, abort, err := c.outputFile(o.file)
+			w, commit, abort, err := c.outputFile(o.out.file)
 			if err != nil {
 				return err
 			}
-			name := o.file
+			name := o.out.file
 			if toStdout {
 				name = "-"
 			}
@@ -84,8 +83,7 @@ the file goes to standard output and the summary to standard error.`,
 			return exitWith(batchExit(b))
 		},
 	}
-	cmd.Flags().StringVarP(&o.file, "file", "f", "", "write the export to this file (default: standard output)")
-	cmd.Flags().StringVar(&o.format, "format", "", "csv or xlsx (default: from the --file name, else csv)")
+	o.out.add(cmd.Flags(), "export")
 	cmd.Flags().StringVar(&o.sheet, "sheet", "", "XLSX sheet name (default: the kind's name)")
 	return cmd
 }

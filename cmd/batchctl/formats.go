@@ -71,3 +71,21 @@ func writeTemplate(w io.Writer, reg *batch.Registry, kind string, format filefor
 	}
 	return format.WriteTemplate(w, cols, kind)
 }
+
+// fileFlags name the file a command writes and its format: -f/--file and
+// --format.
+type fileFlags struct {
+	file   string
+	format string
+}
+
+func (f *fileFlags) add(fs *pflag.FlagSet, what string) {
+	fs.StringVarP(&f.file, "file", "f", "", "write the "+what+" to this file (default: standard output)")
+	fs.StringVar(&f.format, "format", "", "csv or xlsx (default: from the --file name, else csv)")
+}
+
+// toStdout reports whether the file is standard output.
+func (f *fileFlags) toStdout() bool { return f.file == "" || f.file == "-" }
+
+// resolve returns the file's format.
+func (f *fileFlags) resolve() (fileformat.Format, error) { return fileFormat(f.format, f.file) }

@@ -4,13 +4,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-type templateOptions struct {
-	file   string
-	format string
-}
-
 func (c *cli) templateCommand() *cobra.Command {
-	var o templateOptions
+	var o fileFlags
 	cmd := &cobra.Command{
 		Use:   "template <kind>",
 		Short: "Write an empty file with a kind's header and an example row",
@@ -30,7 +25,7 @@ columns with fixed values offer them as a dropdown. It opens no database.`,
 			if !reg.Has(kind) {
 				return usagef("unknown kind %q; known kinds: %s", kind, kindNames(reg.Kinds()))
 			}
-			format, err := fileFormat(o.format, o.file)
+			format, err := o.resolve()
 			if err != nil {
 				return err
 			}
@@ -45,7 +40,6 @@ columns with fixed values offer them as a dropdown. It opens no database.`,
 			return commit()
 		},
 	}
-	cmd.Flags().StringVarP(&o.file, "file", "f", "", "write the template to this file (default: standard output)")
-	cmd.Flags().StringVar(&o.format, "format", "", "csv or xlsx (default: from the --file name, else csv)")
+	o.add(cmd.Flags(), "template")
 	return cmd
 }
