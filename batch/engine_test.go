@@ -161,7 +161,7 @@ func TestImportCustomersFixture(t *testing.T) {
 		if m := byRow[40][0].Message; m != "must be ≥ 0" {
 			t.Errorf("row 40 message = %q", m)
 		}
-		if m := byRow[30][0].Message; !strings.Contains(m, "YYYY-MM-DD") {
+		if m := byRow[30][0].Message; !strings.Contains(m, "there is no month 13") {
 			t.Errorf("row 30 message = %q", m)
 		}
 

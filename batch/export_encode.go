@@ -134,6 +134,20 @@ func hasClock(layout string) bool {
 
 // exportCellFunc returns the function that renders a field of type t.
 func exportCellFunc(t reflect.Type, layout string) (func(reflect.Value) (rows.Cell, error), error) {
+	if elem, ok := rows.OptionalElem(t); ok {
+		inner, err := exportCellFunc(elem, layout)
+		if err != nil {
+			return nil, err
+		}
+		// An unset Optional is an empty cell: the file says nothing of it.
+		return func(v reflect.Value) (rows.Cell, error) {
+			if !v.Field(1).Bool() {
+				c, _ := inner(reflect.Zero(elem))
+				return rows.Cell{Type: c.Type}, nil
+			}
+			return inner(v.Field(0))
+		}, nil
+	}
 	if t.Kind() == reflect.Pointer {
 		inner, err := exportCellFunc(t.Elem(), layout)
 		if err != nil {

@@ -45,6 +45,9 @@ func enumValues(typ reflect.Type) map[string][]string {
 			continue
 		}
 		t := sf.Type
+		if elem, ok := rows.OptionalElem(t); ok {
+			t = elem
+		}
 		for t.Kind() == reflect.Pointer {
 			t = t.Elem()
 		}

@@ -170,7 +170,9 @@ func TestBindRichTypes(t *testing.T) {
 		{"date", "60", nil, CodeBadDate}, // Lotus's 1900-02-29
 		{"date", "61", func(r richRow) bool { return r.Date.Equal(day(1900, 3, 1)) }, ""},
 		{"date", "0", nil, CodeBadDate},
-		{"date", "2958465", func(r richRow) bool { return r.Date.Equal(day(9999, 12, 31)) }, ""},
+		{"date", "99999", func(r richRow) bool { return r.Date.Equal(day(2173, 10, 13)) }, ""},
+		{"date", "250131", nil, CodeBadDate}, // a compact date, never the year 2584
+		{"date", "2958465", nil, CodeBadDate},
 		{"date", "2958466", nil, CodeBadDate},
 		{"date", "-5", nil, CodeBadDate},
 		{"date", "2024-01-01", func(r richRow) bool { return r.Date.Equal(day(2024, 1, 1)) }, ""},

@@ -95,6 +95,20 @@ func New[T any]() (*Pipeline[T], error) {
 	v.RegisterCustomTypeFunc(func(f reflect.Value) any {
 		return f.Interface().(rows.Decimal).Float64()
 	}, rows.Decimal{})
+	// An Optional field is checked as its value when the file gave one,
+	// and as nothing (so omitempty skips it and required fails) when not.
+	if opts := optionalTypes(typ); len(opts) > 0 {
+		v.RegisterCustomTypeFunc(func(f reflect.Value) any {
+			val, set := f.Interface().(rows.OptionalField).OptionalValue()
+			if !set {
+				return nil
+			}
+			if d, ok := val.(rows.Decimal); ok {
+				return d.Float64()
+			}
+			return val
+		}, opts...)
+	}
 	p := &Pipeline[T]{binder: b, validator: v}
 	// A zero row may well fail validation, which is fine; a malformed tag
 	// makes validator panic, and that must surface here, at registration,
@@ -133,6 +147,23 @@ func New[T any]() (*Pipeline[T], error) {
 	return p, nil
 }
 
+// optionalTypes returns a zero value of each Optional field type of typ,
+// for validator's custom type registration.
+func optionalTypes(typ reflect.Type) []any {
+	var out []any
+	seen := map[reflect.Type]bool{}
+	if typ.Kind() != reflect.Struct {
+		return nil
+	}
+	for _, sf := range reflect.VisibleFields(typ) {
+		if _, ok := rows.OptionalElem(sf.Type); ok && !seen[sf.Type] {
+			seen[sf.Type] = true
+			out = append(out, reflect.Zero(sf.Type).Interface())
+		}
+	}
+	return out
+}
+
 // probeTag runs each check of a field's validate tag on its own against a
 // zero value of the field. The zero row New validates only reaches the
 // checks a zero value gets to: "required" or "omitempty" in front of a check
@@ -144,10 +175,16 @@ func probeTag(v *validator.Validate, sf reflect.StructField) error {
 		return nil
 	}
 	t := sf.Type
+	if elem, ok := rows.OptionalElem(t); ok {
+		t = elem
+	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	zero := reflect.Zero(t).Interface()
+	if t == reflect.TypeFor[rows.Decimal]() {
+		zero = 0.0 // as the custom type function hands it to validator
+	}
 	for _, check := range strings.Split(tag, ",") {
 		if check == "dive" {
 			break // what follows applies to the elements, not the field
@@ -345,6 +382,9 @@ func message(ve validator.FieldError, m *rows.Mapping) string {
 	case "url":
 		return "must be a valid URL"
 	case "iso3166_1_alpha2":
+		if s, ok := ve.Value().(string); ok && s != "" {
+			return fmt.Sprintf("%q is not a country code: write the two-letter ISO 3166-1 code, such as DE or US", s)
+		}
 		return "must be a two-letter country code (ISO 3166-1)"
 	}
 	if p != "" {

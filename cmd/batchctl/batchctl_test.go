@@ -355,7 +355,7 @@ func TestImportAllValid(t *testing.T) {
 	c := setup(t)
 	path := writeFile(t, "ok.csv", []byte("email,name,country,signup_date,amount\n"+
 		"a@example.com,Ann,FR,2020-01-02,10\n"+
-		"b@example.com,Bob,,02/01/2021,0\n"+
+		"b@example.com,Bob,,13/01/2021,0\n"+
 		"\n"+
 		"c@example.com,Cid,DE,2021-03-04T05:06:07Z,1.5\n"))
 	r := c.run("import", "customers", path)

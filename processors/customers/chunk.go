@@ -70,7 +70,10 @@ func (p *Processor) upsertAllPostgres(ctx context.Context, cs []Customer) ([]int
 		keys[i] = strings.ToLower(c.Email)
 		last[keys[i]] = i
 	}
-	var emails, names, countries, dates, amounts []string
+	var (
+		emails, names, dates []string
+		countries, amounts   []*string // NULL: not in the file, keep the stored value
+	)
 	for i, c := range cs {
 		if last[keys[i]] != i {
 			continue
@@ -78,15 +81,18 @@ func (p *Processor) upsertAllPostgres(ctx context.Context, cs []Customer) ([]int
 		args := upsertArgs(c)
 		emails = append(emails, keys[i])
 		names = append(names, args[1].(string))
-		countries = append(countries, args[2].(string))
 		dates = append(dates, args[3].(string))
-		amounts = append(amounts, fmt.Sprint(args[4]))
+		countries = append(countries, nullable(args[2]))
+		amounts = append(amounts, nullable(args[4]))
 	}
 	rs, err := p.db.QueryContext(ctx, `INSERT INTO customers (email, name, country, signup_date, amount, updated_at)
 		SELECT e, n, c, d::date, a::numeric, now()
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS u(e, n, c, d, a)
-		ON CONFLICT (email) DO UPDATE SET name = excluded.name, country = excluded.country,
-			signup_date = excluded.signup_date, amount = excluded.amount, updated_at = excluded.updated_at
+		ON CONFLICT (email) DO UPDATE SET name = excluded.name,
+			country = COALESCE(excluded.country, customers.country),
+			signup_date = excluded.signup_date,
+			amount = COALESCE(excluded.amount, customers.amount),
+			updated_at = excluded.updated_at
 		RETURNING email, id`, emails, names, countries, dates, amounts)
 	if err != nil {
 		return nil, fmt.Errorf("upsert %d customers: %w", len(emails), err)
@@ -115,4 +121,13 @@ func (p *Processor) upsertAllPostgres(ctx context.Context, cs []Customer) ([]int
 		ids[i] = id
 	}
 	return ids, nil
+}
+
+// nullable turns an upsert argument (a string, or nil for NULL) into an
+// array element.
+func nullable(v any) *string {
+	if s, ok := v.(string); ok {
+		return &s
+	}
+	return nil
 }

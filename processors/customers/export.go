@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/rows"
 )
 
 // ExportKind returns the customers export: every customer of the table on
@@ -30,10 +31,11 @@ func ExportKind(db *sql.DB) batch.ExportKind[Customer] {
 				defer rs.Close()
 				for rs.Next() {
 					var (
-						c    Customer
-						date string
+						c               Customer
+						date            string
+						country, amount sql.NullString
 					)
-					if err := rs.Scan(&c.Email, &c.Name, &c.Country, &date, &c.Amount); err != nil {
+					if err := rs.Scan(&c.Email, &c.Name, &country, &date, &amount); err != nil {
 						yield(Customer{}, fmt.Errorf("scan customer: %w", err))
 						return
 					}
@@ -46,6 +48,17 @@ func ExportKind(db *sql.DB) batch.ExportKind[Customer] {
 						continue
 					}
 					c.SignupDate = t
+					c.Country = rows.Optional[string]{Value: country.String, Set: country.Valid}
+					if amount.Valid {
+						d, err := rows.ParseDecimal(amount.String)
+						if err != nil {
+							if !yield(Customer{}, batch.Permanent(fmt.Errorf("customer %s: amount %q is not a number", c.Email, amount.String))) {
+								return
+							}
+							continue
+						}
+						c.Amount = rows.Some(d)
+					}
 					if !yield(c, nil) {
 						return
 					}

@@ -1,0 +1,33 @@
+package rows
+
+// Conventions are how one file writes what a cell alone cannot say: the
+// number format, the order of day and month, and which file column feeds
+// which of the kind's columns when their names differ. They are decided
+// once per file (declared by the user, or settled by the file's own
+// values) and kept with its batch, so that every later read of its rows
+// (a worker binding them again, a re-run) reads them the same way.
+type Conventions struct {
+	// Number is the file's number format; the zero value is a decimal
+	// point and no thousands separators.
+	Number NumberFormat `json:"number,omitzero"`
+	// DateOrder is the order of day and month in numeric dates; unknown
+	// when neither declared nor settled by the file.
+	DateOrder DateOrder `json:"date_order,omitempty"`
+	// Renames map file columns onto the kind's columns (--map).
+	Renames []Rename `json:"renames,omitempty"`
+	// CommaColumns are columns (as the file spells them) in which some
+	// values are written with a decimal comma although the file's number
+	// format has a decimal point: a value there such as 12.500, a decimal
+	// in one convention and a thousand in the other, is flagged rather
+	// than read as 12.5.
+	CommaColumns []string `json:"comma_columns,omitempty"`
+}
+
+// Rename maps a column of the file onto a column of the kind.
+type Rename struct {
+	// From is the file's column, as the header spells it (matched like
+	// any header: case, spaces and Unicode form do not matter).
+	From string `json:"from"`
+	// To is the kind's column (its declared name or an alias).
+	To string `json:"to"`
+}
