@@ -1,7 +1,6 @@
 package batch
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -29,6 +28,9 @@ type DryRunResult struct {
 	Counts       rows.Counts `json:"counts"`
 	SkippedEmpty int64       `json:"skipped_empty"`
 	Warnings     []string    `json:"warnings,omitempty"`
+	// Conventions are how the file writes numbers and dates, as declared
+	// or settled from its values.
+	Conventions rows.Conventions `json:"conventions,omitzero"`
 	// Errors are the first DryRunMaxErrors field errors.
 	Errors []rows.FieldError `json:"errors,omitempty"`
 	// ErrorTotal is the number of field errors of all rows; ErrorCounts
@@ -52,18 +54,23 @@ func (r *Registry) DryRun(ctx context.Context, p ImportParams) (*DryRunResult, e
 	if err != nil {
 		return nil, err
 	}
-	cr, err := openReader(bufio.NewReader(p.Source), p)
+	src, err := prepare(ctx, k, p)
+	if err != nil {
+		return nil, importError(p, err)
+	}
+	defer src.close()
+	cr, err := src.open(nil)
+	if err != nil {
+		return nil, importError(p, err)
+	}
+	defer cr.Close()
+	m, err := src.mapping(cr)
 	if err != nil {
 		return nil, err
 	}
-	defer cr.Close()
-	m, err := k.mapHeader(cr.Header())
-	if err != nil {
-		return nil, &rows.FileError{File: p.SourceName, Line: headerLine(cr), Err: err}
-	}
 	res := &DryRunResult{
 		Kind: p.Kind, SourceName: p.SourceName, SourceInfo: cr.Info(),
-		Header: cr.Header(), Counts: rows.Counts{}, Warnings: unknownWarning(m),
+		Header: cr.Header(), Counts: rows.Counts{}, Warnings: src.warnings, Conventions: src.conv,
 	}
 	chk := newRowChecker(k, m)
 	for {
@@ -76,6 +83,9 @@ func (r *Registry) DryRun(ctx context.Context, p ImportParams) (*DryRunResult, e
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("dry run %s: %w", p.SourceName, err)
+		}
+		if src.examples[rec.Row] {
+			continue
 		}
 		errs := chk.check(ctx, rec)
 		if len(errs) == 0 {

@@ -3,8 +3,6 @@ package batch
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -31,6 +29,23 @@ type ImportParams struct {
 	// Read is what the user told the reader: encoding and delimiter (CSV),
 	// sheet and header row (XLSX), limits. The zero value detects.
 	Read rows.ReadOptions
+	// Conventions are what the user declares about the file: its number
+	// format (batchctl --decimal-comma, --locale), its day/month order
+	// (--date-order) and column renames (--map). What they leave open is
+	// settled from the file's own values, never guessed, and the result
+	// is kept with the batch.
+	Conventions rows.Conventions
+	// Strict rejects a file with a column the kind does not know or
+	// without one of its optional columns (batchctl --strict).
+	Strict bool
+	// IdempotencyKey makes the import happen once: a second import with
+	// the same key and the same content returns the first batch (Reused);
+	// the same key with other content is ErrKeyReused.
+	IdempotencyKey string
+	// Once imports a file whose content this tenant already imported as
+	// the same kind not again but returns that batch (batchctl --once):
+	// an idempotency key made of the kind and the file's digest.
+	Once bool
 }
 
 // Format names a file format of an import or an export, as package
@@ -52,6 +67,17 @@ func OpenReader(src *bufio.Reader, p ImportParams) (rows.Reader, error) {
 	return openReader(src, p)
 }
 
+// OpenReader opens the reader an import of p would use, as the package
+// function does, and finds the header the way an import of p.Kind does
+// (the first row, among the first 20, with the kind's required columns).
+func (r *Registry) OpenReader(src *bufio.Reader, p ImportParams) (rows.Reader, error) {
+	if k, err := r.lookup(p.Kind); err == nil {
+		s := &source{p: p, k: k}
+		p.Read.HeaderFunc, p.Read.HeaderHint = s.headerFunc()
+	}
+	return openReader(src, p)
+}
+
 func openReader(src *bufio.Reader, p ImportParams) (rows.Reader, error) {
 	r, err := fileformat.Open(src, p.SourceName, p.Format, p.Read)
 	if errors.Is(err, fileformat.ErrUnknown) {
@@ -60,10 +86,12 @@ func openReader(src *bufio.Reader, p ImportParams) (rows.Reader, error) {
 	return r, err
 }
 
-// Import reads a CSV or XLSX source streaming, validates every row in the kind's
+// Import reads a CSV or XLSX source, validates every row in the kind's
 // fixed phases and stores all rows with their outcome in one transaction.
 // It returns the new batch; its valid rows are then worked by Work.
 //
+// The source is read twice, streaming: once to settle what no single cell
+// says (see ImportParams.Conventions), once to check and store the rows.
 // A source that cannot be read (no header, a missing required column, a
 // malformed line) is a *rows.FileError and leaves no batch behind.
 func (e *Engine) Import(ctx context.Context, p ImportParams) (*Batch, error) {
@@ -74,22 +102,29 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*Batch, error) {
 	if p.TenantID == "" {
 		p.TenantID = DefaultTenant
 	}
-	h := sha256.New()
-	// The digest is taken over the raw bytes as they are read, whatever
-	// the reader does with them (the XLSX reader copies them to a file).
-	r, err := openReader(bufio.NewReader(io.TeeReader(p.Source, h)), p)
+	src, err := prepare(ctx, k, p)
+	if err != nil {
+		return nil, importError(p, err)
+	}
+	defer src.close()
+	key := p.IdempotencyKey
+	if key == "" && p.Once {
+		key = "once:" + p.Kind + ":" + src.digest
+	}
+	if b, err := e.earlier(ctx, p, src, key); b != nil || err != nil {
+		return b, err
+	}
+	r, err := src.open(nil)
+	if err != nil {
+		return nil, importError(p, err)
+	}
+	defer r.Close()
+	m, err := src.mapping(r)
 	if err != nil {
 		return nil, err
 	}
-	defer r.Close()
-	m, err := k.mapHeader(r.Header())
-	if err != nil {
-		line := headerLine(r)
-		return nil, &rows.FileError{File: p.SourceName, Line: line, Err: err}
-	}
 	chunkSize := int64(k.settings().chunkSize)
 	chk := newRowChecker(k, m)
-
 	seq := func(yield func(IngestRow, error) bool) {
 		var n int64
 		for {
@@ -105,6 +140,9 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*Batch, error) {
 				yield(IngestRow{}, err)
 				return
 			}
+			if src.examples[rec.Row] {
+				continue
+			}
 			row := IngestRow{RowNo: rec.Row, ChunkNo: n / chunkSize, State: rows.StateValid, Values: rec.Values}
 			if errs := chk.check(ctx, rec); len(errs) > 0 {
 				row.State, row.Errors = rows.StateInvalid, errs
@@ -116,28 +154,68 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*Batch, error) {
 		}
 	}
 	b, err := e.store.BatchIngest(ctx, BatchIngestParams{
-		TenantID:   p.TenantID,
-		Kind:       p.Kind,
-		SourceName: p.SourceName,
-		Header:     r.Header(),
-		Warnings:   unknownWarning(m),
-		Rows:       seq,
+		TenantID:       p.TenantID,
+		Kind:           p.Kind,
+		SourceName:     p.SourceName,
+		Header:         r.Header(),
+		Warnings:       src.warnings,
+		Conventions:    src.conv,
+		IdempotencyKey: key,
+		Rows:           seq,
 		SummaryFunc: func() IngestSummary {
-			// Drain what the CSV reader left unread (trailing bytes) so the
-			// digest covers the whole source.
-			_, _ = io.Copy(io.Discard, io.TeeReader(p.Source, h))
-			return IngestSummary{SourceDigest: hex.EncodeToString(h.Sum(nil)), SkippedEmpty: r.SkippedEmpty(), ErrorCounts: chk.tally.Counts()}
+			return IngestSummary{SourceDigest: src.digest, SkippedEmpty: r.SkippedEmpty(), ErrorCounts: chk.tally.Counts(), Width: src.width}
 		},
 	})
+	if errors.Is(err, ErrConflict) && key != "" {
+		// Another import with the same key committed first.
+		if b, err := e.earlier(ctx, p, src, key); b != nil || err != nil {
+			return b, err
+		}
+	}
+	if err != nil {
+		return nil, importError(p, err)
+	}
+	e.logger.InfoContext(ctx, "batch imported", "batch_id", b.ID, "kind", b.Kind, "tenant_id", b.TenantID, "rows", b.Counts.Total())
+	return b, nil
+}
+
+// importError keeps a *rows.FileError as it is (it names the file and
+// line) and names the source in any other error.
+func importError(p ImportParams, err error) error {
 	var fe *rows.FileError
 	if errors.As(err, &fe) {
-		return nil, fe // it names the file and line already
+		return fe
+	}
+	return fmt.Errorf("import %s: %w", p.SourceName, err)
+}
+
+// earlier looks for a batch this import repeats. With an idempotency key,
+// the batch of that key is returned (Reused) when its content is the same,
+// and ErrKeyReused when not. Without one, a batch of the same kind and
+// content only earns a warning on the new batch.
+func (e *Engine) earlier(ctx context.Context, p ImportParams, src *source, key string) (*Batch, error) {
+	if key != "" {
+		b, err := e.store.BatchFind(ctx, BatchFindParams{TenantID: p.TenantID, IdempotencyKey: key})
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return nil, nil
+		case err != nil:
+			return nil, fmt.Errorf("import %s: %w", p.SourceName, err)
+		case b.SourceDigest != src.digest || b.Kind != p.Kind:
+			return nil, fmt.Errorf("import %s: %w: batch %d was imported with key %q from other content", p.SourceName, ErrKeyReused, b.ID, key)
+		}
+		b.Reused = true
+		return b, nil
+	}
+	b, err := e.store.BatchFind(ctx, BatchFindParams{TenantID: p.TenantID, Kind: p.Kind, SourceDigest: src.digest})
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", p.SourceName, err)
 	}
-	e.logger.InfoContext(ctx, "batch imported", "batch_id", b.ID, "kind", b.Kind, "tenant_id", b.TenantID, "rows", b.Counts.Total())
-	return b, nil
+	src.warn("this file was already imported as batch %d on %s; --once returns that batch instead of importing it again", b.ID, b.CreatedAt.UTC().Format("2006-01-02 15:04 UTC"))
+	return nil, nil
 }
 
 // headerLine is the line (CSV) or sheet row (XLSX) of a reader's header,

@@ -82,9 +82,12 @@ type Kind[T any] struct {
 type kind interface {
 	info() KindInfo
 	settings() kindSettings
-	// mapHeader matches a file's header and rejects it when required
-	// columns are missing.
-	mapHeader(header []string) (*rows.Mapping, error)
+	// mapHeader matches a file's header under its conventions and
+	// rejects it when required columns are missing.
+	mapHeader(header []string, conv rows.Conventions) (*rows.Mapping, error)
+	// example returns the kind's example row as a template writes it, by
+	// column name; nil without one.
+	example() map[string]string
 	// check runs every phase for one record and returns the row's natural
 	// key, or "" when the kind has none or the row is invalid.
 	check(ctx context.Context, m *rows.Mapping, rec rows.Record) ([]rows.FieldError, string)
@@ -141,8 +144,8 @@ func (r *registered[T]) info() KindInfo {
 
 func (r *registered[T]) settings() kindSettings { return r.s }
 
-func (r *registered[T]) mapHeader(header []string) (*rows.Mapping, error) {
-	m, err := r.pipeline.Binder().Map(header)
+func (r *registered[T]) mapHeader(header []string, conv rows.Conventions) (*rows.Mapping, error) {
+	m, err := r.pipeline.Binder().MapFile(header, conv)
 	if err != nil {
 		return nil, err
 	}
@@ -153,9 +156,27 @@ func (r *registered[T]) mapHeader(header []string) (*rows.Mapping, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("%w: missing required columns: %s", rows.ErrBadHeader, joinQuoted(missing))
+		msg := "missing required columns: " + joinQuoted(missing)
+		for _, sg := range m.Suggestions {
+			if slices.Contains(missing, sg.Column) {
+				msg += "; " + sg.String()
+			}
+		}
+		return nil, fmt.Errorf("%w: %s", rows.ErrBadHeader, msg)
 	}
 	return m, nil
+}
+
+func (r *registered[T]) example() map[string]string {
+	header, ex, err := r.template()
+	if err != nil || ex == nil {
+		return nil
+	}
+	out := make(map[string]string, len(header))
+	for i, h := range header {
+		out[h] = ex[i]
+	}
+	return out
 }
 
 func (r *registered[T]) check(ctx context.Context, m *rows.Mapping, rec rows.Record) ([]rows.FieldError, string) {

@@ -113,7 +113,7 @@ func (e *Engine) ErrorReport(ctx context.Context, p ErrorReportParams, w io.Writ
 // error says.
 func reportColumns(reg *Registry, b *Batch) ([]int, []string) {
 	unknown := map[string]bool{}
-	if m, err := reg.MapHeader(b.Kind, b.Header); err == nil {
+	if m, err := reg.MapHeader(b.Kind, b.Header, b.Conventions); err == nil {
 		for _, u := range m.Unknown {
 			unknown[rows.NormalizeHeader(u)] = true
 		}

@@ -84,12 +84,12 @@ func unknownWarning(m *rows.Mapping) []string {
 // for missing columns, so that a preview can show what matched, what is
 // unknown and what is missing. Bad headers (empty, duplicate or colliding
 // names) are errors wrapping rows.ErrBadHeader.
-func (r *Registry) MapHeader(kindName string, header []string) (*rows.Mapping, error) {
+func (r *Registry) MapHeader(kindName string, header []string, conv rows.Conventions) (*rows.Mapping, error) {
 	k, err := r.lookup(kindName)
 	if err != nil {
 		return nil, err
 	}
-	return k.binder().Map(header)
+	return k.binder().MapFile(header, conv)
 }
 
 // Template returns a kind's header and its example row (nil when the kind

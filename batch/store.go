@@ -25,6 +25,8 @@ type (
 	BatchIngestParams = driver.BatchIngestParams
 	// BatchGetParams are the parameters of Store.BatchGet.
 	BatchGetParams = driver.BatchGetParams
+	// BatchFindParams are the parameters of Store.BatchFind.
+	BatchFindParams = driver.BatchFindParams
 	// BatchListParams are the parameters of Store.BatchList.
 	BatchListParams = driver.BatchListParams
 	// ChunkClaimParams are the parameters of Store.ChunkClaim.
@@ -73,4 +75,6 @@ var (
 	ErrSchemaNewer = driver.ErrSchemaNewer
 	// ErrUnknownKind: the kind is not registered.
 	ErrUnknownKind = errors.New("unknown kind")
+	// ErrKeyReused: an idempotency key came back with other content.
+	ErrKeyReused = errors.New("idempotency key reused")
 )

@@ -204,7 +204,7 @@ func (e *Engine) workChunk(ctx context.Context, l *Lease) (int, error) {
 		// guess at the rows.
 		return 0, fmt.Errorf("batch %d: %w", l.BatchID, err)
 	}
-	m, err := k.mapHeader(l.Header)
+	m, err := k.mapHeader(l.Header, l.Conventions)
 	if err != nil {
 		return 0, fmt.Errorf("batch %d: header no longer maps to kind %s: %w", l.BatchID, l.Kind, err)
 	}

@@ -520,6 +520,17 @@ func (m *Mapping) ColumnName(field string) string {
 	return c
 }
 
+// Position returns the header position of the cell that feeds a column
+// (named as the kind declares it), or -1 when the file lacks it.
+func (m *Mapping) Position(column string) int {
+	for i, fi := range m.cell {
+		if fi >= 0 && m.b.fields[fi].column == column {
+			return i
+		}
+	}
+	return -1
+}
+
 // Kinds of values a column holds, for a caller that settles a file's
 // conventions from its values (FieldKind).
 const (

@@ -13,6 +13,9 @@ type Conventions struct {
 	// DateOrder is the order of day and month in numeric dates; unknown
 	// when neither declared nor settled by the file.
 	DateOrder DateOrder `json:"date_order,omitempty"`
+	// DateOrderRow is the row whose date settled DateOrder (it reads no
+	// other way); 0 when the order was declared.
+	DateOrderRow int64 `json:"date_order_row,omitempty"`
 	// Renames map file columns onto the kind's columns (--map).
 	Renames []Rename `json:"renames,omitempty"`
 	// CommaColumns are columns (as the file spells them) in which some

@@ -63,6 +63,16 @@ type Batch struct {
 	// ErrorCounts counts the field errors its rows had at ingest, by
 	// column and code, most frequent first.
 	ErrorCounts []rows.ErrorCount `json:"error_counts,omitempty"`
+	// Conventions are how its file writes numbers and dates and which
+	// file columns feed which of the kind's, as declared or settled at
+	// ingest; every later read of its rows uses them.
+	Conventions rows.Conventions `json:"conventions,omitzero"`
+	// Width is the most cells a row of its file had (more than the
+	// header when rows were ragged).
+	Width int `json:"-"`
+	// Reused is set by an import that found this batch by its
+	// idempotency key instead of importing the file again. Not stored.
+	Reused bool `json:"reused,omitempty"`
 	CreatedAt   time.Time         `json:"created_at"`
 	FinishedAt  *time.Time        `json:"finished_at,omitempty"`
 }
@@ -97,6 +107,8 @@ type IngestSummary struct {
 	// ErrorCounts counts the invalid rows' field errors by column and
 	// code; stored with the batch.
 	ErrorCounts []rows.ErrorCount
+	// Width is the most cells any row had.
+	Width int
 }
 
 // BatchIngestParams are the parameters of Store.BatchIngest.
@@ -108,6 +120,11 @@ type BatchIngestParams struct {
 	// Warnings are stored with the batch (unknown columns, say) and come
 	// back on every BatchGet.
 	Warnings []string
+	// Conventions are stored with the batch and handed to every lease.
+	Conventions rows.Conventions
+	// IdempotencyKey, when set, is unique per tenant: a second batch with
+	// it is ErrConflict.
+	IdempotencyKey string
 	// Rows yields the rows in order. A non-nil error aborts the ingest: the
 	// store rolls back and nothing of the batch is left.
 	Rows iter.Seq2[IngestRow, error]
@@ -119,6 +136,15 @@ type BatchIngestParams struct {
 type BatchGetParams struct {
 	TenantID string
 	ID       int64
+}
+
+// BatchFindParams are the parameters of Store.BatchFind: a batch by its
+// idempotency key, or else the newest of a kind with a source digest.
+type BatchFindParams struct {
+	TenantID       string
+	IdempotencyKey string
+	Kind           string
+	SourceDigest   string
 }
 
 // BatchListParams are the parameters of Store.BatchList.
@@ -152,7 +178,9 @@ type Lease struct {
 	TenantID string
 	Kind     string
 	Header   []string
-	Owner    string
+	// Conventions are the batch's, for binding its rows again.
+	Conventions rows.Conventions
+	Owner       string
 	// Token is the fencing token: it grows with every claim of the chunk,
 	// and every write under the lease is a compare-and-set on it.
 	Token int64
@@ -279,6 +307,10 @@ type Store interface {
 	BatchIngest(ctx context.Context, params BatchIngestParams) (*Batch, error)
 	// BatchGet returns a batch with its totals, or ErrNotFound.
 	BatchGet(ctx context.Context, params BatchGetParams) (*Batch, error)
+	// BatchFind returns the tenant's batch with the idempotency key or,
+	// without one, the newest of the kind with the source digest; or
+	// ErrNotFound.
+	BatchFind(ctx context.Context, params BatchFindParams) (*Batch, error)
 	// BatchList lists a tenant's batches, newest first, with totals.
 	BatchList(ctx context.Context, params BatchListParams) ([]*Batch, error)
 	// ChunkClaim leases the oldest-served claimable chunk (due rows and no

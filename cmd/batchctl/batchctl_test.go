@@ -184,6 +184,7 @@ func testFixtureFlow(t *testing.T, c *session, hint string) {
 			"      invalid   15\n" +
 			"    succeeded  285\n" +
 			"        total  300\n" +
+			"warning: column \"amount\" has 1 values written with a decimal comma: they are invalid; import with --decimal-comma (or --locale) to read them\n" +
 			"errors by column and code:\n" +
 			"  email        email                 4\n" +
 			"  amount       gte                   3\n" +
@@ -362,7 +363,8 @@ func TestImportAllValid(t *testing.T) {
 	want := "batch 1  finished  " + path + "  (customers, tenant default)\n" +
 		"             succeeded  3\n" +
 		"                 total  3\n" +
-		"    empty rows skipped  1\n"
+		"    empty rows skipped  1\n" +
+		"read dates day first (day/month/year), as row 3 reads no other way\n"
 	if r.code != exitOK || r.stdout != want || r.stderr != "" {
 		t.Fatalf("want exit 0 and stdout\n%s\ngot %s", want, r)
 	}

@@ -119,10 +119,14 @@ func TestImportDryRun(t *testing.T) {
 		t.Errorf("dry run as JSON: %+v", res)
 	}
 
-	// The warning also reaches a real import, on stderr.
+	// The warning also reaches a real import, with its summary on stdout
+	// (and in status).
 	r = c.run("import", "customers", ok)
-	if r.code != exitOK || r.stderr != "warning: "+ok+`: unknown columns ignored: "extra"`+"\n" {
+	if r.code != exitOK || !strings.Contains(r.stdout, "\nwarning: "+`unknown columns ignored: "extra"`+"\n") || r.stderr != "" {
 		t.Errorf("import with an unknown column: %s", r)
+	}
+	if r := c.run("status", "1"); !strings.Contains(r.stdout, "\nwarning: "+`unknown columns ignored: "extra"`+"\n") {
+		t.Errorf("status of an import with an unknown column: %s", r)
 	}
 }
 
@@ -169,8 +173,8 @@ func TestErrorsReportAndReimport(t *testing.T) {
 	if r.code != exitRows || !strings.Contains(r.stdout, "    succeeded   1\n") || !strings.Contains(r.stdout, "      invalid  14\n") {
 		t.Fatalf("import of the report: %s", r)
 	}
-	if r.stderr != "warning: "+out+`: unknown columns ignored: "row", "error"`+"\n" {
-		t.Errorf("import of the report, stderr %q", r.stderr)
+	if !strings.Contains(r.stdout, "\nwarning: "+`unknown columns ignored: "row", "error"`+"\n") {
+		t.Errorf("import of the report: %s", r)
 	}
 	var rs []jsonRow
 	c.runJSON(exitOK, &rs, "rows", "2", "--state", "invalid", "-o", "json")
@@ -210,14 +214,33 @@ func TestTemplate(t *testing.T) {
 	if _, err := os.Stat(c.database); !os.IsNotExist(err) {
 		t.Errorf("template created the database (stat: %v)", err)
 	}
-	// The template is a file the kind imports as it is.
+	// The template is a file the kind imports as it is, and its example
+	// row is never imported as data.
 	out := filepath.Join(t.TempDir(), "customers.csv")
 	if r := c.run("template", "customers", "-f", out); r.code != exitOK {
 		t.Fatalf("template -o: %s", r)
 	}
 	r = c.run("import", "customers", out)
-	if r.code != exitOK || !strings.Contains(r.stdout, "succeeded  1") {
+	if r.code != exitOK || !strings.Contains(r.stdout, "    total  0\n") || !strings.Contains(r.stdout, "warning: row 2 is the template's example row and was not imported") {
 		t.Errorf("import of the template: %s", r)
+	}
+	// Filled in, it imports the user's rows only.
+	filled, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	filled = append(filled, "bea@example.com,Bea Smith,DE,2024-02-01,10\r\ncid@example.com,Cid Jones,,2024-02-02,\r\n"...)
+	if err := os.WriteFile(out, filled, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = c.run("import", "customers", out)
+	if r.code != exitOK || !strings.Contains(r.stdout, "succeeded  2\n") || !strings.Contains(r.stdout, "    total  2\n") {
+		t.Errorf("import of a filled-in template: %s", r)
+	}
+	var rs []jsonRow
+	c.runJSON(exitOK, &rs, "rows", "2", "-o", "json")
+	if len(rs) != 2 || rs[0].RowNo != 3 || rs[0].Values[0] != "bea@example.com" {
+		t.Errorf("rows of the filled-in template: %+v", rs)
 	}
 	if r := c.run("template", "suppliers"); r.code != exitUsage {
 		t.Errorf("template of an unknown kind: %s", r)

@@ -12,20 +12,30 @@ import (
 	"github.com/rowfate/rowfate/rows/fileformat"
 )
 
-// readFlags are what a user can tell the reader about a file: --encoding
-// and --delimiter (CSV), --sheet and --header-row (XLSX).
+// readFlags are what a user can tell the engine about a file: --encoding
+// and --delimiter (CSV), --sheet, --header-row, and how it writes numbers
+// and dates and names its columns (--locale, --decimal-comma, --date-order,
+// --map).
 type readFlags struct {
-	encoding  string
-	delimiter string
-	sheet     string
-	headerRow int64
+	encoding     string
+	delimiter    string
+	sheet        string
+	headerRow    int64
+	locale       string
+	decimalComma bool
+	dateOrder    string
+	renames      []string
 }
 
 func (f *readFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.encoding, "encoding", "", "CSV character set: utf-8, utf-16, utf-16le, utf-16be, windows-1252 (default: detect)")
 	fs.StringVar(&f.delimiter, "delimiter", "", "CSV field delimiter: , ; tab | or any one character (default: sniff)")
 	fs.StringVar(&f.sheet, "sheet", "", "XLSX sheet name or 1-based position (default: the first visible sheet)")
-	fs.Int64Var(&f.headerRow, "header-row", 0, "XLSX 1-based row of the header (default: the first non-empty row that is not a title)")
+	fs.Int64Var(&f.headerRow, "header-row", 0, "1-based row of the header (default: the first of the first 20 rows with the kind's required columns)")
+	fs.StringVar(&f.locale, "locale", "", "number format of the file: en (1,234.56), de (1.234,56), fr (1 234,56), ch (1'234.56), or a language-region such as de-AT")
+	fs.BoolVar(&f.decimalComma, "decimal-comma", false, "numbers are written with a decimal comma (0,5; 1.234,56; 1 234,56)")
+	fs.StringVar(&f.dateOrder, "date-order", "", "order of day and month in dates such as 01/02/2025: dmy or mdy (default: settled by the file's dates; never guessed)")
+	fs.StringArrayVar(&f.renames, "map", nil, "map a file column to the kind's column: --map 'Amount (EUR)=amount' (repeatable)")
 }
 
 // declared reports whether the user declared the encoding and delimiter,
@@ -47,7 +57,42 @@ func (f *readFlags) apply(p *batch.ImportParams) error {
 		return usagef("--header-row must be 1 or more, not %d", f.headerRow)
 	}
 	p.Read = rows.ReadOptions{Encoding: f.encoding, Delimiter: d, Sheet: f.sheet, HeaderRow: f.headerRow}
+	conv, err := f.conventions()
+	if err != nil {
+		return err
+	}
+	p.Conventions = conv
 	return nil
+}
+
+// conventions are the declared number format, date order and renames.
+func (f *readFlags) conventions() (rows.Conventions, error) {
+	var c rows.Conventions
+	switch {
+	case f.locale != "" && f.decimalComma:
+		return c, usagef("--locale and --decimal-comma both say how numbers are written: give one")
+	case f.locale != "":
+		nf, err := rows.LocaleNumberFormat(f.locale)
+		if err != nil {
+			return c, usagef("--locale: %v", err)
+		}
+		c.Number = nf
+	case f.decimalComma:
+		c.Number = rows.DecimalComma
+	}
+	order, err := rows.ParseDateOrder(f.dateOrder)
+	if err != nil {
+		return c, usagef("--date-order: %v", err)
+	}
+	c.DateOrder = order
+	for _, m := range f.renames {
+		from, to, ok := strings.Cut(m, "=")
+		if !ok || strings.TrimSpace(from) == "" || strings.TrimSpace(to) == "" {
+			return c, usagef("--map %q: want 'file column=kind column', as in --map 'Amount (EUR)=amount'", m)
+		}
+		c.Renames = append(c.Renames, rows.Rename{From: strings.TrimSpace(from), To: strings.TrimSpace(to)})
+	}
+	return c, nil
 }
 
 // fileFormat is the format of a file to write: --format when given, else

@@ -17,6 +17,8 @@ type importOptions struct {
 	workers int
 	noWork  bool
 	dryRun  bool
+	strict  bool
+	once    bool
 	read    readFlags
 }
 
@@ -33,7 +35,19 @@ nothing. The valid rows are then worked by the kind's processor, unless
 --no-work leaves them for ` + "`batchctl worker`" + `.
 
 The format is found from the file's content (a workbook is XLSX whatever
-its name); CSV encoding and delimiter are detected unless given.
+its name); CSV encoding and delimiter are detected unless given. The header
+is the first row, among the first 20, with the kind's required columns;
+title rows above it are skipped.
+
+Nothing is guessed. A numeric date such as 01/02/2025 is read in the
+order --date-order declares, or the order the file's own dates settle
+(13/02/2025 reads only day first); when nothing settles it, such rows are
+invalid. Numbers are read with a decimal point and no thousands separator
+unless --decimal-comma or --locale says otherwise; a value in another
+form is invalid, with the option that reads it. A column the file does not
+have is left alone by the kind (customers keeps a stored country or
+amount), and an unknown column that looks like a missing one is named in
+a warning, with the --map that maps it.
 
 --dry-run validates every row exactly as an import would and reports the
 outcome, without opening a database or running a processor.
@@ -44,6 +58,8 @@ or unknown; 4 the file was rejected (nothing was written).`,
   batchctl import customers export.csv --delimiter ';' --encoding windows-1252
   batchctl import customers clients.xlsx --sheet Data --header-row 3
   batchctl import customers customers.csv --dry-run
+  batchctl import customers kunden.csv --locale de --date-order dmy --map 'Betrag=amount'
+  batchctl import customers customers.csv --once --strict
   batchctl import customers big.csv --no-work && batchctl worker --until-done`,
 		Args: args(2, "<kind> <file>"),
 		RunE: func(cmd *cobra.Command, a []string) error { return c.runImport(cmd.Context(), a[0], a[1], o) },
@@ -52,6 +68,8 @@ or unknown; 4 the file was rejected (nothing was written).`,
 	f.IntVar(&o.workers, "workers", 2, "concurrent workers for the batch's rows")
 	f.BoolVar(&o.noWork, "no-work", false, "only import; leave the valid rows for `batchctl worker`")
 	f.BoolVar(&o.dryRun, "dry-run", false, "validate every row and report; write nothing, run no processor")
+	f.BoolVar(&o.strict, "strict", false, "reject the file if it has a column the kind does not know, or lacks one of its optional columns")
+	f.BoolVar(&o.once, "once", false, "if this tenant already imported this file (same content) as this kind, return that batch instead of importing again")
 	o.read.add(f)
 	return cmd
 }
@@ -67,7 +85,7 @@ func (c *cli) runImport(ctx context.Context, kind, path string, o importOptions)
 	if o.workers <= 0 {
 		return usagef("--workers must be 1 or more, not %d", o.workers)
 	}
-	p := batch.ImportParams{TenantID: c.global.tenant, Kind: kind, SourceName: path}
+	p := batch.ImportParams{TenantID: c.global.tenant, Kind: kind, SourceName: path, Strict: o.strict, Once: o.once}
 	if err := o.read.apply(&p); err != nil {
 		return err
 	}
@@ -101,10 +119,10 @@ func (c *cli) runImport(ctx context.Context, kind, path string, o importOptions)
 	if err != nil {
 		return interrupted(ctx, err, "nothing was written")
 	}
-	for _, w := range b.Warnings {
-		fmt.Fprintf(c.stderr, "warning: %s: %s\n", path, w)
+	if b.Reused {
+		fmt.Fprintf(c.stderr, "%s was already imported as batch %d (--once): nothing was imported again\n", path, b.ID)
 	}
-	if !o.noWork {
+	if !o.noWork && !b.Reused {
 		_, err := app.engine.Work(ctx, batch.WorkParams{BatchID: b.ID, TenantIDs: []string{c.global.tenant}, Workers: o.workers, UntilDone: true})
 		left := fmt.Sprintf("batch %d was imported and its remaining rows stay open: run `batchctl worker --batch %d --until-done%s`", b.ID, b.ID, c.hint())
 		if err != nil {
@@ -173,6 +191,9 @@ func (c *cli) printDryRun(res *batch.DryRunResult) error {
 	fmt.Fprintln(w)
 	for _, wn := range res.Warnings {
 		fmt.Fprintf(w, "  warning: %s\n", wn)
+	}
+	if s := describeConventions(res.Conventions); s != "" {
+		fmt.Fprintf(w, "  %s\n", s)
 	}
 	if len(res.Errors) > 0 {
 		fmt.Fprintf(w, "first errors:\n")

@@ -48,6 +48,12 @@ func (c *cli) printBatch(w io.Writer, b *batch.Batch, hints bool) error {
 	if !hints {
 		return nil
 	}
+	for _, wn := range b.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", wn)
+	}
+	if s := describeConventions(b.Conventions); s != "" {
+		fmt.Fprintln(w, s)
+	}
 	if err := printErrorCounts(w, b.ErrorCounts); err != nil {
 		return err
 	}
@@ -148,4 +154,27 @@ func printErrorCounts(w io.Writer, counts []rows.ErrorCount) error {
 		fmt.Fprintf(tw, "  %s\t%s\t%d\n", col, c.Code, c.Count)
 	}
 	return tw.Flush()
+}
+
+// describeConventions says how a file's numbers and dates were read, when
+// that is anything but the default.
+func describeConventions(c rows.Conventions) string {
+	var parts []string
+	if c.Number.Decimal != 0 || len(c.Number.Groups) > 0 {
+		parts = append(parts, "numbers as "+c.Number.Describe())
+	}
+	if c.DateOrder != rows.DateOrderUnknown {
+		d := "dates " + c.DateOrder.Words()
+		if c.DateOrderRow > 0 {
+			d += fmt.Sprintf(", as row %d reads no other way", c.DateOrderRow)
+		}
+		parts = append(parts, d)
+	}
+	for _, r := range c.Renames {
+		parts = append(parts, fmt.Sprintf("column %q as %s", r.From, r.To))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "read " + strings.Join(parts, ", ")
 }

@@ -29,8 +29,11 @@ type previewKind struct {
 	Matched []rows.MappedColumn `json:"matched"`
 	Unknown []string            `json:"unknown"`
 	Missing []previewMissing    `json:"missing"`
-	// Error is a header the kind rejects (duplicate or empty names).
+	// Error is a header the kind rejects (duplicate names, a --map of a
+	// column the file lacks).
 	Error string `json:"error,omitempty"`
+	// Suggestions are unknown columns that look like missing ones.
+	Suggestions []rows.Suggestion `json:"suggestions,omitempty"`
 }
 
 type previewMissing struct {
@@ -96,7 +99,8 @@ func (c *cli) preview(_ context.Context, path string, o previewOptions) error {
 		return err
 	}
 	defer f.Close()
-	r, err := batch.OpenReader(bufio.NewReader(f), p)
+	p.Kind = o.kind
+	r, err := reg.OpenReader(bufio.NewReader(f), p)
 	if err != nil {
 		return err
 	}
@@ -113,7 +117,7 @@ func (c *cli) preview(_ context.Context, path string, o previewOptions) error {
 		res.Rows = append(res.Rows, rec)
 	}
 	if o.kind != "" {
-		res.Kind = previewMapping(reg, o.kind, r.Header())
+		res.Kind = previewMapping(reg, o.kind, r.Header(), p.Conventions)
 	}
 	if c.global.output == "json" {
 		if err := c.json(res); err != nil {
@@ -129,9 +133,9 @@ func (c *cli) preview(_ context.Context, path string, o previewOptions) error {
 	return nil
 }
 
-func previewMapping(reg *batch.Registry, kind string, header []string) *previewKind {
+func previewMapping(reg *batch.Registry, kind string, header []string, conv rows.Conventions) *previewKind {
 	pk := &previewKind{Name: kind, Matched: []rows.MappedColumn{}, Unknown: []string{}, Missing: []previewMissing{}}
-	m, err := reg.MapHeader(kind, header)
+	m, err := reg.MapHeader(kind, header, conv)
 	if err != nil {
 		pk.Error = err.Error()
 		return pk
@@ -144,6 +148,7 @@ func previewMapping(reg *batch.Registry, kind string, header []string) *previewK
 	}
 	pk.Matched = append(pk.Matched, m.Matched()...)
 	pk.Unknown = append(pk.Unknown, m.Unknown...)
+	pk.Suggestions = m.Suggestions
 	for _, col := range m.Missing {
 		pk.Missing = append(pk.Missing, previewMissing{Column: col, Required: slices.Contains(required, col)})
 	}
@@ -191,6 +196,9 @@ func (c *cli) printPreview(res *previewResult, read *readFlags) {
 	}
 	for _, u := range k.Unknown {
 		fmt.Fprintf(w, "  unknown  %q (ignored)\n", u)
+	}
+	for _, sg := range k.Suggestions {
+		fmt.Fprintf(w, "  hint     %s\n", sg)
 	}
 	for _, m := range k.Missing {
 		if m.Required {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -35,11 +34,6 @@ rows; 0 while it runs or when every row succeeded.`,
 			}
 			if err := c.printBatch(c.stdout, b, true); err != nil {
 				return err
-			}
-			if c.global.output == "text" {
-				for _, w := range b.Warnings {
-					fmt.Fprintf(c.stdout, "warning: %s\n", w)
-				}
 			}
 			if b.Status == batch.StatusRunning {
 				return nil

@@ -39,7 +39,7 @@ func (s *Store) Dialect() *Dialect { return s.d }
 type statements struct {
 	insertBatch, ingestSummary, insertChunks                     string
 	nextSeq, finish, sumChunks, insertEvent                      string
-	batchGet, batchList                                          string
+	batchGet, batchList, batchFind                               string
 	findChunk, leaseChunk, markProcessing, recount, recountFree  string
 	leaseRenew, checkLease, rowsList, rowsCount, migrationsTable string
 	nextDue                                                      string
@@ -54,8 +54,8 @@ const batchColumns = `b.id, b.tenant_id, b.kind, b.source_name, b.source_digest,
 func newStatements(d *Dialect) statements {
 	sums := SumColumns()
 	return statements{
-		insertBatch: d.Expand(`INSERT INTO {t}batches (tenant_id, kind, source_name, header, options, created_at)
-			VALUES ($1, $2, $3, $4, $5, {now}) RETURNING id`),
+		insertBatch: d.Expand(`INSERT INTO {t}batches (tenant_id, kind, source_name, header, options, idempotency_key, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, {now}) RETURNING id`),
 		ingestSummary: d.Expand(`UPDATE {t}batches SET source_digest = $1, skipped_empty = $2, options = $3 WHERE id = $4`),
 		insertChunks: d.Expand(`INSERT INTO {t}batch_chunks
 			(batch_id, chunk_no, tenant_id, first_row_no, last_row_no, next_due_at, ` + CountColumns() + `)
@@ -79,6 +79,11 @@ func newStatements(d *Dialect) statements {
 			FROM {t}batches b LEFT JOIN {t}batch_chunks c ON c.batch_id = b.id
 			WHERE b.id = $1 AND b.tenant_id = $2
 			GROUP BY b.id`),
+		batchFind: d.Expand(`SELECT ` + batchColumns + `, ` + prefixed(sums, "c.") + `
+			FROM {t}batches b LEFT JOIN {t}batch_chunks c ON c.batch_id = b.id
+			WHERE b.tenant_id = $1 AND (($2 <> '' AND b.idempotency_key = $2)
+			   OR ($2 = '' AND b.kind = $3 AND b.source_digest = $4))
+			GROUP BY b.id ORDER BY b.id DESC LIMIT 1`),
 		// The page is chosen first, so the join sums only its batches' chunks.
 		batchList: d.Expand(`WITH page AS (
 				SELECT id FROM {t}batches WHERE tenant_id = $1 AND (CAST($2 AS bigint) = 0 OR id < $2)
@@ -87,7 +92,7 @@ func newStatements(d *Dialect) statements {
 			FROM page JOIN {t}batches b ON b.id = page.id
 			LEFT JOIN {t}batch_chunks c ON c.batch_id = b.id
 			GROUP BY b.id ORDER BY b.id DESC`),
-		findChunk: d.Expand(`SELECT ch.batch_id, ch.chunk_no, ch.tenant_id, b.kind, b.header, ch.first_row_no, ch.last_row_no
+		findChunk: d.Expand(`SELECT ch.batch_id, ch.chunk_no, ch.tenant_id, b.kind, b.header, b.options, ch.first_row_no, ch.last_row_no
 			FROM {t}batch_chunks ch JOIN {t}batches b ON b.id = ch.batch_id
 			WHERE ch.next_due_at IS NOT NULL AND ch.next_due_at <= {now}
 			  AND (ch.lease_expires_at IS NULL OR ch.lease_expires_at < {now})
@@ -244,14 +249,18 @@ func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*d
 	if err != nil {
 		return nil, err
 	}
-	opts := BatchOptions{Warnings: p.Warnings}
+	opts := BatchOptions{Warnings: p.Warnings, Conventions: p.Conventions}
 	options, err := json.Marshal(opts)
 	if err != nil {
 		return nil, err
 	}
 	var id int64
 	err = s.drv.InTx(ctx, func(q Querier) error {
-		if err := q.QueryRow(ctx, s.q.insertBatch, p.TenantID, p.Kind, p.SourceName, string(header), string(options)).Scan(&id); err != nil {
+		var key any
+		if p.IdempotencyKey != "" {
+			key = p.IdempotencyKey
+		}
+		if err := q.QueryRow(ctx, s.q.insertBatch, p.TenantID, p.Kind, p.SourceName, string(header), string(options), key).Scan(&id); err != nil {
 			return fmt.Errorf("insert batch: %w", err)
 		}
 		if err := s.drv.InsertRows(ctx, q, InsertRowsParams{BatchID: id, TenantID: p.TenantID, Rows: p.Rows}); err != nil {
@@ -261,7 +270,7 @@ func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*d
 		if p.SummaryFunc != nil {
 			sum = p.SummaryFunc()
 		}
-		opts.ErrorCounts = sum.ErrorCounts
+		opts.ErrorCounts, opts.Width = sum.ErrorCounts, sum.Width
 		final, err := json.Marshal(opts)
 		if err != nil {
 			return err
@@ -338,7 +347,7 @@ func scanBatch(r interface{ Scan(...any) error }) (*driver.Batch, error) {
 	if err := json.Unmarshal([]byte(options), &opts); err != nil {
 		return nil, fmt.Errorf("batch %d options: %w", b.ID, err)
 	}
-	b.Warnings, b.ErrorCounts = opts.Warnings, opts.ErrorCounts
+	b.Warnings, b.ErrorCounts, b.Conventions, b.Width = opts.Warnings, opts.ErrorCounts, opts.Conventions, opts.Width
 	return &b, nil
 }
 
@@ -350,6 +359,19 @@ func (s *Store) BatchGet(ctx context.Context, p driver.BatchGetParams) (*driver.
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get batch %d: %w", p.ID, err)
+	}
+	return b, nil
+}
+
+// BatchFind returns the batch of an idempotency key, or the newest of a
+// kind with a source digest, or driver.ErrNotFound.
+func (s *Store) BatchFind(ctx context.Context, p driver.BatchFindParams) (*driver.Batch, error) {
+	b, err := scanBatch(s.drv.DB().QueryRow(ctx, s.q.batchFind, p.TenantID, p.IdempotencyKey, p.Kind, p.SourceDigest))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, driver.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find batch: %w", err)
 	}
 	return b, nil
 }
@@ -386,11 +408,11 @@ func (s *Store) ChunkClaim(ctx context.Context, p driver.ChunkClaimParams) (*dri
 	var l driver.Lease
 	err := s.drv.InTx(ctx, func(q Querier) error {
 		var (
-			first, last int64
-			header      string
+			first, last     int64
+			header, options string
 		)
 		err := q.QueryRow(ctx, s.q.findChunk, p.BatchID, s.d.ListArg(p.TenantIDs)).
-			Scan(&l.BatchID, &l.ChunkNo, &l.TenantID, &l.Kind, &header, &first, &last)
+			Scan(&l.BatchID, &l.ChunkNo, &l.TenantID, &l.Kind, &header, &options, &first, &last)
 		if errors.Is(err, sql.ErrNoRows) {
 			return driver.ErrNoWork
 		}
@@ -400,6 +422,11 @@ func (s *Store) ChunkClaim(ctx context.Context, p driver.ChunkClaimParams) (*dri
 		if err := json.Unmarshal([]byte(header), &l.Header); err != nil {
 			return fmt.Errorf("batch %d header: %w", l.BatchID, err)
 		}
+		var opts BatchOptions
+		if err := json.Unmarshal([]byte(options), &opts); err != nil {
+			return fmt.Errorf("batch %d options: %w", l.BatchID, err)
+		}
+		l.Conventions = opts.Conventions
 		if err := q.QueryRow(ctx, s.q.leaseChunk, p.Owner, p.LeaseDuration.Milliseconds(), l.BatchID, l.ChunkNo).Scan(&l.Token); err != nil {
 			return fmt.Errorf("lease chunk: %w", err)
 		}

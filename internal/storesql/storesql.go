@@ -118,4 +118,6 @@ type EventPayload struct {
 type BatchOptions struct {
 	Warnings    []string          `json:"warnings,omitempty"`
 	ErrorCounts []rows.ErrorCount `json:"error_counts,omitempty"`
+	Conventions rows.Conventions  `json:"conventions,omitzero"`
+	Width       int               `json:"width,omitempty"`
 }

@@ -1,0 +1,306 @@
+package batch
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/rowfate/rowfate/rows"
+)
+
+// source is a file prepared for an import or a dry run. It is read twice:
+// a first pass settles what no single cell can say (the order of day and
+// month, the decimal separator of each number column, whether columns
+// without a name hold anything, the widest row), and a second pass checks
+// and stores the rows under those conventions. Deciding from the whole
+// file is what lets 13/02/2025 in row 900 settle 01/02/2025 in row 2, and
+// what keeps an import from guessing when nothing settles it.
+//
+// A seekable source (a file) is read in place; any other is spooled to a
+// temporary file first, so memory stays flat.
+type source struct {
+	p        ImportParams
+	k        kind
+	rs       io.ReadSeeker
+	start    int64
+	cleanup  func()
+	digest   string
+	conv     rows.Conventions
+	warnings []string
+	// width is the most cells any row has: an error report keeps the
+	// cells of a row longer than the header.
+	width int
+	// examples are the rows that repeat the kind's example row, as a
+	// template has it: never imported.
+	examples map[int64]bool
+}
+
+// prepare reads the source once and settles its conventions. A file that
+// must be rejected as a whole returns a *rows.FileError.
+func prepare(ctx context.Context, k kind, p ImportParams) (*source, error) {
+	s := &source{p: p, k: k, cleanup: func() {}}
+	if err := s.seekable(); err != nil {
+		return nil, err
+	}
+	if err := s.profile(ctx); err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// seekable makes s.rs the source's bytes, readable from the start again.
+func (s *source) seekable() error {
+	if rs, ok := s.p.Source.(io.ReadSeeker); ok {
+		if pos, err := rs.Seek(0, io.SeekCurrent); err == nil {
+			s.rs, s.start = rs, pos
+			return nil
+		}
+	}
+	f, err := os.CreateTemp(s.p.Read.TmpDir, "rowfate-import-*")
+	if err != nil {
+		return fmt.Errorf("import %s: spool: %w", s.p.SourceName, err)
+	}
+	s.cleanup = func() { f.Close(); os.Remove(f.Name()) }
+	if _, err := io.Copy(f, s.p.Source); err != nil {
+		s.cleanup()
+		return fmt.Errorf("import %s: spool: %w", s.p.SourceName, err)
+	}
+	s.rs = f
+	return nil
+}
+
+func (s *source) close() { s.cleanup() }
+
+// open returns a reader from the start of the source, with the header
+// found by the kind's columns; tee, when set, sees every byte read.
+func (s *source) open(tee io.Writer) (rows.Reader, error) {
+	if _, err := s.rs.Seek(s.start, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("import %s: rewind: %w", s.p.SourceName, err)
+	}
+	var src io.Reader = s.rs
+	if tee != nil {
+		src = io.TeeReader(s.rs, tee)
+	}
+	p := s.p
+	p.Read.HeaderFunc, p.Read.HeaderHint = s.headerFunc()
+	return openReader(bufio.NewReader(src), p)
+}
+
+// headerFunc recognises the kind's header: a row whose cells map onto
+// every required column (after the user's renames), so title and note
+// rows above it are passed over.
+func (s *source) headerFunc() (func([]string) bool, string) {
+	required := s.k.info().Required
+	f := func(cells []string) bool {
+		_, err := s.k.mapHeader(cells, s.p.Conventions)
+		return err == nil
+	}
+	return f, "the columns " + strings.Join(required, ", ")
+}
+
+// mapping maps the header of a reader under the settled conventions.
+func (s *source) mapping(r rows.Reader) (*rows.Mapping, error) {
+	m, err := s.k.mapHeader(r.Header(), s.conv)
+	if err != nil {
+		return nil, &rows.FileError{File: s.p.SourceName, Line: headerLine(r), Err: err}
+	}
+	return m, nil
+}
+
+// evidence is what the first pass learns from the values.
+type evidence struct {
+	// dayFirst and monthFirst are the first rows whose numeric date reads
+	// only one way; 0 when none.
+	dayFirst, monthFirst int64
+	// commas counts, per number column, values only a decimal comma reads.
+	commas map[int]int64
+	// filled is, per column without a name, the first row with a value.
+	filled map[int]int64
+}
+
+// profile is the first pass: it takes the digest, maps the header with the
+// declared conventions, checks the whole-file rules and gathers the
+// evidence the conventions are settled from.
+func (s *source) profile(ctx context.Context) error {
+	h := sha256.New()
+	r, err := s.open(h)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	s.conv = s.p.Conventions
+	m, err := s.mapping(r)
+	if err != nil {
+		return err
+	}
+	if err := s.strict(r, m); err != nil {
+		return err
+	}
+	ev := evidence{commas: map[int]int64{}, filled: map[int]int64{}}
+	example := s.k.example()
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		s.width = max(s.width, len(rec.Values))
+		if isExample(m, rec.Values, example) {
+			if s.examples == nil {
+				s.examples = map[int64]bool{}
+			}
+			s.examples[rec.Row] = true
+			continue
+		}
+		ev.note(m, rec)
+	}
+	// Drain what the reader left unread (trailing bytes) so the digest
+	// covers the whole source.
+	if _, err := io.Copy(h, s.rs); err != nil {
+		return fmt.Errorf("import %s: %w", s.p.SourceName, err)
+	}
+	s.digest = hex.EncodeToString(h.Sum(nil))
+	return s.settle(r, m, ev)
+}
+
+func (ev *evidence) note(m *rows.Mapping, rec rows.Record) {
+	for i, v := range rec.Values {
+		if v == "" {
+			continue
+		}
+		if slices.Contains(m.Unnamed, i) {
+			if _, seen := ev.filled[i]; !seen && strings.TrimSpace(v) != "" {
+				ev.filled[i] = rec.Row
+			}
+			continue
+		}
+		switch m.ColumnKind(i) {
+		case rows.KindNumber:
+			if rows.NumberClueOf(v) == rows.ClueDecimalComma {
+				ev.commas[i]++
+			}
+		case rows.KindDate:
+			switch rows.DateClueOf(v) {
+			case rows.DateClueDayFirst:
+				if ev.dayFirst == 0 {
+					ev.dayFirst = rec.Row
+				}
+			case rows.DateClueMonthFirst:
+				if ev.monthFirst == 0 {
+					ev.monthFirst = rec.Row
+				}
+			}
+		}
+	}
+}
+
+// settle decides the conventions the declaration left open, from the
+// evidence, and says what it decided and what it found.
+func (s *source) settle(r rows.Reader, m *rows.Mapping, ev evidence) error {
+	header := r.Header()
+	for _, i := range m.Unnamed {
+		if row, ok := ev.filled[i]; ok {
+			return &rows.FileError{File: s.p.SourceName, Line: headerLine(r),
+				Err: fmt.Errorf("%w: column %d has no name, but row %d has a value in it: name the column, or delete it", rows.ErrBadHeader, i+1, row)}
+		}
+	}
+	if n := len(m.Unnamed); n > 0 {
+		s.warn("%d empty columns without a name were ignored", n)
+	}
+	if s.conv.DateOrder == rows.DateOrderUnknown {
+		switch {
+		case ev.dayFirst > 0 && ev.monthFirst > 0:
+			s.warn("dates are written both day first (row %d) and month first (row %d); dates that read both ways are invalid: import with --date-order dmy or mdy", ev.dayFirst, ev.monthFirst)
+		case ev.dayFirst > 0:
+			s.conv.DateOrder, s.conv.DateOrderRow = rows.DMY, ev.dayFirst
+		case ev.monthFirst > 0:
+			s.conv.DateOrder, s.conv.DateOrderRow = rows.MDY, ev.monthFirst
+		}
+	}
+	if s.conv.Number.Decimal != ',' {
+		for i, n := range ev.commas {
+			s.conv.CommaColumns = append(s.conv.CommaColumns, strings.TrimSpace(header[i]))
+			s.warn("column %q has %d values written with a decimal comma: they are invalid; import with --decimal-comma (or --locale) to read them", strings.TrimSpace(header[i]), n)
+		}
+		slices.Sort(s.conv.CommaColumns)
+	}
+	if len(m.Unknown) > 0 {
+		s.warn("unknown columns ignored: %s", joinQuoted(m.Unknown))
+	}
+	for _, sg := range m.Suggestions {
+		s.warn("%s", sg)
+	}
+	if n := len(s.examples); n > 0 {
+		rowsList := make([]int64, 0, n)
+		for row := range s.examples {
+			rowsList = append(rowsList, row)
+		}
+		slices.Sort(rowsList)
+		s.warn("row %d is the template's example row and was not imported", rowsList[0])
+	}
+	return nil
+}
+
+// strict rejects, when the import is strict, a file with a column the
+// kind does not know or without one of its optional columns.
+func (s *source) strict(r rows.Reader, m *rows.Mapping) error {
+	if !s.p.Strict || (len(m.Unknown) == 0 && len(m.Missing) == 0) {
+		return nil
+	}
+	var parts []string
+	if len(m.Unknown) > 0 {
+		parts = append(parts, "unknown columns "+joinQuoted(m.Unknown))
+	}
+	if len(m.Missing) > 0 {
+		parts = append(parts, "missing optional columns "+joinQuoted(m.Missing))
+	}
+	msg := "strict import: " + strings.Join(parts, "; ")
+	for _, sg := range m.Suggestions {
+		msg += "; " + sg.String()
+	}
+	return &rows.FileError{File: s.p.SourceName, Line: headerLine(r), Err: fmt.Errorf("%w: %s", rows.ErrBadHeader, msg)}
+}
+
+func (s *source) warn(format string, args ...any) {
+	s.warnings = append(s.warnings, fmt.Sprintf(format, args...))
+}
+
+// isExample reports whether a row repeats the kind's example row, cell for
+// cell, in every column the file and the example share.
+func isExample(m *rows.Mapping, values []string, example map[string]string) bool {
+	if example == nil {
+		return false
+	}
+	matched := 0
+	for _, mc := range m.Matched() {
+		want, ok := example[mc.Column]
+		if !ok {
+			continue
+		}
+		i := m.Position(mc.Column)
+		got := ""
+		if i >= 0 && i < len(values) {
+			got = strings.TrimSpace(values[i])
+		}
+		if got != want {
+			return false
+		}
+		if want != "" {
+			matched++
+		}
+	}
+	return matched > 0
+}
