@@ -108,9 +108,10 @@ func (e *Engine) ErrorReport(ctx context.Context, p ErrorReportParams, w io.Writ
 }
 
 // reportColumns returns the indexes of the batch's columns the report
-// keeps and their names (the report adds row and error after them). A short (ragged) row gets empty cells; the
-// cells of a long one beyond the header are left out, as its ragged_row
-// error says.
+// keeps and their names (the report adds row and error after them). A
+// short (ragged) row gets empty cells; the cells of a long one beyond the
+// header are kept, under columns named "extra 1", "extra 2", ...: a report
+// never drops what the file had.
 func reportColumns(reg *Registry, b *Batch) ([]int, []string) {
 	unknown := map[string]bool{}
 	if m, err := reg.MapHeader(b.Kind, b.Header, b.Conventions); err == nil {
@@ -129,6 +130,10 @@ func reportColumns(reg *Registry, b *Batch) ([]int, []string) {
 		}
 		keep = append(keep, i)
 		header = append(header, h)
+	}
+	for i := len(b.Header); i < b.Width; i++ {
+		keep = append(keep, i)
+		header = append(header, fmt.Sprintf("extra %d", i-len(b.Header)+1))
 	}
 	return keep, header
 }

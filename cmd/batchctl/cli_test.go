@@ -288,3 +288,47 @@ func TestDryRunSummarises(t *testing.T) {
 		t.Fatalf("dry run JSON: %+v, %v\n%s", res, err, r)
 	}
 }
+
+// TestRealFileFlags: --locale, --date-order, --map, --strict and --once
+// reach the engine, and the summary says how the file was read.
+func TestRealFileFlags(t *testing.T) {
+	t.Parallel()
+	c := setup(t)
+	const real = "../../fixtures/real/"
+	r := c.run("import", "customers", real+"locale_de.csv", "--locale", "de")
+	if r.code != exitOK || !strings.Contains(r.stdout, "succeeded  3\n") || !strings.Contains(r.stdout, "read numbers as 1.234,50\n") {
+		t.Errorf("--locale de: %s", r)
+	}
+	r = c.run("import", "customers", real+"dates_ambiguous.csv", "--date-order", "mdy")
+	if r.code != exitOK || !strings.Contains(r.stdout, "read dates month first (month/day/year)\n") {
+		t.Errorf("--date-order mdy: %s", r)
+	}
+	r = c.run("import", "customers", real+"dates_ambiguous.csv")
+	if r.code != exitRows || !strings.Contains(r.stdout, "  signup_date  bad_date  2\n") {
+		t.Errorf("ambiguous dates without --date-order: %s", r)
+	}
+	r = c.run("import", "customers", real+"amount_eur.csv", "--strict")
+	if r.code != exitRejected || !strings.Contains(r.stderr, `--map 'Amount (EUR)=amount'`) {
+		t.Errorf("--strict: %s", r)
+	}
+	r = c.run("preview", real+"amount_eur.csv", "--kind", "customers", "--map", "Amount (EUR)=amount")
+	if r.code != exitOK || !strings.Contains(r.stdout, `matched  "Amount (EUR)" -> amount`) {
+		t.Errorf("preview --map: %s", r)
+	}
+	r = c.run("import", "customers", real+"amount_eur.csv", "--once")
+	if r.code != exitOK {
+		t.Fatalf("--once, first: %s", r)
+	}
+	id := strings.Fields(r.stdout)[1]
+	r = c.run("import", "customers", real+"amount_eur.csv", "--once")
+	if r.code != exitOK || !strings.Contains(r.stderr, "already imported as batch "+id+" (--once)") || !strings.HasPrefix(r.stdout, "batch "+id+" ") {
+		t.Errorf("--once, again: %s", r)
+	}
+	for _, args := range [][]string{
+		{"--locale", "xx"}, {"--date-order", "ymd"}, {"--map", "amount"}, {"--locale", "de", "--decimal-comma"},
+	} {
+		if r := c.run(append([]string{"import", "customers", real + "locale_de.csv"}, args...)...); r.code != exitUsage {
+			t.Errorf("%v: %s", args, r)
+		}
+	}
+}
