@@ -104,7 +104,9 @@ func (e *errNumberForm) Error() string { return e.msg }
 // is returned as it is.
 func (f NumberFormat) Normalize(s string) (string, error) {
 	dec := f.decimal()
-	if strings.IndexFunc(s, func(r rune) bool { return r == ',' || r == '.' || r == '\'' || r == '’' || r == ' ' || r == nbsp || r == narrowNBSP }) < 0 {
+	if strings.IndexFunc(s, func(r rune) bool {
+		return r == ',' || r == '.' || r == '\'' || r == '’' || r == ' ' || r == nbsp || r == narrowNBSP
+	}) < 0 {
 		return s, nil // digits and a sign only: every format reads it alike
 	}
 	var (
@@ -201,7 +203,9 @@ const (
 func NumberClueOf(s string) NumberClue {
 	s = strings.TrimLeft(strings.TrimSpace(s), "+-")
 	lastDot, lastComma := strings.LastIndexByte(s, '.'), strings.LastIndexByte(s, ',')
-	if s == "" || strings.IndexFunc(s, func(r rune) bool { return !(r >= '0' && r <= '9' || r == '.' || r == ',' || r == ' ' || r == '\'' || r == '’' || r == nbsp || r == narrowNBSP) }) >= 0 {
+	if s == "" || strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= '0' && r <= '9' || r == '.' || r == ',' || r == ' ' || r == '\'' || r == '’' || r == nbsp || r == narrowNBSP)
+	}) >= 0 {
 		return ClueNone
 	}
 	switch {

@@ -72,9 +72,9 @@ type Batch struct {
 	Width int `json:"-"`
 	// Reused is set by an import that found this batch by its
 	// idempotency key instead of importing the file again. Not stored.
-	Reused bool `json:"reused,omitempty"`
-	CreatedAt   time.Time         `json:"created_at"`
-	FinishedAt  *time.Time        `json:"finished_at,omitempty"`
+	Reused     bool       `json:"reused,omitempty"`
+	CreatedAt  time.Time  `json:"created_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
 }
 
 // Row is one stored row with its outcome.
