@@ -28,18 +28,19 @@ type Reader interface {
 	Next() (Record, error)
 	// SkippedEmpty returns how many empty rows were skipped so far.
 	SkippedEmpty() int64
-	// Info describes the source as read: format, encoding and delimiter
-	// (text), sheets, the sheet read and its header row (workbooks).
+	// Info describes the source as read: format, header row, encoding and
+	// delimiter (text), sheets and the sheet read (workbooks).
 	Info() SourceInfo
 	// Close releases what the reader holds (temporary files); safe to call
 	// more than once.
 	Close() error
 }
 
-// SourceInfo is what a reader found out about a source: its format and,
-// for delimited text, the encoding and delimiter used (declared or
-// detected), or, for a workbook, its sheets in tab order, the one read and
-// its header's row. Its JSON is part of what a dry run and a preview print.
+// SourceInfo is what a reader found out about a source: its format, the
+// row of its header and, for delimited text, the encoding and delimiter
+// used (declared, named by a sep= line or detected), or, for a workbook,
+// its sheets in tab order and the one read. Its JSON is part of what a dry
+// run and a preview print.
 type SourceInfo struct {
 	// Format is the format's name as package fileformat knows it: "csv",
 	// "xlsx".
@@ -50,14 +51,28 @@ type SourceInfo struct {
 	// Delimiter is a text file's field delimiter as people name it: "," or
 	// "tab".
 	Delimiter string `json:"delimiter,omitempty"`
+	// SepLine reports that a text file began with the "sep=;" line Excel
+	// writes to name its delimiter. The line is never data: it is skipped,
+	// still counted as the file's row 1. Delimiter is the one it names
+	// unless ReadOptions.Delimiter declared another.
+	SepLine bool `json:"sep_line,omitempty"`
 	// Sheets lists a workbook's sheets in tab order.
 	Sheets []string `json:"sheets,omitempty"`
 	// Sheet is the workbook sheet read.
 	Sheet string `json:"sheet,omitempty"`
-	// HeaderRow is the sheet row of a workbook's header. It is 0 for text
-	// files, whose header is the first non-blank line.
+	// HeaderRow is the row of the header as a spreadsheet shows it: a
+	// workbook's sheet row, or a text file's row counted as Record.Row
+	// counts them (1 unless blank lines, a sep= line or title rows come
+	// first).
 	HeaderRow int64 `json:"header_row,omitempty"`
 }
+
+// HeaderScanRows is how many non-empty rows at the top of a file (of each
+// sheet a workbook is searched in) ReadOptions.HeaderFunc is asked about.
+// Titles and notes above a header take a few rows; a bound keeps what a
+// reader holds back while it looks, and what it reads of a sheet it then
+// passes over, small.
+const HeaderScanRows = 20
 
 // ReadOptions is what a user can tell the reader of any format. Each field
 // applies to the formats that have the notion and is ignored by the others;
@@ -74,9 +89,30 @@ type ReadOptions struct {
 	// Sheet picks a workbook's sheet by name or by 1-based position.
 	// Defaults to the first visible worksheet.
 	Sheet string
-	// HeaderRow is the 1-based row of a workbook's header. Defaults to the
-	// first non-empty row that is not a title.
+	// HeaderRow is the 1-based row of the header, as a spreadsheet counts
+	// rows (the numbering of Record.Row); the rows above it are not data.
+	// It wins over HeaderFunc. Defaults to each format's rule: a text
+	// file's first non-empty row, a sheet's first non-empty row that is not
+	// a title.
 	HeaderRow int64
+	// HeaderFunc, when set, recognises the header row: among the first
+	// HeaderScanRows (20) non-empty rows of a file (of each sheet a
+	// workbook is searched in), the first for which it returns true is the
+	// header, and the rows above it (titles, notes) are skipped. When no row
+	// matches, readers fall back to their default rule.
+	//
+	// A workbook with several visible sheets and no Sheet named is searched
+	// for the first sheet whose header matches, and one with no such sheet
+	// is rejected: reading a sheet the caller's rule does not recognise
+	// would be a guess.
+	//
+	// cells are the row as the reader would take it for a header; a
+	// reader calls HeaderFunc from the goroutine that opens it, and never
+	// after NewReader returns.
+	HeaderFunc func(cells []string) bool
+	// HeaderHint describes what HeaderFunc looks for ("the columns email,
+	// name, signup_date"), for error messages.
+	HeaderHint string
 	// TmpDir is where a reader that needs temporary files (a workbook is
 	// unzipped from disk) writes them. Defaults to os.TempDir().
 	TmpDir string

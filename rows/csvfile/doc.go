@@ -4,10 +4,13 @@
 // architecture is described in ARCHITECTURE.md at the repository root.
 //
 // The Reader decodes UTF-16 and Windows-1252 to UTF-8 (CanonicalEncoding
-// names them), sniffs the delimiter (SniffDelimiter), and turns bytes that
+// names them), takes the delimiter from Excel's "sep=;" first line or
+// sniffs it (SniffDelimiter), finds the header under title rows when told
+// how (Options.HeaderRow, Options.HeaderFunc), and turns bytes that
 // cannot be stored (NUL, invalid UTF-8, over-long cells) into row errors
 // while bounding the memory a hostile file can take (Options). It holds
-// one record at a time, so a file of any size is read in constant space.
+// one record at a time (at most rows.HeaderScanRows while it looks for
+// the header), so a file of any size is read in constant space.
 //
 // The Writer writes UTF-8 with a byte order mark and CRLF line ends, every
 // cell through rows.SafeCell, which the Reader takes off again

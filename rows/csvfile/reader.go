@@ -44,11 +44,32 @@ type Options struct {
 	// again must read as the values it was written from. An apostrophe in
 	// front of anything else is always kept.
 	KeepFormulaQuote bool
+	// HeaderRow is the row of the header, counted as Record.Row counts rows
+	// (blank lines and a sep= line count). The rows above it are not data:
+	// blank ones count as skipped empty rows, the others are passed over.
+	// A HeaderRow past the end of the file, or on a blank row, is a
+	// *rows.FileError naming the row. It wins over HeaderFunc. Defaults to
+	// the first non-empty row.
+	HeaderRow int64
+	// HeaderFunc, when set, recognises the header among the first
+	// rows.HeaderScanRows non-empty records: the first it accepts is the
+	// header, and the records above it are titles, passed over. When it
+	// accepts none, the first non-empty record is the header and the
+	// records after it are data, as without it. See
+	// rows.ReadOptions.HeaderFunc.
+	HeaderFunc func(cells []string) bool
+	// HeaderHint describes what HeaderFunc looks for. A CSV file has no
+	// error that needs it (a file whose rows HeaderFunc never accepts falls
+	// back to its first non-empty row, and the caller's mapping says what
+	// that header lacks); it is carried so that both readers take the same
+	// options.
+	HeaderHint string
 }
 
 // OptionsFrom returns the options a user's rows.ReadOptions ask of a CSV
-// reader: encoding, delimiter, the formula quote and the two size limits.
-// What only workbooks have (sheet, header row) does not apply.
+// reader: encoding, delimiter, the header row or the rule that recognises
+// it, the formula quote and the two size limits. What only workbooks have
+// (the sheet, a temporary folder) does not apply.
 func OptionsFrom(o rows.ReadOptions) *Options {
 	return &Options{
 		Encoding:         o.Encoding,
@@ -56,6 +77,9 @@ func OptionsFrom(o rows.ReadOptions) *Options {
 		MaxLineBytes:     o.MaxLineBytes,
 		MaxCellBytes:     o.MaxCellBytes,
 		KeepFormulaQuote: o.KeepFormulaQuote,
+		HeaderRow:        o.HeaderRow,
+		HeaderFunc:       o.HeaderFunc,
+		HeaderHint:       o.HeaderHint,
 	}
 }
 
@@ -66,6 +90,9 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if c.Comma != 0 && !validDelim(c.Comma) {
 		return c, fmt.Errorf("bad delimiter %q", c.Comma)
+	}
+	if c.HeaderRow < 0 {
+		return c, fmt.Errorf("bad header row %d: rows are counted from 1", c.HeaderRow)
 	}
 	if c.MaxLineBytes <= 0 {
 		c.MaxLineBytes = 4 << 20
@@ -83,9 +110,12 @@ func (o *Options) withDefaults() (Options, error) {
 }
 
 // Reader reads a CSV file one record at a time. It decodes the file's
-// character set to UTF-8 (dropping one byte order mark), finds the
-// delimiter, reads the first non-empty row as the header, and numbers rows
-// the way a spreadsheet program shows them.
+// character set to UTF-8 (dropping one byte order mark), honours the
+// "sep=;" line Excel writes at the top of a file (the delimiter it names,
+// unless one is declared; the line itself is never data), finds the
+// delimiter otherwise, finds the header (Options.HeaderRow, else the first
+// record Options.HeaderFunc accepts, else the first non-empty record), and
+// numbers rows the way a spreadsheet program shows them.
 //
 // Problems of one row (ragged, NUL bytes, invalid UTF-8, an over-long cell)
 // are Record.Errors and the file goes on; problems that make the rest of
@@ -98,12 +128,27 @@ type Reader struct {
 	r        *csv.Reader
 	lines    *lineCounter
 	header   []string
+	hdrRow   int64 // the header's row
 	encoding string
+	sepLine  bool // the file began with a sep= line
 
-	row      int64 // spreadsheet row of the last record returned or skipped
+	row      int64 // spreadsheet row of the last record read, returned or skipped
 	nextLine int64 // physical line right after the last record read
 	rows     int64
 	skipped  int64
+	// above counts the non-empty rows above the header that are not data:
+	// a sep= line and title rows. They are neither records nor skipped
+	// empty rows; the count lets a test account for every line.
+	above int64
+	// pending are records read while looking for the header that turned
+	// out to be data (HeaderFunc accepted none); Next returns them first.
+	pending []pendingRecord
+}
+
+// pendingRecord is a record read ahead, with where it was.
+type pendingRecord struct {
+	values    []string
+	row, line int64
 }
 
 var _ rows.Reader = (*Reader)(nil)
@@ -111,7 +156,8 @@ var _ rows.Reader = (*Reader)(nil)
 // NewReader reads the header of r and returns a reader positioned at the
 // first data row. name is used in errors only. A file with no header (empty,
 // or only blank lines) is a *rows.FileError, and so are options that cannot
-// apply (an unknown encoding, a bad delimiter).
+// apply (an unknown encoding, a bad delimiter) and a HeaderRow the file
+// does not have.
 func NewReader(r io.Reader, name string, opts *Options) (*Reader, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -123,35 +169,53 @@ func NewReader(r io.Reader, name string, opts *Options) (*Reader, error) {
 	}
 	lc := &lineCounter{r: &lineGuard{r: text, max: o.MaxLineBytes, line: 1, recStart: 1}}
 	br := bufio.NewReaderSize(lc, sniffBytes)
-	if o.Comma == 0 {
-		head, err := br.Peek(sniffBytes)
-		o.Comma = SniffDelimiter(head, err != nil)
+	head, peekErr := br.Peek(sniffBytes)
+	atEOF := peekErr != nil
+	sep, hasSep, err := sepLine(head, atEOF)
+	if err != nil {
+		return nil, &rows.FileError{File: name, Line: 1, Err: err}
+	}
+	switch {
+	case o.Comma != 0:
+		// A declared delimiter wins over the file's sep= line: the user
+		// has seen the file, the line may be left over from another export.
+	case hasSep:
+		o.Comma = sep
+	case o.HeaderFunc != nil && o.HeaderRow == 0:
+		o.Comma = sniffWithHeader(head, atEOF, o.HeaderFunc)
+	default:
+		o.Comma = SniffDelimiter(head, atEOF)
 	}
 	cr := csv.NewReader(br)
 	cr.Comma = o.Comma
 	cr.FieldsPerRecord = -1 // ragged rows are row errors, checked below
 	cr.ReuseRecord = false
-	c := &Reader{name: name, opts: o, r: cr, lines: lc, nextLine: 1, encoding: enc}
+	c := &Reader{name: name, opts: o, r: cr, lines: lc, nextLine: 1, encoding: enc, sepLine: hasSep}
 
-	// Blank and whitespace-only rows before the header still count as rows.
+	if hasSep {
+		// The sep= line counts as row 1, as a text editor shows it (Excel,
+		// which obeys the line, does not show it); whatever the delimiter,
+		// it reads as one record.
+		if _, _, err := c.read(); err != nil {
+			return nil, err
+		}
+		c.row++
+		c.above++
+	}
 	var (
 		rec  []string
 		line int64
 	)
-	for {
-		var err error
-		rec, line, err = c.read()
-		if errors.Is(err, io.EOF) {
-			return nil, &rows.FileError{File: name, Err: errors.New("no header row: the file is empty")}
-		}
-		if err != nil {
-			return nil, err
-		}
-		c.row++
-		if !isEmpty(rec) {
-			break
-		}
-		c.skipped++
+	switch {
+	case o.HeaderRow > 0:
+		rec, line, err = c.headerAt(o.HeaderRow)
+	case o.HeaderFunc != nil:
+		rec, line, err = c.headerBy(o.HeaderFunc)
+	default:
+		rec, line, err = c.firstNonEmpty()
+	}
+	if err != nil {
+		return nil, err
 	}
 	if len(rec) > o.MaxColumns {
 		return nil, &rows.FileError{File: name, Line: line, Err: fmt.Errorf("header has %d columns, more than the limit of %d", len(rec), o.MaxColumns)}
@@ -166,6 +230,112 @@ func NewReader(r io.Reader, name string, opts *Options) (*Reader, error) {
 	}
 	c.header = rec
 	return c, nil
+}
+
+// errEmpty is the error of a file without a header row.
+var errEmpty = errors.New("no header row: the file is empty")
+
+// firstNonEmpty reads to the first non-empty record, the header by
+// default; it sets hdrRow. Blank and whitespace-only rows before it still
+// count as rows, and as skipped.
+func (c *Reader) firstNonEmpty() ([]string, int64, error) {
+	for {
+		rec, line, err := c.read()
+		if errors.Is(err, io.EOF) {
+			return nil, 0, &rows.FileError{File: c.name, Err: errEmpty}
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		c.row++
+		if !isEmpty(rec) {
+			c.hdrRow = c.row
+			return rec, line, nil
+		}
+		c.skipped++
+	}
+}
+
+// headerAt reads to row n, the header the caller named. The rows above it
+// are passed over: blank ones are skipped empty rows, as before any
+// header, the others titles.
+func (c *Reader) headerAt(n int64) ([]string, int64, error) {
+	if c.row >= n {
+		// Only the sep= line can be behind us.
+		return nil, 0, &rows.FileError{File: c.name, Line: n, Err: fmt.Errorf("the header row %d is the sep= line that names the delimiter, not a header", n)}
+	}
+	for {
+		rec, line, err := c.read()
+		if errors.Is(err, io.EOF) {
+			if c.row >= n {
+				// read counted the blank lines that end the file.
+				return nil, 0, &rows.FileError{File: c.name, Err: fmt.Errorf("the header row %d is empty", n)}
+			}
+			return nil, 0, &rows.FileError{File: c.name, Err: fmt.Errorf("the header row %d is past the end of the file, whose last row is %d", n, c.row)}
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		c.row++
+		switch {
+		case c.row > n:
+			// Row n is one of the blank lines encoding/csv skipped before
+			// this record, which starts on line `line`.
+			return nil, 0, &rows.FileError{File: c.name, Line: line - (c.row - n), Err: fmt.Errorf("the header row %d is empty", n)}
+		case c.row == n && isEmpty(rec):
+			return nil, 0, &rows.FileError{File: c.name, Line: line, Err: fmt.Errorf("the header row %d is empty", n)}
+		case c.row == n:
+			c.hdrRow = n
+			return rec, line, nil
+		case isEmpty(rec):
+			c.skipped++
+		default:
+			c.above++
+		}
+	}
+}
+
+// headerBy looks for the header among the first rows.HeaderScanRows
+// non-empty records: the first that accept returns true for is the header,
+// and the records above it are titles. When it takes none, the first record is the
+// header and the others are kept for Next, as if they had been read after
+// it. What is held back is bounded by the count and, so that 20 records of
+// MaxLineBytes cannot pile up, by MaxLineBytes in all: the scan stops
+// there, and the same fallback applies.
+func (c *Reader) headerBy(accept func([]string) bool) ([]string, int64, error) {
+	var (
+		held []pendingRecord
+		size int
+	)
+	for len(held) < rows.HeaderScanRows && size <= c.opts.MaxLineBytes {
+		rec, line, err := c.read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		c.row++
+		if isEmpty(rec) {
+			c.skipped++
+			continue
+		}
+		if accept(rec) {
+			c.hdrRow = c.row
+			c.above += int64(len(held))
+			return rec, line, nil
+		}
+		held = append(held, pendingRecord{values: rec, row: c.row, line: line})
+		for _, v := range rec {
+			size += len(v)
+		}
+	}
+	if len(held) == 0 {
+		return nil, 0, &rows.FileError{File: c.name, Err: errEmpty}
+	}
+	c.hdrRow = held[0].row
+	c.pending = held[1:]
+	return held[0].values, held[0].line, nil
 }
 
 // read returns the next physical record and the line it starts on.
@@ -225,12 +395,16 @@ func (c *Reader) Comma() rune { return c.opts.Comma }
 // SkippedEmpty returns how many blank rows were skipped so far.
 func (c *Reader) SkippedEmpty() int64 { return c.skipped }
 
-// Info describes the file as read: format "csv", its encoding and its
-// delimiter as DelimiterName spells it. HeaderRow stays 0: the header is
-// the first non-blank line, and a dry run's or preview's JSON has never
-// carried it for text files.
+// HeaderRow returns the row of the header, counted as Record.Row counts
+// rows: 1 for a plain file.
+func (c *Reader) HeaderRow() int64 { return c.hdrRow }
+
+// Info describes the file as read: format "csv", its encoding, its
+// delimiter as DelimiterName spells it, whether it began with a sep= line,
+// and the row of its header.
 func (c *Reader) Info() rows.SourceInfo {
-	return rows.SourceInfo{Format: Name, Encoding: c.encoding, Delimiter: DelimiterName(c.opts.Comma)}
+	return rows.SourceInfo{Format: Name, Encoding: c.encoding, Delimiter: DelimiterName(c.opts.Comma),
+		SepLine: c.sepLine, HeaderRow: c.hdrRow}
 }
 
 // Close does nothing: a CSV reader holds nothing but its source, which
@@ -239,6 +413,11 @@ func (c *Reader) Close() error { return nil }
 
 // Next returns the next non-empty record, or io.EOF.
 func (c *Reader) Next() (rows.Record, error) {
+	if len(c.pending) > 0 {
+		p := c.pending[0]
+		c.pending = c.pending[1:]
+		return c.record(p.values, p.row, p.line)
+	}
 	for {
 		rec, line, err := c.read()
 		if err != nil {
@@ -249,46 +428,52 @@ func (c *Reader) Next() (rows.Record, error) {
 			c.skipped++
 			continue
 		}
-		c.rows++
-		if c.rows > c.opts.MaxRows {
-			return rows.Record{}, &rows.FileError{File: c.name, Line: line, Err: fmt.Errorf("more than %d data rows", c.opts.MaxRows)}
-		}
-		out := rows.Record{Row: c.row, Line: line, Values: rec}
-		if len(rec) != len(c.header) {
-			out.Errors = append(out.Errors, rows.FieldError{
-				Row: c.row, Code: rows.CodeRaggedRow,
-				Message: fmt.Sprintf("row has %d cells, the header has %d", len(rec), len(c.header)),
-			})
-		}
-		for i, v := range rec {
-			rec[i], out.Errors = c.checkCell(i, v, out.Errors)
-		}
-		return out, nil
+		return c.record(rec, c.row, line)
 	}
 }
 
-// checkCell returns what of cell i is kept, with the cell's problems added
-// to errs. A cell that cannot be stored as it is (too long; a NUL or bad
-// bytes, which PostgreSQL text refuses) is a row error, and what is kept is
-// emptied or made valid so that the row can still be stored and reported.
-func (c *Reader) checkCell(i int, v string, errs []rows.FieldError) (string, []rows.FieldError) {
+// record checks the non-empty record rec of the given row and line.
+func (c *Reader) record(rec []string, row, line int64) (rows.Record, error) {
+	c.rows++
+	if c.rows > c.opts.MaxRows {
+		return rows.Record{}, &rows.FileError{File: c.name, Line: line, Err: fmt.Errorf("more than %d data rows", c.opts.MaxRows)}
+	}
+	out := rows.Record{Row: row, Line: line, Values: rec}
+	if len(rec) != len(c.header) {
+		out.Errors = append(out.Errors, rows.FieldError{
+			Row: row, Code: rows.CodeRaggedRow,
+			Message: fmt.Sprintf("row has %d cells, the header has %d", len(rec), len(c.header)),
+		})
+	}
+	for i, v := range rec {
+		rec[i], out.Errors = c.checkCell(row, i, v, out.Errors)
+	}
+	return out, nil
+}
+
+// checkCell returns what of cell i of row is kept, with the cell's problems
+// added to errs. A cell that cannot be stored as it is (too long; a NUL or
+// bad bytes, which PostgreSQL text refuses) is a row error, and what is kept
+// is emptied or made valid so that the row can still be stored and
+// reported.
+func (c *Reader) checkCell(row int64, i int, v string, errs []rows.FieldError) (string, []rows.FieldError) {
 	if len(v) > c.opts.MaxCellBytes {
 		errs = append(errs, rows.FieldError{
-			Row: c.row, Column: c.column(i), Code: rows.CodeCellTooLong,
+			Row: row, Column: c.column(i), Code: rows.CodeCellTooLong,
 			Message: fmt.Sprintf("cell is %d bytes, more than the limit of %d", len(v), c.opts.MaxCellBytes),
 		})
 		return "", errs // don't carry an oversized cell into the store
 	}
 	if strings.IndexByte(v, 0) >= 0 {
 		errs = append(errs, rows.FieldError{
-			Row: c.row, Column: c.column(i), Code: rows.CodeNulByte,
+			Row: row, Column: c.column(i), Code: rows.CodeNulByte,
 			Message: "cell contains a NUL byte (shown as \uFFFD): is this a binary file, or UTF-16 without a byte order mark?",
 		})
 		v = strings.ReplaceAll(v, "\x00", "\uFFFD")
 	}
 	if !utf8.ValidString(v) {
 		errs = append(errs, rows.FieldError{
-			Row: c.row, Column: c.column(i), Code: rows.CodeBadEncoding,
+			Row: row, Column: c.column(i), Code: rows.CodeBadEncoding,
 			Message: "cell is not valid UTF-8 (bad bytes shown as \uFFFD): save the file as UTF-8, or declare its encoding",
 		})
 		v = strings.ToValidUTF8(v, "\uFFFD")
@@ -301,7 +486,7 @@ func (c *Reader) checkCell(i int, v string, errs []rows.FieldError) (string, []r
 	// cap on what is stored, too.
 	if len(v) > c.opts.MaxCellBytes {
 		errs = append(errs, rows.FieldError{
-			Row: c.row, Column: c.column(i), Code: rows.CodeCellTooLong,
+			Row: row, Column: c.column(i), Code: rows.CodeCellTooLong,
 			Message: fmt.Sprintf("cell is %d bytes once its bad bytes are replaced, more than the limit of %d", len(v), c.opts.MaxCellBytes),
 		})
 		return "", errs

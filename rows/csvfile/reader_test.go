@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -460,6 +462,235 @@ func TestCSVReaderSemicolon(t *testing.T) {
 	}
 }
 
+func TestCSVReaderSepLine(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name    string
+		input   string
+		opts    *Options
+		comma   rune
+		sepLine bool
+		header  []string
+		rows    []int64
+		fileErr string
+	}{
+		{name: "semicolon", input: "sep=;\nemail;name\na@x;A\n", comma: ';', sepLine: true, header: []string{"email", "name"}, rows: []int64{3}},
+		{name: "BOM and CRLF", input: "\ufeffsep=;\r\nemail;name\r\na@x;A\r\n", comma: ';', sepLine: true, header: []string{"email", "name"}, rows: []int64{3}},
+		{name: "upper case", input: "SEP=|\nemail|name\na@x|A\n", comma: '|', sepLine: true, header: []string{"email", "name"}, rows: []int64{3}},
+		{name: "tab", input: "sep=\t\nemail\tname\na@x\tA\n", comma: '\t', sepLine: true, header: []string{"email", "name"}, rows: []int64{3}},
+		{name: "comma", input: "sep=,\nemail,name\na@x,A\n", comma: ',', sepLine: true, header: []string{"email", "name"}, rows: []int64{3}},
+		{
+			// Sniffing alone breaks the tie for the comma.
+			name: "names what sniffing would miss", input: "sep=;\nname;city, country\nA;Paris, FR\n", comma: ';', sepLine: true,
+			header: []string{"name", "city, country"}, rows: []int64{3},
+		},
+		{
+			name: "declared delimiter wins, the line is still skipped", input: "sep=;\nemail,name\na@x,A\n", opts: &Options{Comma: ','},
+			comma: ',', sepLine: true, header: []string{"email", "name"}, rows: []int64{3},
+		},
+		{name: "blank lines after it", input: "sep=;\n\nemail;name\na@x;A\n", comma: ';', sepLine: true, header: []string{"email", "name"}, rows: []int64{4}},
+		{name: "UTF-16", input: "\xff\xfes\x00e\x00p\x00=\x00;\x00\n\x00a\x00;\x00b\x00\n\x001\x00;\x002\x00\n\x00", comma: ';', sepLine: true, header: []string{"a", "b"}, rows: []int64{3}},
+		{name: "not on the first line", input: "\nsep=;\nemail;name\n", comma: ';', header: []string{"sep=", ""}, rows: []int64{3}},
+		{name: "no character", input: "sep=\nemail,name\n", comma: ',', header: []string{"sep="}, rows: []int64{2}},
+		{name: "two characters", input: "sep=;;\nemail;name\n", comma: ';', header: []string{"sep=", "", ""}, rows: []int64{2}},
+		{name: "a quote", input: "sep=\"\nemail,name\n", fileErr: "line 1: the first line \"sep=\\\"\" names '\"' as the delimiter, which cannot be one: remove the line"},
+		{name: "a quote, the delimiter declared", input: "sep=\"\nemail,name\n", opts: &Options{Comma: ','}, fileErr: "which cannot be one: remove the line"},
+		{name: "and nothing else", input: "sep=;\r\n", fileErr: "no header row"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r, recs, err := readAll(t, tt.input, tt.opts)
+			if tt.fileErr != "" {
+				var fe *rows.FileError
+				if !errors.As(err, &fe) || !strings.Contains(err.Error(), tt.fileErr) {
+					t.Fatalf("error %v, want a *rows.FileError containing %q", err, tt.fileErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Comma() != tt.comma || r.Info().SepLine != tt.sepLine || !slices.Equal(r.Header(), tt.header) {
+				t.Errorf("comma %q, sep line %v, header %q; want %q, %v, %q", r.Comma(), r.Info().SepLine, r.Header(), tt.comma, tt.sepLine, tt.header)
+			}
+			var got []int64
+			for _, rec := range recs {
+				got = append(got, rec.Row)
+				if rec.Line != rec.Row {
+					t.Errorf("row %d on line %d", rec.Row, rec.Line)
+				}
+			}
+			if !slices.Equal(got, tt.rows) {
+				t.Errorf("rows %v, want %v", got, tt.rows)
+			}
+			// Every case has its data right under the header.
+			if want := tt.rows[0] - 1; r.HeaderRow() != want {
+				t.Errorf("header row %d, want %d", r.HeaderRow(), want)
+			}
+		})
+	}
+}
+
+// hasColumns returns a header rule that wants the given columns.
+func hasColumns(cols ...string) func([]string) bool {
+	return func(cells []string) bool {
+		for _, c := range cols {
+			if !slices.ContainsFunc(cells, func(v string) bool { return strings.EqualFold(strings.TrimSpace(v), c) }) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+func TestCSVReaderHeaderFunc(t *testing.T) {
+	t.Parallel()
+
+	rule := hasColumns("email", "name")
+	tests := []struct {
+		name    string
+		input   string
+		opts    Options
+		comma   rune
+		header  string
+		hdrRow  int64
+		rows    []int64
+		codes   map[int64]rows.Code
+		skipped int64
+		above   int64
+	}{
+		{
+			name:  "titles, ragged and padded, and blank lines",
+			input: "Report\n\nFrom: Sales, Inc.\n\"Exported, today\",,,\n\nEMAIL,Name\na@x,A\n\nb@x,B\n",
+			comma: ',', header: "EMAIL|Name", hdrRow: 6, rows: []int64{7, 9}, skipped: 3, above: 3,
+		},
+		{name: "header first", input: "email,name\na@x,A\n", comma: ',', header: "email|name", hdrRow: 1, rows: []int64{2}},
+		{
+			// Without a match, the first non-empty row is the header and
+			// what was read after it is data, checked as data.
+			name: "no match: the default", input: "\nid,label\n1,a\n\n2,b,extra\n3,c\n", comma: ',', header: "id|label", hdrRow: 2,
+			rows: []int64{3, 5, 6}, codes: map[int64]rows.Code{5: rows.CodeRaggedRow}, skipped: 2,
+		},
+		{
+			name: "a header past the first 20 non-empty rows is not looked for", input: strings.Repeat("note\n\n", 20) + "email,name\na@x,A\n",
+			comma: ',', header: "note", hdrRow: 1, rows: append(rowsFrom(3, 2, 19), 41, 42), skipped: 20,
+			codes: map[int64]rows.Code{41: rows.CodeRaggedRow, 42: rows.CodeRaggedRow},
+		},
+		{
+			name: "the 20th non-empty row is", input: strings.Repeat("note\n", 19) + "email,name\na@x,A\n",
+			comma: ',', header: "email|name", hdrRow: 20, rows: []int64{21}, above: 19,
+		},
+		{
+			// "Customers" has no delimiter: sniffing alone reads the file
+			// as comma-separated, the rule finds the semicolon.
+			name: "semicolons under a title", input: "Customers\nemail;name;amount\na@x;A;1,5\n",
+			comma: ';', header: "email|name|amount", hdrRow: 2, rows: []int64{3}, above: 1,
+		},
+		{
+			name: "declared delimiter", input: "Customers\nemail;name\na@x;A\n", opts: Options{Comma: ';'},
+			comma: ';', header: "email|name", hdrRow: 2, rows: []int64{3}, above: 1,
+		},
+		{
+			// What is held back is bounded: past MaxLineBytes of records,
+			// the scan stops and the first record is the header.
+			name: "held back within MaxLineBytes", input: "t1 " + strings.Repeat("x", 40) + "\nt2 " + strings.Repeat("y", 40) + "\nemail,name\na@x,A\n",
+			opts: Options{MaxLineBytes: 64}, comma: ',', header: "t1 " + strings.Repeat("x", 40), hdrRow: 1, rows: []int64{2, 3, 4},
+			codes: map[int64]rows.Code{3: rows.CodeRaggedRow, 4: rows.CodeRaggedRow},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			opts := tt.opts
+			opts.HeaderFunc = rule
+			r, recs, err := readAll(t, tt.input, &opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Comma() != tt.comma || strings.Join(r.Header(), "|") != tt.header || r.Info().HeaderRow != tt.hdrRow {
+				t.Errorf("comma %q, header %q on row %d; want %q, %q on row %d", r.Comma(), r.Header(), r.Info().HeaderRow, tt.comma, tt.header, tt.hdrRow)
+			}
+			var got []int64
+			for _, rec := range recs {
+				got = append(got, rec.Row)
+				var code rows.Code
+				if len(rec.Errors) > 0 {
+					code = rec.Errors[0].Code
+				}
+				if code != tt.codes[rec.Row] {
+					t.Errorf("row %d: errors %v, want %q", rec.Row, rec.Errors, tt.codes[rec.Row])
+				}
+			}
+			if !slices.Equal(got, tt.rows) || r.SkippedEmpty() != tt.skipped || r.above != tt.above {
+				t.Errorf("rows %v, %d skipped, %d above; want %v, %d, %d", got, r.SkippedEmpty(), r.above, tt.rows, tt.skipped, tt.above)
+			}
+		})
+	}
+}
+
+// rowsFrom returns n row numbers from first, step apart.
+func rowsFrom(first, step int64, n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = first + int64(i)*step
+	}
+	return out
+}
+
+func TestCSVReaderHeaderRow(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name    string
+		input   string
+		row     int64
+		header  string
+		rows    []int64
+		skipped int64
+		fileErr string
+		line    int64
+	}{
+		{name: "row 1", input: "email\na\n", row: 1, header: "email", rows: []int64{2}},
+		{name: "under titles and a blank line", input: "Title\n\nemail\na\n", row: 3, header: "email", rows: []int64{4}, skipped: 1},
+		{name: "under a cell spanning lines", input: "\"a\nb\"\nemail\nx\n", row: 2, header: "email", rows: []int64{3}},
+		{name: "on a blank line", input: "Title\n\n\nemail\n", row: 2, fileErr: "the header row 2 is empty", line: 2},
+		{name: "on the second of two blank lines", input: "Title\n\n\nemail\n", row: 3, fileErr: "the header row 3 is empty", line: 3},
+		{name: "on a whitespace row", input: "Title\n , \nemail\n", row: 2, fileErr: "the header row 2 is empty", line: 2},
+		{name: "on a trailing blank line", input: "Title\n\n", row: 2, fileErr: "the header row 2 is empty"},
+		{name: "past the end", input: "a\nb\n", row: 3, fileErr: "the header row 3 is past the end of the file, whose last row is 2"},
+		{name: "empty file", input: "", row: 1, fileErr: "the header row 1 is past the end of the file, whose last row is 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r, recs, err := readAll(t, tt.input, &Options{HeaderRow: tt.row})
+			if tt.fileErr != "" {
+				var fe *rows.FileError
+				if !errors.As(err, &fe) || fe.Line != tt.line || !strings.Contains(err.Error(), tt.fileErr) {
+					t.Fatalf("error %v, want a *rows.FileError at line %d containing %q", err, tt.line, tt.fileErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []int64
+			for _, rec := range recs {
+				got = append(got, rec.Row)
+			}
+			if strings.Join(r.Header(), "|") != tt.header || r.HeaderRow() != tt.row || !slices.Equal(got, tt.rows) || r.SkippedEmpty() != tt.skipped {
+				t.Errorf("header %q on row %d, rows %v, %d skipped; want %q on row %d, %v, %d",
+					r.Header(), r.HeaderRow(), got, r.SkippedEmpty(), tt.header, tt.row, tt.rows, tt.skipped)
+			}
+		})
+	}
+	if _, err := NewReader(strings.NewReader("a\n"), "x.csv", &Options{HeaderRow: -1}); err == nil {
+		t.Error("a negative header row is accepted")
+	}
+}
+
 // csvGen produces a large CSV file lazily, one row at a time, so that the
 // test itself never holds the file in memory.
 type csvGen struct {
@@ -579,6 +810,24 @@ func FuzzCSVReader(f *testing.F) {
 		f.Add([]byte(seed), false)
 	}
 	f.Add([]byte("email;name\na@x;A\n"), true)
+	for _, seed := range []string{
+		"sep=;\nemail;name\na@x;A\n",
+		"\ufeffSEP=|\r\nemail|name\r\n",
+		"sep=\"\na\n",
+		"sep=\n",
+		"Title\n\nx,\"y, z\"\nemail,name\na@x,A\n",
+		"Title\nemail;name\na@x;A\n",
+	} {
+		f.Add([]byte(seed), false)
+	}
+	// The fixtures whose header is not their first line.
+	for _, name := range []string{"sep_line.csv", "title_rows.csv", "header_row3.csv"} {
+		b, err := os.ReadFile(filepath.Join("../../fixtures/csv", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, false)
+	}
 
 	f.Fuzz(func(t *testing.T, data []byte, semicolon bool) {
 		// Without semicolon the delimiter is sniffed and the encoding
@@ -587,87 +836,106 @@ func FuzzCSVReader(f *testing.F) {
 		if semicolon {
 			opts.Comma = ';'
 		}
-		newlines := int64(bytes.Count(data, []byte{'\n'}))
+		fuzzCSV(t, data, opts)
+		// And with a header rule, which holds rows back while it looks.
+		opts.HeaderFunc = hasColumns("email", "name")
+		fuzzCSV(t, data, opts)
+	})
+}
 
-		r, err := NewReader(bytes.NewReader(data), "fuzz.csv", opts)
+// fuzzCSV reads data with opts and checks what FuzzCSVReader promises.
+func fuzzCSV(t *testing.T, data []byte, opts *Options) {
+	t.Helper()
+	newlines := int64(bytes.Count(data, []byte{'\n'}))
+
+	r, err := NewReader(bytes.NewReader(data), "fuzz.csv", opts)
+	if err != nil {
+		var fe *rows.FileError
+		if !errors.As(err, &fe) {
+			t.Fatalf("NewReader error %v (%T) is not a *rows.FileError", err, err)
+		}
+		return
+	}
+	if len(r.Header()) == 0 {
+		t.Fatal("empty header accepted")
+	}
+
+	var (
+		records        int64
+		prevRow, prevL int64 = r.HeaderRow(), 0
+	)
+	if r.HeaderRow() < 1 || r.HeaderRow() > newlines+1 {
+		t.Fatalf("header on row %d of %d lines", r.HeaderRow(), newlines+1)
+	}
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
 		if err != nil {
 			var fe *rows.FileError
 			if !errors.As(err, &fe) {
-				t.Fatalf("NewReader error %v (%T) is not a *rows.FileError", err, err)
+				t.Fatalf("Next error %v (%T) is neither io.EOF nor a *rows.FileError", err, err)
 			}
 			return
 		}
-		if len(r.Header()) == 0 {
-			t.Fatal("empty header accepted")
+		records++
+		if records > newlines+1 {
+			t.Fatalf("%d records from %d lines", records, newlines+1)
 		}
+		if rec.Row < 2 || rec.Row <= prevRow {
+			t.Fatalf("record Row %d after row %d", rec.Row, prevRow)
+		}
+		if rec.Line <= prevL || rec.Line < rec.Row {
+			t.Fatalf("record Line %d (Row %d) after line %d", rec.Line, rec.Row, prevL)
+		}
+		prevRow, prevL = rec.Row, rec.Line
+		// A blank record is skipped, never returned; one may look blank
+		// only because the reader emptied its over-long cells.
+		if isEmpty(rec.Values) && !slices.ContainsFunc(rec.Errors, func(fe rows.FieldError) bool { return fe.Code == rows.CodeCellTooLong }) {
+			t.Fatalf("blank record returned: %q", rec.Values)
+		}
+		for _, fe := range rec.Errors {
+			if fe.Row != rec.Row {
+				t.Fatalf("error row %d in record row %d", fe.Row, rec.Row)
+			}
+			switch fe.Code {
+			case rows.CodeRaggedRow, rows.CodeCellTooLong, rows.CodeNulByte, rows.CodeBadEncoding:
+			default:
+				t.Fatalf("unexpected code %q", fe.Code)
+			}
+		}
+		for _, v := range rec.Values {
+			if len(v) > opts.MaxCellBytes {
+				t.Fatalf("cell of %d bytes kept", len(v))
+			}
+			// What is kept must be storable as PostgreSQL text.
+			if strings.IndexByte(v, 0) >= 0 || !utf8.ValidString(v) {
+				t.Fatalf("cell %q kept with a NUL or bad bytes", v)
+			}
+		}
+	}
 
-		var (
-			records        int64
-			prevRow, prevL int64 = 1, 0
-		)
-		for {
-			rec, err := r.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				var fe *rows.FileError
-				if !errors.As(err, &fe) {
-					t.Fatalf("Next error %v (%T) is neither io.EOF nor a *rows.FileError", err, err)
-				}
-				return
-			}
-			records++
-			if records > newlines+1 {
-				t.Fatalf("%d records from %d lines", records, newlines+1)
-			}
-			if rec.Row < 2 || rec.Row <= prevRow {
-				t.Fatalf("record Row %d after row %d", rec.Row, prevRow)
-			}
-			if rec.Line <= prevL || rec.Line < rec.Row {
-				t.Fatalf("record Line %d (Row %d) after line %d", rec.Line, rec.Row, prevL)
-			}
-			prevRow, prevL = rec.Row, rec.Line
-			// A blank record is skipped, never returned; one may look blank
-			// only because the reader emptied its over-long cells.
-			if isEmpty(rec.Values) && !slices.ContainsFunc(rec.Errors, func(fe rows.FieldError) bool { return fe.Code == rows.CodeCellTooLong }) {
-				t.Fatalf("blank record returned: %q", rec.Values)
-			}
-			for _, fe := range rec.Errors {
-				if fe.Row != rec.Row {
-					t.Fatalf("error row %d in record row %d", fe.Row, rec.Row)
-				}
-				switch fe.Code {
-				case rows.CodeRaggedRow, rows.CodeCellTooLong, rows.CodeNulByte, rows.CodeBadEncoding:
-				default:
-					t.Fatalf("unexpected code %q", fe.Code)
-				}
-			}
-			for _, v := range rec.Values {
-				if len(v) > opts.MaxCellBytes {
-					t.Fatalf("cell of %d bytes kept", len(v))
-				}
-				// What is kept must be storable as PostgreSQL text.
-				if strings.IndexByte(v, 0) >= 0 || !utf8.ValidString(v) {
-					t.Fatalf("cell %q kept with a NUL or bad bytes", v)
-				}
-			}
+	// Every physical line is the header, a record, a skipped blank row,
+	// a sep= line or title above the header or, inside quotes only,
+	// part of a multi-line cell.
+	if r.above > 0 && opts.HeaderFunc == nil && !r.sepLine {
+		t.Fatalf("%d rows above the header without a rule or a sep= line", r.above)
+	}
+	if r.above > 1 && opts.HeaderFunc == nil {
+		t.Fatalf("%d rows above the header without a rule", r.above)
+	}
+	rowsSeen := 1 + records + r.SkippedEmpty() + r.above
+	if rowsSeen > newlines+1 {
+		t.Fatalf("%d rows (%d records, %d blank) from %d lines", rowsSeen, records, r.SkippedEmpty(), newlines+1)
+	}
+	if !bytes.ContainsRune(data, '"') && r.Encoding() != EncodingUTF16LE && r.Encoding() != EncodingUTF16BE {
+		lines := newlines
+		if len(data) > 0 && data[len(data)-1] != '\n' {
+			lines++
 		}
-
-		// Every physical line is the header, a record, a skipped blank row
-		// or, inside quotes only, part of a multi-line cell.
-		rowsSeen := 1 + records + r.SkippedEmpty()
-		if rowsSeen > newlines+1 {
-			t.Fatalf("%d rows (%d records, %d blank) from %d lines", rowsSeen, records, r.SkippedEmpty(), newlines+1)
+		if rowsSeen != lines {
+			t.Fatalf("%d rows (%d records, %d blank, %d above the header) from %d lines without quotes", rowsSeen, records, r.SkippedEmpty(), r.above, lines)
 		}
-		if !bytes.ContainsRune(data, '"') && r.Encoding() != EncodingUTF16LE && r.Encoding() != EncodingUTF16BE {
-			lines := newlines
-			if len(data) > 0 && data[len(data)-1] != '\n' {
-				lines++
-			}
-			if rowsSeen != lines {
-				t.Fatalf("%d rows (%d records, %d blank) from %d lines without quotes", rowsSeen, records, r.SkippedEmpty(), lines)
-			}
-		}
-	})
+	}
 }

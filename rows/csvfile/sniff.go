@@ -2,8 +2,11 @@ package csvfile
 
 import (
 	"bytes"
+	"encoding/csv"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/rowfate/rowfate/rows"
 )
 
 // Delimiters are the field delimiters SniffDelimiter chooses among, in the
@@ -121,4 +124,77 @@ func DelimiterName(r rune) string {
 		return "tab"
 	}
 	return string(r)
+}
+
+// sepLine reads the "sep=;" line Excel writes as the first line of a CSV
+// file to name its delimiter (and reads as such when it opens the file).
+// text is the start of the file, decoded, without its byte order mark;
+// atEOF says whether it is the whole file. ok reports whether the first
+// line is "sep=" (in any case) and one character. A character that cannot
+// be a delimiter (a quote) is an error rather than a header named
+// "sep=\"": the file says what it means and it cannot be honoured, and
+// the line cannot be read past either (its quote never closes), whatever
+// delimiter is declared.
+func sepLine(text []byte, atEOF bool) (d rune, ok bool, err error) {
+	const prefix = "sep="
+	if len(text) < len(prefix) || !bytes.EqualFold(text[:len(prefix)], []byte(prefix)) {
+		return 0, false, nil
+	}
+	rest := text[len(prefix):]
+	line := rest
+	if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+		line = rest[:i]
+	} else if !atEOF {
+		return 0, false, nil // a line longer than the prefix read: not one
+	}
+	line = bytes.TrimSuffix(line, []byte{'\r'})
+	r, size := utf8.DecodeRune(line)
+	if size == 0 || size != len(line) {
+		return 0, false, nil // "sep=" alone or "sep=ab": not Excel's line
+	}
+	if !validDelim(r) {
+		return 0, true, fmt.Errorf("the first line %q names %q as the delimiter, which cannot be one: remove the line", "sep="+string(line), r)
+	}
+	return r, true, nil
+}
+
+// sniffWithHeader is SniffDelimiter for a file whose header the caller
+// recognises with accept. Title rows above a header make SniffDelimiter
+// read a title as the header ("Customer list" has no delimiter, so a
+// semicolon file reads as comma-separated); so when the sniffed delimiter
+// splits none of the first rows.HeaderScanRows records of text into a
+// header accept recognises, and exactly one other candidate does, that
+// one is the delimiter. In every other case (the sniffed one works, or
+// none does, or several do) the sniffed one stays.
+func sniffWithHeader(text []byte, atEOF bool, accept func([]string) bool) rune {
+	sniffed := SniffDelimiter(text, atEOF)
+	lines := splitRecords(text, atEOF, rows.HeaderScanRows)
+	finds := func(d rune) bool {
+		for _, l := range lines {
+			r := csv.NewReader(bytes.NewReader(l))
+			r.Comma = d
+			r.FieldsPerRecord = -1
+			if rec, err := r.Read(); err == nil && accept(rec) {
+				return true
+			}
+		}
+		return false
+	}
+	if finds(sniffed) {
+		return sniffed
+	}
+	found := rune(0)
+	for _, d := range Delimiters {
+		if d == sniffed || !finds(d) {
+			continue
+		}
+		if found != 0 {
+			return sniffed
+		}
+		found = d
+	}
+	if found != 0 {
+		return found
+	}
+	return sniffed
 }

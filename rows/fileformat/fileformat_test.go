@@ -79,7 +79,7 @@ func TestOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info := r.Info(); info.Format != CSV || info.Delimiter != ";" || info.Encoding != "utf-8" || info.HeaderRow != 0 {
+	if info := r.Info(); info.Format != CSV || info.Delimiter != ";" || info.Encoding != "utf-8" || info.HeaderRow != 1 {
 		t.Errorf("Info() = %+v", info)
 	}
 	if err := r.Close(); err != nil {

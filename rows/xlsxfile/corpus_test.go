@@ -85,6 +85,13 @@ func TestXLSXCorpus(t *testing.T) {
 		"encrypted.xlsx":         {fileErr: "password-protected"},
 		"xlsb_renamed.xlsx":      {fileErr: "binary workbook (.xlsb)"},
 		"not_a_zip.xlsx":         {fileErr: "does not start like a zip archive"},
+		// Without a header rule the first visible sheet is read: its prose
+		// is passed over as titles and its table of column meanings is
+		// the header. TestXLSXHeaderRule reads these files with one.
+		"sheets_info_first.xlsx":    {"Column|Meaning", 2, 0, ""},
+		"title_not_merged.xlsx":     {"email|name|country|signup_date|amount", 3, 0, ""},
+		"formula_uncalculated.xlsx": {"email|name|country|signup_date|amount", 5, 0, ""},
+		"no_matching_sheet.xlsx":    {"order_id|product|qty", 1, 0, ""},
 	}
 	files, err := filepath.Glob(filepath.Join(xlsxCorpus, "*.xlsx"))
 	if err != nil {
@@ -179,6 +186,133 @@ func TestXLSXCustomersFixture(t *testing.T) {
 	}
 }
 
+// customersHeader is the rule the engine gives a reader for the customers
+// kind, as tests see it: the cells hold the kind's three required columns,
+// in any case.
+func customersHeader(cells []string) bool {
+	found := map[string]bool{}
+	for _, c := range cells {
+		found[strings.ToLower(strings.TrimSpace(c))] = true
+	}
+	return found["email"] && found["name"] && found["signup_date"]
+}
+
+// TestXLSXHeaderRule reads the fixtures whose sheet or header is not the
+// first with the customers kind's header rule: the sheet whose header it
+// recognises is read, and a workbook with none is refused naming the
+// sheets tried.
+func TestXLSXHeaderRule(t *testing.T) {
+	t.Parallel()
+	const customers = "email|name|country|signup_date|amount"
+	tests := []struct {
+		name    string
+		file    string
+		opts    Options
+		sheet   string
+		header  string
+		hdrRow  int64
+		rows    []int64
+		fileErr string
+	}{
+		{name: "instructions first", file: "sheets_info_first.xlsx", sheet: "Data", header: customers, hdrRow: 1, rows: []int64{2, 3, 4}},
+		{
+			// A named sheet is read as named; the rule finds no header
+			// there and the default rule applies.
+			name: "instructions named", file: "sheets_info_first.xlsx", opts: Options{Sheet: "Instructions"},
+			sheet: "Instructions", header: "Column|Meaning", hdrRow: 4, rows: []int64{5, 6},
+		},
+		{name: "header row and rule choose the sheet", file: "sheets_info_first.xlsx", opts: Options{HeaderRow: 1}, sheet: "Data", header: customers, hdrRow: 1, rows: []int64{2, 3, 4}},
+		{name: "title not merged", file: "title_not_merged.xlsx", sheet: "Sheet1", header: customers, hdrRow: 3, rows: []int64{4, 5, 6}},
+		{
+			// One visible sheet (Notes is hidden): nothing to choose.
+			name: "customers", file: "customers.xlsx", sheet: "Customers", header: customers, hdrRow: 2,
+		},
+		{
+			name: "no matching sheet", file: "no_matching_sheet.xlsx",
+			fileErr: `no_matching_sheet.xlsx: no sheet has a header with the columns email, name, signup_date in its first 20 rows (sheets tried: "Orders", "Notes")`,
+		},
+		{
+			name: "no matching sheet on the header row", file: "no_matching_sheet.xlsx", opts: Options{HeaderRow: 2},
+			fileErr: `no sheet has a header with the columns email, name, signup_date on row 2 (sheets tried: "Orders", "Notes")`,
+		},
+		{name: "no matching sheet, one named", file: "no_matching_sheet.xlsx", opts: Options{Sheet: "Orders"}, sheet: "Orders", header: "order_id|product|qty", hdrRow: 1, rows: []int64{2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tmp := t.TempDir()
+			opts := tt.opts
+			opts.TmpDir = tmp
+			opts.HeaderFunc = customersHeader
+			opts.HeaderHint = "the columns email, name, signup_date"
+			xr, recs, err := readXLSXFile(t, filepath.Join(xlsxCorpus, tt.file), &opts)
+			// Every sheet tried is closed again: nothing is left behind.
+			if left, _ := os.ReadDir(tmp); len(left) != 0 {
+				t.Errorf("%d temporary files left in TmpDir", len(left))
+			}
+			if tt.fileErr != "" {
+				var fe *rows.FileError
+				if !errors.As(err, &fe) || fe.File != tt.file || !strings.Contains(err.Error(), tt.fileErr) {
+					t.Fatalf("want a rows.FileError of %s with %q, got %T %v", tt.file, tt.fileErr, err, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if xr.Sheet() != tt.sheet || strings.Join(xr.Header(), "|") != tt.header || xr.HeaderRow() != tt.hdrRow {
+				t.Errorf("sheet %q, header %q on row %d; want %q, %q on row %d", xr.Sheet(), xr.Header(), xr.HeaderRow(), tt.sheet, tt.header, tt.hdrRow)
+			}
+			if tt.rows == nil {
+				return
+			}
+			var got []int64
+			for _, r := range recs {
+				got = append(got, r.Row)
+			}
+			if !slices.Equal(got, tt.rows) || xr.SkippedEmpty() != 0 {
+				t.Errorf("rows %v, %d skipped; want %v, 0", got, xr.SkippedEmpty(), tt.rows)
+			}
+		})
+	}
+}
+
+// TestXLSXFormulaUncalculated: a formula without a cached value is a row
+// error, never 0 or ""; a formula whose cached value is "" (text) is that
+// value.
+func TestXLSXFormulaUncalculated(t *testing.T) {
+	t.Parallel()
+	_, recs, err := readXLSXFile(t, filepath.Join(xlsxCorpus, "formula_uncalculated.xlsx"), &Options{TmpDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byRow := map[int64]rows.Record{}
+	for _, r := range recs {
+		byRow[r.Row] = r
+	}
+	for row, want := range map[int64]struct{ values, errors string }{
+		2: {"customer2@example.com|Customer 2|FR|2020-01-05|2.5", ""},
+		3: {"customer3@example.com|Customer 3|FR|2020-01-06|",
+			"amount/formula_not_calculated: cell E3 has a formula that was never calculated: open the file in Excel and save it again"},
+		4: {"customer4@example.com|Customer 4|FR|2020-01-07|",
+			"amount/formula_not_calculated: cell E4 has a formula that was never calculated: open the file in Excel and save it again"},
+		5: {"customer5@example.com|Customer 5||2020-01-08|0", ""}, // Excel's cached ""
+		6: {"customer6@example.com|Customer 6|FR|2020-01-09|20", ""},
+	} {
+		r := byRow[row]
+		var errs []string
+		for _, e := range r.Errors {
+			if e.Row != row {
+				t.Errorf("row %d has an error of row %d", row, e.Row)
+			}
+			errs = append(errs, e.Column+"/"+string(e.Code)+": "+e.Message)
+		}
+		if got := strings.Join(r.Values, "|"); got != want.values || strings.Join(errs, "; ") != want.errors {
+			t.Errorf("row %d = %q %q, want %q %q", row, got, errs, want.values, want.errors)
+		}
+	}
+}
+
 // TestXLSXDates checks serial numbers, formats and cell types in both date
 // systems: the 1900 system has a phantom 1900-02-29 (serial 60), which is a
 // bad_date row error naming the day rather than a guessed date, and counts
@@ -266,15 +400,20 @@ func TestXLSXCorpusMemory(t *testing.T) {
 	type run struct {
 		file  string
 		ratio string
+		rule  string // "1": read with a header rule, which holds rows back
 	}
-	runs := []run{{filepath.Join(xlsxCorpus, "zip_bomb.xlsx"), "1000000"}}
+	runs := []run{{filepath.Join(xlsxCorpus, "zip_bomb.xlsx"), "1000000", ""}}
 	for _, f := range files {
-		runs = append(runs, run{f, ""})
+		runs = append(runs, run{f, "", ""}, run{f, "", "1"})
 	}
 	for _, r := range runs {
-		t.Run(filepath.Base(r.file)+r.ratio, func(t *testing.T) {
+		name := filepath.Base(r.file) + r.ratio
+		if r.rule != "" {
+			name += "_rule"
+		}
+		t.Run(name, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestXLSXMemoryChild$", "-test.v")
-			cmd.Env = append(os.Environ(), "ROWFATE_XLSX_CHILD="+r.file, "ROWFATE_XLSX_RATIO="+r.ratio)
+			cmd.Env = append(os.Environ(), "ROWFATE_XLSX_CHILD="+r.file, "ROWFATE_XLSX_RATIO="+r.ratio, "ROWFATE_XLSX_RULE="+r.rule)
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("child: %v\n%s", err, out)
@@ -314,6 +453,9 @@ func TestXLSXMemoryChild(t *testing.T) {
 	if r := os.Getenv("ROWFATE_XLSX_RATIO"); r != "" {
 		opts.MaxCompressionRatio, _ = strconv.ParseInt(r, 10, 64)
 	}
+	if os.Getenv("ROWFATE_XLSX_RULE") != "" {
+		opts.HeaderFunc = customersHeader
+	}
 	_, recs, err := readXLSXFile(t, path, opts)
 	fmt.Printf("OUTCOME=%d records, %v\n", len(recs), err)
 	status, rerr := os.ReadFile("/proc/self/status")
@@ -346,43 +488,53 @@ func FuzzXLSXReader(f *testing.F) {
 	tmp := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		opts := &Options{TmpDir: tmp, MaxFileBytes: 4 << 20, MaxUnzipBytes: 64 << 20}
-		xr, err := NewReader(bytes.NewReader(data), "fuzz.xlsx", opts)
+		fuzzXLSX(t, data, opts)
+		// And with a header rule, which may try several sheets and holds
+		// rows back while it looks.
+		opts.HeaderFunc = customersHeader
+		fuzzXLSX(t, data, opts)
+	})
+}
+
+// fuzzXLSX reads data with opts and checks what FuzzXLSXReader promises.
+func fuzzXLSX(t *testing.T, data []byte, opts *Options) {
+	t.Helper()
+	xr, err := NewReader(bytes.NewReader(data), "fuzz.xlsx", opts)
+	if err != nil {
+		var fe *rows.FileError
+		if !errors.As(err, &fe) {
+			t.Fatalf("not a FileError: %T %v", err, err)
+		}
+		return
+	}
+	defer xr.Close()
+	if len(xr.Header()) == 0 {
+		t.Fatal("a reader without a header")
+	}
+	last := xr.HeaderRow()
+	for {
+		rec, err := xr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
 		if err != nil {
 			var fe *rows.FileError
 			if !errors.As(err, &fe) {
 				t.Fatalf("not a FileError: %T %v", err, err)
 			}
+			if _, again := xr.Next(); again == nil || again.Error() != err.Error() {
+				t.Fatalf("after a file error, Next returned %v", again)
+			}
 			return
 		}
-		defer xr.Close()
-		if len(xr.Header()) == 0 {
-			t.Fatal("a reader without a header")
+		if rec.Row <= last || rec.Row > xlsxMaxRows {
+			t.Fatalf("row %d after row %d", rec.Row, last)
 		}
-		last := xr.HeaderRow()
-		for {
-			rec, err := xr.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				var fe *rows.FileError
-				if !errors.As(err, &fe) {
-					t.Fatalf("not a FileError: %T %v", err, err)
-				}
-				if _, again := xr.Next(); again == nil || again.Error() != err.Error() {
-					t.Fatalf("after a file error, Next returned %v", again)
-				}
-				return
-			}
-			if rec.Row <= last || rec.Row > xlsxMaxRows {
-				t.Fatalf("row %d after row %d", rec.Row, last)
-			}
-			last = rec.Row
-			for _, fe := range rec.Errors {
-				if fe.Row != rec.Row {
-					t.Fatalf("row %d has an error of row %d", rec.Row, fe.Row)
-				}
+		last = rec.Row
+		for _, fe := range rec.Errors {
+			if fe.Row != rec.Row {
+				t.Fatalf("row %d has an error of row %d", rec.Row, fe.Row)
 			}
 		}
-	})
+	}
 }

@@ -12,8 +12,10 @@
 // renamed .xls or .ods, rows wider than the header allows) is refused
 // before excelize works on it (Options). A scanner walks the sheet's XML a
 // few rows ahead of excelize for what its streaming API does not tell (a
-// cell's type and style, rows out of order), so memory stays bounded
-// whatever the file's size.
+// cell's type and style, a formula never calculated, rows out of order),
+// so memory stays bounded whatever the file's size. Given a rule for the
+// header (Options.HeaderFunc), it reads the first sheet whose header the
+// rule recognises, past instructions sheets and title rows.
 //
 // The Writer streams a typed sheet with a frozen header; WriteErrorReport
 // marks the cells an error names; WriteTemplate offers dropdowns for

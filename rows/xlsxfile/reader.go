@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -22,6 +21,13 @@ import (
 // code it is persisted and never renamed.
 const CodeCellError rows.Code = "cell_error"
 
+// CodeFormulaNotCalculated is the row error of a cell that holds a formula
+// Excel never calculated: a file written by a library and never opened in
+// Excel keeps the formula without its value. The cell is not read as 0 or
+// "", which would be data the file does not hold; opening the file in
+// Excel and saving it again stores the values. Persisted; never renamed.
+const CodeFormulaNotCalculated rows.Code = "formula_not_calculated"
+
 // Options tunes a Reader. The zero value is usable; every limit has
 // a default that a legitimate 1,000,000-row workbook fits.
 type Options struct {
@@ -30,10 +36,22 @@ type Options struct {
 	// the tab order ("2" is the second tab). Defaults to the first visible
 	// worksheet.
 	Sheet string
-	// HeaderRow is the 1-based row of the header. Defaults to the first
-	// non-empty row that is not a title: a row whose only cell is merged
-	// across several columns is taken for a title and passed over.
+	// HeaderRow is the 1-based row of the header. It wins over HeaderFunc.
+	// Defaults to the first non-empty row that is not a title (see
+	// Reader).
 	HeaderRow int64
+	// HeaderFunc, when set, recognises the header: the first of a sheet's
+	// first rows.HeaderScanRows non-empty rows it accepts, with the cells
+	// the reader would take for a header. When no Sheet is named and the
+	// workbook has several visible worksheets, the reader reads the first
+	// whose header it accepts, and refuses the file when it accepts none.
+	// Otherwise a sheet none of whose rows it accepts falls back to the
+	// default rule. See rows.ReadOptions.HeaderFunc.
+	HeaderFunc func(cells []string) bool
+	// HeaderHint describes what HeaderFunc looks for ("the columns email,
+	// name, signup_date"), for the error of a workbook none of whose sheets
+	// has such a header.
+	HeaderHint string
 	// MaxFileBytes caps the file as uploaded, checked before anything is
 	// opened. Defaults to 256 MiB.
 	MaxFileBytes int64
@@ -84,13 +102,15 @@ type xlsxOpts struct {
 }
 
 // OptionsFrom returns the options a user's rows.ReadOptions ask of an XLSX
-// reader: sheet, header row, temporary folder, the formula quote and the
-// cell size limit. What only text has (encoding, delimiter, line length)
-// does not apply.
+// reader: sheet, header row or the rule that recognises it, temporary
+// folder, the formula quote and the cell size limit. What only text has
+// (encoding, delimiter, line length) does not apply.
 func OptionsFrom(o rows.ReadOptions) *Options {
 	return &Options{
 		Sheet:            o.Sheet,
 		HeaderRow:        o.HeaderRow,
+		HeaderFunc:       o.HeaderFunc,
+		HeaderHint:       o.HeaderHint,
 		TmpDir:           o.TmpDir,
 		MaxCellBytes:     o.MaxCellBytes,
 		KeepFormulaQuote: o.KeepFormulaQuote,
@@ -135,6 +155,21 @@ func (o *Options) withDefaults() *xlsxOpts {
 // 2006-01-02 15:04:05, formulas as their cached values. Row numbers are the
 // sheet's.
 //
+// The header is the row Options.HeaderRow names, else the first row
+// Options.HeaderFunc accepts among the sheet's first rows.HeaderScanRows
+// non-empty rows, else the first non-empty row that is not a title. A
+// title is a row of one non-empty cell that is merged across columns, or
+// that is followed, within the next rows.HeaderScanRows non-empty rows, by
+// a row of two cells or more; rows above the header are not data. A sheet
+// of one column, whose rows all have one cell, has its first row for a
+// header; one whose first rows are followed that closely by a row of two
+// cells (a note beside a value) reads that row as its header, which
+// Options.HeaderRow or Options.HeaderFunc settles.
+//
+// A formula cell without a cached value (a file a library wrote and Excel
+// never calculated) is a formula_not_calculated row error, its cell
+// emptied: neither 0 nor the formula's text is what the cell shows.
+//
 // A date cell on a day Excel shows but no calendar has (the 1900 system's
 // serial 60, its phantom 1900-02-29, and serial 0, "1900-01-00") is a
 // bad_date row error naming the day, its cell emptied: a guessed
@@ -167,6 +202,11 @@ type Reader struct {
 	header   []string
 	hdrRow   int64
 	width    int // header columns
+	// pending are rows read while looking for the header that come after
+	// it, as read (untyped); Next returns them before reading on. A run
+	// of blank rows is held as its last row: what Next counts of it is the
+	// same.
+	pending []*xlsxRow
 
 	skipped int64
 	lastRow int64
@@ -203,7 +243,7 @@ func NewReader(r io.Reader, name string, opts *Options) (xr *Reader, err error) 
 	if err := x.open(); err != nil {
 		return nil, x.fileErr(err)
 	}
-	if err := x.readHeader(); err != nil {
+	if err := x.chooseSheet(); err != nil {
 		return nil, x.fileErr(err)
 	}
 	return x, nil
@@ -265,14 +305,9 @@ func (x *Reader) open() error {
 	if err != nil {
 		return err
 	}
-	if x.sheet, err = x.pickSheet(); err != nil {
-		return err
+	if _, err := x.pickSheet(); err != nil {
+		return err // a named sheet the workbook lacks, before excelize opens it
 	}
-	part := x.pkg.part(x.sheet.Part)
-	if part == nil {
-		return fmt.Errorf("the sheet %q has no data part (%s)", x.sheet.Name, x.sheet.Part)
-	}
-
 	x.file, err = excelize.OpenFile(x.spool.Name(), excelize.Options{
 		UnzipSizeLimit:    x.o.MaxUnzipBytes,
 		UnzipXMLSizeLimit: x.o.spillBytes,
@@ -281,50 +316,7 @@ func (x *Reader) open() error {
 	if err != nil {
 		return fmt.Errorf("the workbook cannot be opened: %v", err)
 	}
-	x.iter, err = x.file.Rows(x.sheet.Name)
-	if err != nil {
-		return fmt.Errorf("the sheet %q cannot be read: %v", x.sheet.Name, err)
-	}
-	x.scan, err = newXLSXSheetScanner(part)
-	if err != nil {
-		return fmt.Errorf("the sheet %q cannot be read: %v", x.sheet.Name, err)
-	}
-	x.scan.sst = x.pkg.sst
 	return nil
-}
-
-// pickSheet resolves Options.Sheet.
-func (x *Reader) pickSheet() (xlsxSheetInfo, error) {
-	sheets := x.pkg.sheets
-	want := strings.TrimSpace(x.o.Sheet)
-	if want == "" {
-		for _, s := range sheets {
-			if !s.Hidden && s.Part != "" {
-				return s, nil
-			}
-		}
-		return xlsxSheetInfo{}, errors.New("the workbook has no visible worksheet")
-	}
-	for _, s := range sheets {
-		if strings.EqualFold(s.Name, want) {
-			if s.Part == "" {
-				return s, fmt.Errorf("the sheet %q is not a worksheet (a chart?)", s.Name)
-			}
-			return s, nil
-		}
-	}
-	if i, err := strconv.Atoi(want); err == nil && i >= 1 && i <= len(sheets) {
-		s := sheets[i-1]
-		if s.Part == "" {
-			return s, fmt.Errorf("sheet %d (%q) is not a worksheet (a chart?)", i, s.Name)
-		}
-		return s, nil
-	}
-	names := make([]string, len(sheets))
-	for i, s := range sheets {
-		names[i] = strconv.Quote(s.Name)
-	}
-	return xlsxSheetInfo{}, fmt.Errorf("the workbook has no sheet %q; its sheets are %s", want, strings.Join(names, ", "))
 }
 
 // step reads the next row of the sheet that has a row element: the scanner
@@ -345,15 +337,14 @@ func (x *Reader) step(limit int) (*xlsxRow, error) {
 		n, meta, err = res.n, res.meta, res.err
 	} else {
 		n, meta, err = x.scan.next(limit)
+		// The scanner reuses its slice; rows read while looking for the
+		// header may be held back.
+		meta = append([]xlsxCellMeta(nil), meta...)
 	}
 	if err != nil {
 		var wide *errXLSXTooWide
 		if errors.As(err, &wide) {
-			if x.header == nil {
-				return nil, fmt.Errorf("sheet %q: %v, past the limit of %d columns", x.sheet.Name, wide, x.o.MaxColumns)
-			}
-			return nil, fmt.Errorf("sheet %q: %v, more than %d columns past the header's last column %s",
-				x.sheet.Name, wide, x.o.ExtraColumns, xlsxColName(x.width))
+			return nil, x.tooWide(wide)
 		}
 		if errors.Is(err, io.EOF) {
 			return nil, io.EOF
@@ -376,22 +367,51 @@ func (x *Reader) step(limit int) (*xlsxRow, error) {
 	return &xlsxRow{n: n, values: values, meta: meta}, nil
 }
 
+// tooWide is the file error of a row with a cell past the columns allowed:
+// the limit while the header is looked for, the header's width and
+// ExtraColumns after.
+func (x *Reader) tooWide(wide *errXLSXTooWide) error {
+	if x.header == nil {
+		return fmt.Errorf("sheet %q: %v, past the limit of %d columns", x.sheet.Name, wide, x.o.MaxColumns)
+	}
+	return fmt.Errorf("sheet %q: %v, more than %d columns past the header's last column %s",
+		x.sheet.Name, wide, x.o.ExtraColumns, xlsxColName(x.width))
+}
+
 // typed converts row's raw values by their cells' types and styles, and
-// returns the row errors found on the way (error values, oversized cells).
+// returns the row errors found on the way (error values, formulas never
+// calculated, oversized cells).
 func (x *Reader) typed(r *xlsxRow) []rows.FieldError {
 	var errs []rows.FieldError
+	// A formula without a value may be read as "" or its text, and "" may
+	// be left out of the values at the end of the row: mark them from the
+	// scanner's notes first, each emptied, in column order.
+	for _, c := range r.meta {
+		if !c.uncalculated {
+			continue
+		}
+		for len(r.values) < c.col {
+			r.values = append(r.values, "")
+		}
+		r.values[c.col-1] = ""
+	}
 	m := 0
 	for i, v := range r.values {
 		col := i + 1
 		for m < len(r.meta) && r.meta[m].col < col {
 			m++
 		}
-		if v == "" {
-			continue
-		}
 		var c xlsxCellMeta
 		if m < len(r.meta) && r.meta[m].col == col {
 			c = r.meta[m]
+		}
+		if c.uncalculated {
+			errs = append(errs, rows.FieldError{Row: r.n, Column: x.column(i), Code: CodeFormulaNotCalculated,
+				Message: fmt.Sprintf("cell %s%d has a formula that was never calculated: open the file in Excel and save it again", xlsxColName(col), r.n)})
+			continue
+		}
+		if v == "" {
+			continue
 		}
 		switch c.typ {
 		case "b":
@@ -456,143 +476,6 @@ func xlsxBlank(values []string) bool {
 		}
 	}
 	return true
-}
-
-// readHeader finds the header row and reads it.
-func (x *Reader) readHeader() error {
-	// Merged ranges are listed after the rows: reading them costs a pass
-	// over the packed sheet without an XML parse, a small part of reading
-	// the rows themselves. Only ranges near the top can touch the header.
-	maxRow := x.o.HeaderRow
-	if maxRow <= 0 {
-		maxRow = 1000
-	}
-	merges, err := xlsxScanMerges(x.pkg.part(x.sheet.Part), maxRow, 100_000)
-	if err != nil {
-		return fmt.Errorf("sheet %q: reading merged cells: %v", x.sheet.Name, err)
-	}
-	row, err := x.findHeader(merges)
-	if err != nil {
-		return err
-	}
-	x.header = xlsxHeaderCells(row, merges, x.o.MaxColumns)
-	x.hdrRow = row.n
-	x.width = len(x.header)
-	x.lastRow = row.n
-	x.scanAhead(x.width + x.o.ExtraColumns)
-	// Rows above the header are not data; they are not counted as skipped.
-	return nil
-}
-
-// findHeader reads the sheet down to its header row: the row HeaderRow
-// names, or else the first non-empty row that is not a title (a lone cell
-// merged across columns).
-func (x *Reader) findHeader(merges []xlsxMerge) (*xlsxRow, error) {
-	var (
-		seen     int64 // rows read
-		nonEmpty bool
-	)
-	for {
-		row, err := x.step(x.o.MaxColumns)
-		if errors.Is(err, io.EOF) {
-			return nil, x.noHeader(seen, nonEmpty)
-		}
-		if err != nil {
-			return nil, err
-		}
-		seen++
-		x.typed(row)
-		if x.o.HeaderRow > 0 {
-			if row.n < x.o.HeaderRow {
-				continue
-			}
-			if row.n > x.o.HeaderRow || xlsxBlank(row.values) {
-				return nil, fmt.Errorf("sheet %q: the header row %d is empty", x.sheet.Name, x.o.HeaderRow)
-			}
-			return row, nil
-		}
-		if xlsxBlank(row.values) {
-			continue
-		}
-		nonEmpty = true
-		// A lone cell merged across columns is a title above the header.
-		if cells := xlsxNonBlank(row.values); len(cells) == 1 {
-			if xlsxMergedAcross(merges, row.n, cells[0]+1) {
-				continue
-			}
-		}
-		return row, nil
-	}
-}
-
-// noHeader explains why a sheet that ended after seen rows has no header
-// row.
-func (x *Reader) noHeader(seen int64, nonEmpty bool) error {
-	switch {
-	case x.o.HeaderRow > 0:
-		return fmt.Errorf("sheet %q has no row %d", x.sheet.Name, x.o.HeaderRow)
-	case nonEmpty:
-		return fmt.Errorf("sheet %q has only a title, no header row", x.sheet.Name)
-	case seen > 0:
-		return fmt.Errorf("no header row: every row of sheet %q is empty", x.sheet.Name)
-	}
-	part := x.pkg.part(x.sheet.Part)
-	if part.UncompressedSize64 > 64<<10 {
-		return fmt.Errorf("sheet %q yields no rows from %d bytes of XML (damaged, or not written by a spreadsheet program)",
-			x.sheet.Name, part.UncompressedSize64)
-	}
-	return fmt.Errorf("no header row: sheet %q is empty", x.sheet.Name)
-}
-
-// xlsxHeaderCells returns the header that row spells: without trailing
-// empty columns, except those a merged last cell covers, and with the
-// columns a merged cell covers named after it.
-func xlsxHeaderCells(row *xlsxRow, merges []xlsxMerge, maxColumns int) []string {
-	header := row.values
-	for len(header) > 0 && strings.TrimSpace(header[len(header)-1]) == "" {
-		header = header[:len(header)-1]
-	}
-	for _, mg := range merges {
-		// A last header cell merged across empty columns covers them.
-		if mg.row1 == row.n && mg.col1 <= len(header) && mg.col2 > len(header) && mg.col2 <= maxColumns {
-			header = append(header, make([]string, mg.col2-len(header))...)
-		}
-	}
-	// A header cell merged across columns names the first; the columns it
-	// covers are named after it ("Address (2)", ...) so that they are
-	// columns the kind does not know, rather than nameless ones.
-	for i := range header {
-		if strings.TrimSpace(header[i]) != "" {
-			continue
-		}
-		for _, mg := range merges {
-			if mg.row1 <= row.n && row.n <= mg.row2 && mg.col1 <= i+1 && i+1 <= mg.col2 && mg.col1 < i+1 {
-				if first := strings.TrimSpace(header[mg.col1-1]); first != "" && mg.row1 == row.n {
-					header[i] = fmt.Sprintf("%s (%d)", first, i+2-mg.col1)
-				}
-			}
-		}
-	}
-	return header
-}
-
-func xlsxNonBlank(values []string) []int {
-	var out []int
-	for i, v := range values {
-		if strings.TrimSpace(v) != "" {
-			out = append(out, i)
-		}
-	}
-	return out
-}
-
-func xlsxMergedAcross(merges []xlsxMerge, row int64, col int) bool {
-	for _, m := range merges {
-		if m.row1 == row && m.col1 == col && m.col2 > m.col1 {
-			return true
-		}
-	}
-	return false
 }
 
 // xlsxScanned is a row the scanner read ahead.
@@ -685,7 +568,7 @@ func (x *Reader) Next() (rec rows.Record, err error) {
 		}
 	}()
 	for {
-		r, err := x.step(x.width + x.o.ExtraColumns)
+		r, err := x.nextRow(x.width + x.o.ExtraColumns)
 		if errors.Is(err, io.EOF) {
 			return rows.Record{}, io.EOF
 		}

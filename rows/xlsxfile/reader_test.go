@@ -1,8 +1,11 @@
 package xlsxfile
 
 import (
+	"archive/zip"
 	"bytes"
 	"errors"
+	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -101,6 +104,257 @@ func TestXLSXReaderOptions(t *testing.T) {
 				t.Fatalf("records %v", recs)
 			}
 		})
+	}
+}
+
+// TestXLSXReaderTitles: a lone cell is a title when a wider row follows
+// within rows.HeaderScanRows non-empty rows, merged or not; a sheet of
+// one column has its first row for a header, and the rows read while
+// looking are data, numbered and counted as without the look.
+func TestXLSXReaderTitles(t *testing.T) {
+	t.Parallel()
+	oneColumn := [][]any{{"email"}}
+	for i := 0; i < 25; i++ {
+		if i%5 == 4 {
+			oneColumn = append(oneColumn, []any{""}) // a blank row element
+			continue
+		}
+		oneColumn = append(oneColumn, []any{"a@x.io"})
+	}
+	tests := []struct {
+		name    string
+		rows    [][]any
+		opts    Options
+		header  string
+		hdrRow  int64
+		first   int64 // the first data row
+		records int
+		skipped int64
+		fileErr string
+	}{
+		{name: "two titles and a blank row", rows: [][]any{{"Customers"}, {"exported today"}, {nil}, {"email", "name"}, {"a@x.io", "A"}},
+			header: "email|name", hdrRow: 4, first: 5, records: 1},
+		{name: "one column", rows: oneColumn, header: "email", hdrRow: 1, first: 2, records: 20, skipped: 5},
+		{name: "one column with a rule", rows: oneColumn, opts: Options{HeaderFunc: func(c []string) bool { return false }},
+			header: "email", hdrRow: 1, first: 2, records: 20, skipped: 5},
+		{
+			// The wider row comes past the window: the lone cell is the
+			// header, the rows under it data (the wide one ragged).
+			name: "wider row too far", rows: append(append([][]any{{"email"}}, oneColumn[1:25]...), []any{"b@x.io", "note"}),
+			header: "email", hdrRow: 1, first: 2, records: 21, skipped: 4,
+		},
+		{
+			// Held back at the header scan's limit, checked at the
+			// header's when it comes out as data.
+			name: "held row too wide", rows: [][]any{{"email"}, append(make([]any, 99), "far")},
+			fileErr: "row 2 has a cell in column CV, more than 64 columns past the header's last column A",
+		},
+		{name: "only titles", rows: [][]any{{"Customers"}}, header: "Customers", hdrRow: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := workbook(t, []string{"S"}, map[string][][]any{"S": tt.rows}, nil)
+			opts := tt.opts
+			opts.TmpDir = t.TempDir()
+			xr, recs, err := readXLSX(t, bytes.NewReader(b), "t.xlsx", &opts)
+			if tt.fileErr != "" {
+				var fe *rows.FileError
+				if !errors.As(err, &fe) || !strings.Contains(err.Error(), tt.fileErr) {
+					t.Fatalf("want a rows.FileError with %q, got %v", tt.fileErr, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(xr.Header(), "|") != tt.header || xr.HeaderRow() != tt.hdrRow || len(recs) != tt.records || xr.SkippedEmpty() != tt.skipped {
+				t.Fatalf("header %q on row %d, %d records, %d skipped; want %q on row %d, %d, %d",
+					xr.Header(), xr.HeaderRow(), len(recs), xr.SkippedEmpty(), tt.header, tt.hdrRow, tt.records, tt.skipped)
+			}
+			if len(recs) > 0 && recs[0].Row != tt.first {
+				t.Errorf("first data row %d, want %d", recs[0].Row, tt.first)
+			}
+			for i := 1; i < len(recs); i++ {
+				if recs[i].Row <= recs[i-1].Row {
+					t.Errorf("row %d after row %d", recs[i].Row, recs[i-1].Row)
+				}
+			}
+		})
+	}
+}
+
+// TestXLSXReaderHeldErrorRow: a row with no value but a row error (a
+// formula excelize wrote and nothing calculated), read while looking for
+// the header, comes out as data with its error, not as a blank row.
+func TestXLSXReaderHeldErrorRow(t *testing.T) {
+	t.Parallel()
+	f := excelize.NewFile()
+	defer f.Close()
+	f.SetSheetRow("Sheet1", "A1", &[]any{"email"})
+	if err := f.SetCellFormula("Sheet1", "A2", "1+1"); err != nil {
+		t.Fatal(err)
+	}
+	f.SetSheetRow("Sheet1", "A3", &[]any{""})
+	f.SetSheetRow("Sheet1", "A4", &[]any{"a@x.io"})
+	var buf bytes.Buffer
+	if err := f.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	xr, recs, err := readXLSX(t, &buf, "e.xlsx", &Options{TmpDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if xr.HeaderRow() != 1 || len(recs) != 2 || recs[0].Row != 2 || recs[1].Row != 4 || xr.SkippedEmpty() != 1 {
+		t.Fatalf("header row %d, records %+v, %d skipped", xr.HeaderRow(), recs, xr.SkippedEmpty())
+	}
+	if e := recs[0].Errors; len(e) != 1 || e[0].Code != CodeFormulaNotCalculated || e[0].Column != "email" ||
+		e[0].Message != "cell A2 has a formula that was never calculated: open the file in Excel and save it again" {
+		t.Fatalf("row 2 errors %+v", e)
+	}
+}
+
+// TestXLSXReaderHeaderFunc: the rule looks at the first
+// rows.HeaderScanRows non-empty rows of a sheet, with the cells a header
+// would have, and chooses among visible sheets only.
+func TestXLSXReaderHeaderFunc(t *testing.T) {
+	t.Parallel()
+	notes := make([][]any, 0, 21)
+	for i := 0; i < 20; i++ {
+		notes = append(notes, []any{"note", "more"})
+	}
+	far := append(notes, []any{"email", "name"}, []any{"a@x.io", "A"})
+	rule := func(cells []string) bool {
+		return slices.Contains(cells, "email") && slices.Contains(cells, "Address (2)")
+	}
+
+	t.Run("past the first 20 non-empty rows", func(t *testing.T) {
+		t.Parallel()
+		b := workbook(t, []string{"S"}, map[string][][]any{"S": far}, nil)
+		xr, recs, err := readXLSX(t, bytes.NewReader(b), "f.xlsx", &Options{TmpDir: t.TempDir(), HeaderFunc: customersHeaderOf("email", "name")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Not found: the default rule, and every row after it is data.
+		if xr.HeaderRow() != 1 || len(recs) != 21 || recs[0].Row != 2 {
+			t.Fatalf("header row %d, %d records from row %d", xr.HeaderRow(), len(recs), recs[0].Row)
+		}
+	})
+	t.Run("merged header cells", func(t *testing.T) {
+		t.Parallel()
+		b := workbook(t, []string{"S"}, map[string][][]any{"S": {{"Title"}, {"email", "Address", nil}, {"a@x.io", "1 Main St", "Springfield"}}},
+			map[string][]string{"S": {"B2:C2"}})
+		xr, recs, err := readXLSX(t, bytes.NewReader(b), "m.xlsx", &Options{TmpDir: t.TempDir(), HeaderFunc: rule})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if xr.HeaderRow() != 2 || len(recs) != 1 {
+			t.Fatalf("header row %d, %d records", xr.HeaderRow(), len(recs))
+		}
+	})
+	t.Run("hidden and empty sheets", func(t *testing.T) {
+		t.Parallel()
+		f := excelize.NewFile()
+		defer f.Close()
+		f.SetSheetRow("Sheet1", "A1", &[]any{"email", "name"}) // hidden: never tried
+		f.NewSheet("Empty")
+		f.NewSheet("Data")
+		f.SetSheetRow("Data", "A1", &[]any{"email", "name"})
+		f.SetSheetRow("Data", "A2", &[]any{"a@x.io", "A"})
+		f.SetActiveSheet(2)
+		if err := f.SetSheetVisible("Sheet1", false); err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		f.Write(&buf)
+		raw := buf.Bytes()
+		xr, recs, err := readXLSX(t, bytes.NewReader(raw), "h.xlsx", &Options{TmpDir: t.TempDir(), HeaderFunc: customersHeaderOf("email", "name")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if xr.Sheet() != "Data" || len(recs) != 1 {
+			t.Fatalf("sheet %q, %d records", xr.Sheet(), len(recs))
+		}
+		_, _, err = readXLSX(t, bytes.NewReader(raw), "h.xlsx", &Options{TmpDir: t.TempDir(), HeaderFunc: customersHeaderOf("id")})
+		if want := `no sheet has the header looked for in its first 20 rows (sheets tried: "Empty", "Data")`; err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("error %v, want one with %q", err, want)
+		}
+	})
+}
+
+// TestXLSXReaderSearchGuards: every sheet tried for its header is read
+// with every guard of the sheet scanner; a hostile sheet after a sheet
+// passed over is refused, not skipped.
+func TestXLSXReaderSearchGuards(t *testing.T) {
+	t.Parallel()
+	b := workbook(t, []string{"Instructions", "Data"}, map[string][][]any{
+		"Instructions": {{"Fill in the Data sheet."}},
+		"Data":         {{"email", "name"}},
+	}, nil)
+	const head = `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>`
+	for name, tt := range map[string]struct{ sheet, want string }{
+		"giant cell":    {head + `<row r="1"><c r="A1" t="inlineStr"><is><t>` + strings.Repeat("x", 2<<20) + `</t></is></c></row></sheetData></worksheet>`, "without markup"},
+		"out of order":  {head + `<row r="2"><c r="A2"><v>1</v></c></row><row r="1"><c r="A1"><v>1</v></c></row></sheetData></worksheet>`, "row 1 comes after row 2"},
+		"too wide":      {head + `<row r="1"><c r="A1"><v>1</v></c><c r="AMK1"><v>1</v></c></row></sheetData></worksheet>`, "past the limit of 1024 columns"},
+		"bad sst index": {head + `<row r="1"><c r="A1" t="s"><v>99</v></c></row></sheetData></worksheet>`, `refers to shared string "99"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			raw := replacePart(t, b, "xl/worksheets/sheet2.xml", tt.sheet)
+			// The ratio check would refuse the giant cell first: leave it
+			// to the sheet scanner.
+			opts := &Options{TmpDir: t.TempDir(), HeaderFunc: customersHeaderOf("email"), MaxCompressionRatio: 1 << 30}
+			_, _, err := readXLSX(t, bytes.NewReader(raw), "g.xlsx", opts)
+			var fe *rows.FileError
+			if !errors.As(err, &fe) || !strings.Contains(err.Error(), `sheet "Data"`) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("want a rows.FileError about sheet \"Data\" with %q, got %v", tt.want, err)
+			}
+		})
+	}
+}
+
+// replacePart returns the zip b with the part name's body replaced.
+func replacePart(t *testing.T, b []byte, name, body string) []byte {
+	t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	zw := zip.NewWriter(&out)
+	for _, f := range zr.File {
+		w, err := zw.Create(f.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Name == name {
+			_, err = w.Write([]byte(body))
+		} else {
+			var rc io.ReadCloser
+			if rc, err = f.Open(); err == nil {
+				_, err = io.Copy(w, rc)
+				rc.Close()
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+// customersHeaderOf returns a header rule that wants the given columns.
+func customersHeaderOf(cols ...string) func([]string) bool {
+	return func(cells []string) bool {
+		for _, c := range cols {
+			if !slices.Contains(cells, c) {
+				return false
+			}
+		}
+		return true
 	}
 }
 

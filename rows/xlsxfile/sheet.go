@@ -19,11 +19,18 @@ const (
 )
 
 // xlsxCellMeta is what excelize's streaming API does not tell about a cell:
-// its column, type (t) and style (s).
+// its column, type (t) and style (s), and whether it is a formula with no
+// cached value.
 type xlsxCellMeta struct {
 	col   int
 	typ   string
 	style int
+	// uncalculated is set for a formula (<f>) without a cached value: no
+	// <v> (nor inline text), or an empty <v> where only a text result
+	// (t="str", Excel's cached "") can be empty. Libraries write formulas
+	// so; excelize reads such a cell as "" or as the formula's text, and
+	// either would be data the file does not hold.
+	uncalculated bool
 }
 
 // xlsxSheetScanner walks a worksheet's XML a row ahead of excelize's Rows
@@ -283,11 +290,18 @@ func (s *xlsxSheetScanner) readCells(rowName xml.Name, limit int) error {
 				return &errXLSXTooWide{row: s.row, col: c.col}
 			}
 			col = c.col
-			s.cells = append(s.cells, c)
-			v, err := s.skipCell(t.Name, c.typ == "s")
+			v, kids, err := s.skipCell(t.Name, c.typ == "s")
 			if err != nil {
 				return err
 			}
+			if kids.formula {
+				// A cached "" is only a text result's (Excel writes
+				// <v></v> for =IF(A1,"","x")); an empty number or
+				// boolean is none.
+				c.uncalculated = !kids.value && !kids.inline ||
+					kids.value && kids.emptyValue && c.typ != "str" && c.typ != "inlineStr"
+			}
+			s.cells = append(s.cells, c)
 			if c.typ == "s" && v != "" {
 				i, err := strconv.Atoi(strings.TrimSpace(v))
 				if err != nil || i < 0 || i >= s.sst {
@@ -307,22 +321,44 @@ func (s *xlsxSheetScanner) readCells(rowName xml.Name, limit int) error {
 	}
 }
 
-// skipCell reads past the rest of a cell element and, when value is set,
-// returns the text of its <v>.
-func (s *xlsxSheetScanner) skipCell(name xml.Name, value bool) (string, error) {
+// xlsxCellKids is what skipCell saw inside a cell element: a formula
+// (<f>), a value (<v>) and whether it held only blanks, inline text (<is>).
+type xlsxCellKids struct {
+	formula, value, emptyValue, inline bool
+}
+
+// skipCell reads past the rest of a cell element, noting which child
+// elements it has, and, when value is set, returns the text of its <v>.
+func (s *xlsxSheetScanner) skipCell(name xml.Name, value bool) (string, xlsxCellKids, error) {
 	depth := 0
 	inV := false
-	var v []byte
+	var (
+		v    []byte
+		kids xlsxCellKids
+	)
 	for {
 		tok, err := s.d.RawToken()
 		if err != nil {
-			return "", s.tokenErr(err)
+			return "", kids, s.tokenErr(err)
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
 			depth++
 			inV = depth == 1 && t.Name.Local == "v"
+			if depth == 1 {
+				switch t.Name.Local {
+				case "f":
+					kids.formula = true
+				case "v":
+					kids.value, kids.emptyValue = true, true
+				case "is":
+					kids.inline = true
+				}
+			}
 		case xml.CharData:
+			if inV && len(bytes.TrimSpace(t)) > 0 {
+				kids.emptyValue = false
+			}
 			if value && inV && len(v) < 64 {
 				v = append(v, t...)
 			}
@@ -330,13 +366,13 @@ func (s *xlsxSheetScanner) skipCell(name xml.Name, value bool) (string, error) {
 			inV = false
 			if depth == 0 {
 				if t.Name != name {
-					return "", fmt.Errorf("row %d: a cell's XML is malformed", s.row)
+					return "", kids, fmt.Errorf("row %d: a cell's XML is malformed", s.row)
 				}
-				return string(v), nil
+				return string(v), kids, nil
 			}
 			depth--
 		case xml.Directive:
-			return "", errors.New("the sheet declares a DOCTYPE")
+			return "", kids, errors.New("the sheet declares a DOCTYPE")
 		}
 	}
 }
