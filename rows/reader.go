@@ -126,17 +126,4 @@ type ReadOptions struct {
 	// MaxCellBytes caps one cell; a longer cell is a row error. 0 is the
 	// format's default.
 	MaxCellBytes int
-	// HeaderFunc, when set, recognises the header row: among the first
-	// HeaderScanRows (20) non-empty rows of a file (of each sheet a workbook
-	// is searched in), the first for which it returns true is the header,
-	// and the rows above it (titles, notes) are skipped. When no row matches,
-	// readers fall back to their default rule.
-	HeaderFunc func(cells []string) bool
-	// HeaderHint describes what HeaderFunc looks for ("the columns email,
-	// name, signup_date"), for error messages.
-	HeaderHint string
 }
-
-// HeaderScanRows is how many non-empty rows readers search for a header
-// that HeaderFunc recognises.
-const HeaderScanRows = 20
