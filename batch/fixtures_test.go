@@ -56,6 +56,12 @@ var fixtureOutcomes = map[string]fixtureOutcome{
 	"excel_dates.csv":       {valid: 2, invalid: 1, codes: map[int64]string{3: "bad_date"}},
 	"duplicate_keys.csv":    {valid: 2, invalid: 1, codes: map[int64]string{4: "duplicate_key"}},
 	"formula_quotes.csv":    {valid: 2, values: map[int64]map[int]string{2: {1: "=Ann", 4: "-0"}, 3: {1: "'Bob", 4: "+2"}}},
+	// Excel's sep= line names the delimiter and is row 1.
+	"sep_line.csv": {valid: 3, values: map[int64]map[int]string{3: {0: "zoe@example.com", 1: "Zoë Straße"}, 5: {4: "99.99"}}},
+	// Title and note lines above the header: the header is the first row
+	// with the kind's required columns.
+	"title_rows.csv":  {valid: 3, values: map[int64]map[int]string{5: {0: "zoe@example.com"}}},
+	"header_row3.csv": {valid: 3, values: map[int64]map[int]string{4: {0: "zoe@example.com"}}},
 }
 
 // TestImportFixturesCorpus imports every file of fixtures/csv as customers

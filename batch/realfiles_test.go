@@ -341,3 +341,40 @@ func TestErrorReportKeepsCellsPastTheHeader(t *testing.T) {
 		}
 	})
 }
+
+// TestRealWorkbooks imports the workbooks of Excel's habits on both
+// stores: a first sheet that is not the data, a title row that is not
+// merged, formulas never calculated, and no sheet with the kind's columns.
+func TestRealWorkbooks(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, bd *bundle) {
+		e := customersEngine(t, bd)
+		for name, w := range map[string]struct {
+			succeeded, invalid int64
+			codes              map[int64]string
+			rejected           string
+		}{
+			"sheets_info_first.xlsx":    {succeeded: 3},
+			"title_not_merged.xlsx":     {succeeded: 3},
+			"formula_uncalculated.xlsx": {succeeded: 3, invalid: 2, codes: map[int64]string{3: "formula_not_calculated", 4: "formula_not_calculated"}},
+			"no_matching_sheet.xlsx":    {rejected: `no sheet has a header with the columns email, name, signup_date in its first 20 rows (sheets tried: "Orders", "Notes")`},
+		} {
+			b, err := importAndWorkParams(t, e, "../fixtures/xlsx/"+name, batch.ImportParams{Read: rows.ReadOptions{TmpDir: t.TempDir()}})
+			if w.rejected != "" {
+				var fe *rows.FileError
+				if !errors.As(err, &fe) || !strings.Contains(err.Error(), w.rejected) {
+					t.Errorf("%s: %v, want a file error with %q", name, err, w.rejected)
+				}
+				continue
+			}
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+				continue
+			}
+			if b.Counts[rows.StateSucceeded] != w.succeeded || b.Counts[rows.StateInvalid] != w.invalid {
+				t.Errorf("%s: counts %v", name, b.Counts)
+			}
+			checkRows(t, bd, name, b.ID, w.codes, nil)
+		}
+	})
+}

@@ -170,7 +170,14 @@ func (c *cli) printPreview(res *previewResult, read *readFlags) {
 		fmt.Fprintf(w, "sheet      %q, header on row %d\n", res.Sheet, res.HeaderRow)
 	} else {
 		fmt.Fprintf(w, "encoding   %s (%s)\n", res.Encoding, how(encGiven, "detected"))
-		fmt.Fprintf(w, "delimiter  %s (%s)\n", res.Delimiter, how(delimGiven, "sniffed"))
+		detected := "sniffed"
+		if res.SepLine {
+			detected = "from the file's sep= line"
+		}
+		fmt.Fprintf(w, "delimiter  %s (%s)\n", res.Delimiter, how(delimGiven, detected))
+		if res.HeaderRow > 1 {
+			fmt.Fprintf(w, "header on row %d (the rows above it are not data)\n", res.HeaderRow)
+		}
 	}
 	fmt.Fprintf(w, "header     %s\n", strings.Join(quoteAll(res.Header), " | "))
 	if len(res.Rows) == 0 {

@@ -220,13 +220,8 @@ func NewReader(r io.Reader, name string, opts *Options) (*Reader, error) {
 	if len(rec) > o.MaxColumns {
 		return nil, &rows.FileError{File: name, Line: line, Err: fmt.Errorf("header has %d columns, more than the limit of %d", len(rec), o.MaxColumns)}
 	}
-	for _, h := range rec {
-		// Until charsets are decoded, a header that is not UTF-8 text is
-		// most likely not a CSV file at all (an image, a spreadsheet saved
-		// under the wrong name): say so rather than "missing columns".
-		if strings.ContainsRune(h, 0) || !utf8.ValidString(h) {
-			return nil, &rows.FileError{File: name, Line: line, Err: errors.New("the header row is not UTF-8 text: is this a CSV file?")}
-		}
+	if notText(rec) {
+		return nil, &rows.FileError{File: name, Line: line, Err: errors.New("the header row is not UTF-8 text: is this a CSV file?")}
 	}
 	c.header = rec
 	return c, nil
@@ -320,6 +315,12 @@ func (c *Reader) headerBy(accept func([]string) bool) ([]string, int64, error) {
 			c.skipped++
 			continue
 		}
+		if len(held) == 0 && notText(rec) {
+			// Not a CSV file at all: say so at its first row, before
+			// reading on for a header finds some other fault.
+			c.hdrRow = c.row
+			return rec, line, nil
+		}
 		if accept(rec) {
 			c.hdrRow = c.row
 			c.above += int64(len(held))
@@ -336,6 +337,19 @@ func (c *Reader) headerBy(accept func([]string) bool) ([]string, int64, error) {
 	c.hdrRow = held[0].row
 	c.pending = held[1:]
 	return held[0].values, held[0].line, nil
+}
+
+// notText reports whether a row is not UTF-8 text. Until charsets are
+// decoded, a header like that is most likely not a CSV file at all (an
+// image, a spreadsheet saved under the wrong name): say so rather than
+// "missing columns".
+func notText(rec []string) bool {
+	for _, h := range rec {
+		if strings.ContainsRune(h, 0) || !utf8.ValidString(h) {
+			return true
+		}
+	}
+	return false
 }
 
 // read returns the next physical record and the line it starts on.
