@@ -91,14 +91,7 @@ func EnsureSchema(ctx context.Context, db *sql.DB, d Dialect) error {
 		return fmt.Errorf("customers schema: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after commit
-	ddl := `CREATE TABLE IF NOT EXISTS customers (
-		id INTEGER PRIMARY KEY,
-		email TEXT NOT NULL UNIQUE,
-		name TEXT NOT NULL,
-		country TEXT,
-		signup_date TEXT NOT NULL,
-		amount TEXT,
-		updated_at TEXT NOT NULL)`
+	ddl := sqliteTable("IF NOT EXISTS customers")
 	if d == Postgres {
 		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(1919907687, hashtext(current_schema()))`); err != nil {
 			return fmt.Errorf("customers schema lock: %w", err)
@@ -121,6 +114,18 @@ func EnsureSchema(ctx context.Context, db *sql.DB, d Dialect) error {
 	return tx.Commit()
 }
 
+// sqliteTable is the customers table's definition on SQLite, under name.
+func sqliteTable(name string) string {
+	return `CREATE TABLE ` + name + ` (
+		id INTEGER PRIMARY KEY,
+		email TEXT NOT NULL UNIQUE,
+		name TEXT NOT NULL,
+		country TEXT,
+		signup_date TEXT NOT NULL,
+		amount TEXT,
+		updated_at TEXT NOT NULL)`
+}
+
 // optionalColumns lets country and amount be NULL in a table made before
 // they were optional (NOT NULL, filled with ” and 0 when a file had no
 // value). PostgreSQL drops the constraints in place; SQLite cannot, so the
@@ -138,14 +143,7 @@ func optionalColumns(ctx context.Context, tx *sql.Tx, d Dialect) error {
 		return nil
 	}
 	for _, stmt := range []string{
-		`CREATE TABLE customers_optional (
-			id INTEGER PRIMARY KEY,
-			email TEXT NOT NULL UNIQUE,
-			name TEXT NOT NULL,
-			country TEXT,
-			signup_date TEXT NOT NULL,
-			amount TEXT,
-			updated_at TEXT NOT NULL)`,
+		sqliteTable("customers_optional"),
 		`INSERT INTO customers_optional SELECT id, email, name, country, signup_date, amount, updated_at FROM customers`,
 		`DROP TABLE customers`,
 		`ALTER TABLE customers_optional RENAME TO customers`,
