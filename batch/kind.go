@@ -75,7 +75,39 @@ type Kind[T any] struct {
 	// Example is a row that shows what a good file looks like; `batchctl
 	// template` writes it under the header. Optional.
 	Example *T
+	// KeyedEffects declares that the processor's effect is external and
+	// that it passes RowInfo.EffectKey downstream, which applies each key
+	// once (an HTTP API honouring Idempotency-Key). The engine then claims
+	// each row's key before the processor runs: a key already done is not
+	// run again (the row takes the stored result id), and a key reused with
+	// another payload fails the row (key_reused). A kind that is neither a
+	// TxProcessor nor keyed is at-least-once: after a lost lease its rows
+	// may run twice, and `batchctl kinds` says so.
+	KeyedEffects bool
+	// EffectKeyFunc derives a row's effect key from its data (an order
+	// reference), so that the same effect is recognised across batches.
+	// Defaults to "<tenant>/<batch>/<row>".
+	EffectKeyFunc func(T) string
+	// ReconcileFunc settles a row whose outcome is unknown (a timeout, a
+	// lost answer) by asking the downstream: it returns the result id when
+	// the effect happened, or a Permanent error when it did not and must
+	// not be retried, or any other error to retry the row. Without it,
+	// unknown rows wait for a person (`batchctl reconcile`).
+	ReconcileFunc func(ctx context.Context, row T) (string, error)
 }
+
+// Guarantee says how often a kind's effect happens per row.
+type Guarantee string
+
+// The guarantees.
+const (
+	// ExactlyOnce: a TxProcessor, whose writes commit with the outcomes.
+	ExactlyOnce Guarantee = "exactly-once"
+	// OncePerKey: a keyed kind, whose downstream applies each key once.
+	OncePerKey Guarantee = "once-per-effect-key"
+	// AtLeastOnce: anything else; a row may run twice after a lost lease.
+	AtLeastOnce Guarantee = "at-least-once"
+)
 
 // kind is a registered Kind with its type erased, so the engine can hold
 // kinds of different row types.
@@ -127,6 +159,8 @@ type KindInfo struct {
 	Name        string        `json:"name"`
 	Description string        `json:"description"`
 	Direction   string        `json:"direction"`
+	// Guarantee is how often an import kind's effect happens per row.
+	Guarantee Guarantee `json:"guarantee,omitempty"`
 	Columns     []rows.Column `json:"columns"`
 	Required    []string      `json:"required"`
 }
@@ -135,11 +169,23 @@ type registered[T any] struct {
 	k        Kind[T]
 	pipeline *validate.Pipeline[T]
 	s        kindSettings
+	// tx is the processor as a TxProcessor, when it is one.
+	tx TxProcessor[T]
 }
 
 func (r *registered[T]) info() KindInfo {
-	return KindInfo{Name: r.k.Name, Description: r.k.Description, Direction: DirectionImport,
+	return KindInfo{Name: r.k.Name, Description: r.k.Description, Direction: DirectionImport, Guarantee: r.guarantee(),
 		Columns: r.pipeline.Binder().Columns(), Required: r.pipeline.RequiredColumns()}
+}
+
+func (r *registered[T]) guarantee() Guarantee {
+	switch {
+	case r.tx != nil:
+		return ExactlyOnce
+	case r.k.KeyedEffects:
+		return OncePerKey
+	}
+	return AtLeastOnce
 }
 
 func (r *registered[T]) settings() kindSettings { return r.s }
@@ -384,7 +430,9 @@ func Register[T any](r *Registry, k Kind[T]) error {
 	if s.backoff == nil {
 		s.backoff = defaultBackoff
 	}
-	r.kinds[k.Name] = &registered[T]{k: k, pipeline: p, s: s}
+	reg := &registered[T]{k: k, pipeline: p, s: s}
+	reg.tx, _ = k.Processor.(TxProcessor[T])
+	r.kinds[k.Name] = reg
 	return nil
 }
 

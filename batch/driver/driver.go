@@ -271,6 +271,30 @@ type RowsCountParams struct {
 	BatchID  int64
 }
 
+// Tx is a store's transaction as a processor writes in it (a
+// TxProcessor): statements with $1, $2 placeholders, which both stores
+// accept.
+type Tx interface {
+	Exec(ctx context.Context, sql string, args ...any) (int64, error)
+	Query(ctx context.Context, sql string, args ...any) (TxRows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) TxRow
+	// Engine is "postgres" or "sqlite", for the statements that differ.
+	Engine() string
+}
+
+// TxRows is a result set of a Tx query.
+type TxRows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close() error
+}
+
+// TxRow is a single-row result of a Tx query.
+type TxRow interface {
+	Scan(dest ...any) error
+}
+
 // SchemaStatus is where a database's schema stands against the migrations
 // this build knows.
 type SchemaStatus struct {
