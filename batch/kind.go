@@ -156,13 +156,13 @@ const (
 
 // KindInfo describes a registered kind.
 type KindInfo struct {
-	Name        string        `json:"name"`
-	Description string        `json:"description"`
-	Direction   string        `json:"direction"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Direction   string `json:"direction"`
 	// Guarantee is how often an import kind's effect happens per row.
-	Guarantee Guarantee `json:"guarantee,omitempty"`
-	Columns     []rows.Column `json:"columns"`
-	Required    []string      `json:"required"`
+	Guarantee Guarantee     `json:"guarantee,omitempty"`
+	Columns   []rows.Column `json:"columns"`
+	Required  []string      `json:"required"`
 }
 
 type registered[T any] struct {
