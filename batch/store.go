@@ -57,8 +57,9 @@ type (
 
 // Batch statuses.
 const (
-	StatusRunning  = driver.StatusRunning
-	StatusFinished = driver.StatusFinished
+	StatusRunning   = driver.StatusRunning
+	StatusFinished  = driver.StatusFinished
+	StatusCancelled = driver.StatusCancelled
 )
 
 // Sentinel errors; match with errors.Is.

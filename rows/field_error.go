@@ -29,6 +29,14 @@ const (
 	// CodeDuplicateKey is a row whose natural key an earlier row of the
 	// same file already has.
 	CodeDuplicateKey Code = "duplicate_key"
+	// CodeExhausted is a row that used every attempt.
+	CodeExhausted Code = "attempts_exhausted"
+	// CodeCancelledLate is a row whose processor finished after its batch
+	// was cancelled: the effect may have happened.
+	CodeCancelledLate Code = "cancelled_late"
+	// CodeKeyReused is a row whose effect key was claimed before with
+	// another payload.
+	CodeKeyReused Code = "key_reused"
 )
 
 // FieldError explains why one field (or the whole row, when Column is empty)

@@ -39,6 +39,8 @@ const (
 	StatusRunning Status = "running"
 	// StatusFinished: every row has reached a terminal state (or unknown).
 	StatusFinished Status = "finished"
+	// StatusCancelled: cancelled for good; no row succeeds after it.
+	StatusCancelled Status = "cancelled"
 )
 
 // Batch is one import, export or recalculation, with totals derived from its
@@ -125,6 +127,9 @@ type BatchIngestParams struct {
 	// IdempotencyKey, when set, is unique per tenant: a second batch with
 	// it is ErrConflict.
 	IdempotencyKey string
+	// MaxAttempts is the kind's attempt limit: a claim moves a row that has
+	// used them all to dead. Defaults to 5.
+	MaxAttempts int
 	// Rows yields the rows in order. A non-nil error aborts the ingest: the
 	// store rolls back and nothing of the batch is left.
 	Rows iter.Seq2[IngestRow, error]
@@ -169,6 +174,10 @@ type ChunkClaimParams struct {
 	// LeaseDuration is how long the lease lasts without renewal, measured on
 	// the database's clock.
 	LeaseDuration time.Duration
+	// Kinds limits the claim to batches of these kinds (the kinds this
+	// worker can process); nil means any. A batch of another kind is left
+	// to the workers that know it.
+	Kinds []string
 }
 
 // Lease is a claimed chunk: the fencing token and the rows that are due.
@@ -180,7 +189,11 @@ type Lease struct {
 	Header   []string
 	// Conventions are the batch's, for binding its rows again.
 	Conventions rows.Conventions
-	Owner       string
+	// Cancelled is a lease on a chunk of a cancelled batch, claimed to
+	// sweep rows a dead worker left processing: flush it with no outcomes
+	// and they become cancelled.
+	Cancelled bool
+	Owner     string
 	// Token is the fencing token: it grows with every claim of the chunk,
 	// and every write under the lease is a compare-and-set on it.
 	Token int64
@@ -198,6 +211,8 @@ type LeasedRow struct {
 type ChunkNextDueParams struct {
 	// TenantIDs limits the search to these tenants; nil means any.
 	TenantIDs []string
+	// Kinds limits the search to batches of these kinds; nil means any.
+	Kinds []string
 	// BatchID limits the search to one batch; 0 means any.
 	BatchID int64
 }
@@ -232,6 +247,10 @@ type RowOutcome struct {
 	Error    *rows.FieldError
 	// RetryDelay is how long from now (database clock) a retrying row waits.
 	RetryDelay time.Duration
+	// EffectKey, when set, is the row's claimed effect key: the flush
+	// records the outcome on it (done with the result id, failed, unknown;
+	// a retrying row keeps its claim).
+	EffectKey string
 }
 
 // ChunkFlushParams are the parameters of Store.ChunkFlush.
@@ -241,6 +260,16 @@ type ChunkFlushParams struct {
 	ChunkNo  int64
 	Token    int64
 	Outcomes []RowOutcome
+	// EffectFunc, when set, runs inside the flush's transaction after the
+	// fencing token is checked, and its outcomes join Outcomes: the writes
+	// of a transactional processor commit with the outcomes or not at all.
+	// An error from it rolls the whole flush back and is returned. It is
+	// not run when the batch was cancelled.
+	EffectFunc func(ctx context.Context, tx Tx) ([]RowOutcome, error)
+	// Unworked are rows this lease marked processing and did not work
+	// (shutdown, a pause): they go back to their state before the claim
+	// and get back the attempt the claim counted.
+	Unworked []int64
 	// Release ends the lease after the flush, so the chunk's remaining due
 	// rows can be claimed again at once.
 	Release bool
@@ -251,7 +280,118 @@ type FlushResult struct {
 	Counts   rows.Counts
 	Finished bool
 	EventSeq int64
+	// Cancelled reports that the batch had been cancelled: the flush ran no
+	// EffectFunc, and recorded its rows as cancelled (a succeeded one as
+	// unknown: its effect may have happened after the cancel).
+	Cancelled bool
 }
+
+// EffectRef is one row's effect to claim.
+type EffectRef struct {
+	RowNo int64
+	Key   string
+	// Digest is the SHA-256 of the row's payload: the same key with
+	// another payload is a key reused.
+	Digest string
+}
+
+// EffectsClaimParams are the parameters of Store.EffectsClaim.
+type EffectsClaimParams struct {
+	TenantID string
+	BatchID  int64
+	ChunkNo  int64
+	Token    int64
+	Effects  []EffectRef
+}
+
+// EffectStatus is what claiming an effect key found.
+type EffectStatus string
+
+// The statuses.
+const (
+	// EffectNew: the key was free and is now this row's; run the effect.
+	EffectNew EffectStatus = "new"
+	// EffectMine: the key is this row's from an earlier attempt, not done;
+	// run the effect again (the downstream applies the key once).
+	EffectMine EffectStatus = "mine"
+	// EffectDone: the key's effect is done, with ResultID; do not run it.
+	EffectDone EffectStatus = "done"
+	// EffectPending: another row holds the key and has not finished; try
+	// again later.
+	EffectPending EffectStatus = "pending"
+	// EffectReused: the key was claimed with another payload.
+	EffectReused EffectStatus = "reused"
+)
+
+// EffectClaim is the result of claiming one row's effect key.
+type EffectClaim struct {
+	RowNo    int64
+	Status   EffectStatus
+	ResultID string
+	// Holder is the batch and row that hold the key (for Pending, Reused
+	// and Done by another row).
+	HolderBatch int64
+	HolderRow   int64
+}
+
+// BatchControlParams name a batch for cancel, pause and resume.
+type BatchControlParams struct {
+	TenantID string
+	ID       int64
+}
+
+// PauseParams pause or resume a kind, or a whole tenant.
+type PauseParams struct {
+	TenantID string
+	// Kind pauses one kind of the tenant; "" pauses the whole tenant.
+	Kind   string
+	Paused bool
+}
+
+// RowsRetryParams are the parameters of Store.RowsRetry.
+type RowsRetryParams struct {
+	TenantID string
+	BatchID  int64
+	// States are the states to retry: failed, dead (and unknown, for a
+	// person who knows the effect did not happen).
+	States []rows.State
+}
+
+// RowSettleParams are the parameters of Store.RowSettle: a person, or a
+// kind's reconciliation, settling an unknown row.
+type RowSettleParams struct {
+	TenantID string
+	BatchID  int64
+	RowNo    int64
+	// State is succeeded, failed, or valid (to be worked again).
+	State    rows.State
+	ResultID string
+	// Reason is recorded as the row's error when it failed.
+	Reason string
+}
+
+// Worker is a worker credential: a name, the tenants it may work.
+type Worker struct {
+	Name      string   `json:"name"`
+	TenantIDs []string `json:"tenant_ids"`
+}
+
+// WorkerCreateParams are the parameters of Store.WorkerCreate.
+type WorkerCreateParams struct {
+	Name      string
+	TokenHash string
+	TenantIDs []string
+}
+
+// ErrBatchStopped is returned by LeaseRenew when the lease still holds
+// but its batch was cancelled or paused: the worker stops, and its flush
+// records what was done.
+var ErrBatchStopped = errors.New("batch cancelled or paused")
+
+// ErrTransient marks an error a retry may clear: a dropped connection, a
+// server restart, a serialisation failure, a deadlock, a busy database.
+// Stores wrap such errors with it; match with errors.Is.
+var ErrTransient = errors.New("transient database error")
 
 // RowsListParams are the parameters of Store.RowsList.
 type RowsListParams struct {
@@ -345,13 +485,41 @@ type Store interface {
 	// scope that is due soonest, or ErrNoWork when no such chunk is left:
 	// what a worker that found nothing to claim is waiting for.
 	ChunkNextDue(ctx context.Context, params ChunkNextDueParams) (*ChunkDue, error)
-	// LeaseRenew extends a lease; ErrLeaseLost when the token is stale.
+	// LeaseRenew extends a lease; ErrLeaseLost when the token is stale,
+	// ErrBatchStopped when its batch was cancelled or paused.
 	LeaseRenew(ctx context.Context, params LeaseRenewParams) error
 	// ChunkFlush records outcomes under the lease: it locks the chunk row and
 	// checks the token (ErrLeaseLost: nothing written), updates the rows,
 	// overwrites the chunk's counts from its rows, appends an event and
 	// finishes the batch when no row is open.
 	ChunkFlush(ctx context.Context, params ChunkFlushParams) (*FlushResult, error)
+	// EffectsClaim claims the effect keys of a leased chunk's rows, in one
+	// transaction fenced by the token (ErrLeaseLost: nothing claimed),
+	// and says for each row what it found.
+	EffectsClaim(ctx context.Context, params EffectsClaimParams) ([]EffectClaim, error)
+	// BatchCancel cancels a running batch for good: no new claims, open
+	// rows not under a live lease become cancelled at once, the others
+	// when their lease's flush comes (or expires). ErrNotFound for another
+	// tenant's batch or an unknown id.
+	BatchCancel(ctx context.Context, params BatchControlParams) (*Batch, error)
+	// BatchPause pauses (paused true) or resumes a batch.
+	BatchPause(ctx context.Context, params BatchControlParams, paused bool) (*Batch, error)
+	// Pause pauses or resumes a kind of a tenant, or the whole tenant.
+	Pause(ctx context.Context, params PauseParams) error
+	// Paused lists a tenant's paused kinds ("" for the whole tenant).
+	Paused(ctx context.Context, tenantID string) ([]string, error)
+	// RowsRetry makes a batch's rows in the given states due again, with
+	// their attempts reset, and returns how many.
+	RowsRetry(ctx context.Context, params RowsRetryParams) (int64, error)
+	// RowSettle settles one unknown row.
+	RowSettle(ctx context.Context, params RowSettleParams) error
+	// KindsOpen lists the kinds of the running batches in scope.
+	KindsOpen(ctx context.Context, tenantIDs []string) ([]string, error)
+	// WorkerCreate stores a worker credential (its token's hash).
+	WorkerCreate(ctx context.Context, params WorkerCreateParams) error
+	// WorkerAuth returns the credential with that token hash, or
+	// ErrNotFound.
+	WorkerAuth(ctx context.Context, tokenHash string) (*Worker, error)
 	// RowsList pages through a batch's rows in row order.
 	RowsList(ctx context.Context, params RowsListParams) ([]Row, error)
 	// RowsCount counts a batch's rows by state with a fresh aggregate over

@@ -2,6 +2,8 @@ package storesql
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
 	"iter"
 	"strings"
 	"time"
@@ -35,6 +37,17 @@ type Dialect struct {
 	// NULL"; ListArg renders the argument for it.
 	InText  func(col, param string) string
 	ListArg func([]string) any
+	// InInt renders "col is one of the integers in parameter $n";
+	// IntListArg renders the argument for it.
+	InInt      func(col, param string) string
+	IntListArg func([]int64) any
+	// JSONRecords renders a table u of the records of a JSON array
+	// parameter (an array of objects, JSONArg), with the given columns and
+	// SQL types, for UPDATE ... FROM and INSERT ... SELECT.
+	JSONRecords func(param string, cols map[string]string) string
+	// JSONError renders a row's errors column: one field error of the row
+	// rowExpr, with the code and message parameters.
+	JSONError func(rowExpr, codeParam, msgParam string) string
 	// HasTable returns a query whose one boolean answer says whether the
 	// engine's table exists.
 	HasTable func(table string) (string, []any)
@@ -105,6 +118,9 @@ type Driver interface {
 	// UpdateOutcomes writes a flush's row outcomes: only rows of the chunk
 	// (row_no between first and last) that are still processing.
 	UpdateOutcomes(ctx context.Context, q Querier, p UpdateOutcomesParams) error
+	// Notify tells idle workers of other processes that rows are due,
+	// on commit of q's transaction (a hint; they poll anyway).
+	Notify(ctx context.Context, q Querier) error
 }
 
 // InsertRowsParams are the parameters of Driver.InsertRows.
@@ -168,3 +184,45 @@ func typeName(v any) string {
 	}
 	return "an unknown type"
 }
+
+// ColumnList renders the columns of a JSONRecords table in a stable order.
+func ColumnList(cols map[string]string, render func(name, typ string) string) string {
+	names := make([]string, 0, len(cols))
+	for n := range cols {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = render(n, cols[n])
+	}
+	return strings.Join(out, ", ")
+}
+
+// JSONArg renders records as the JSON array parameter of JSONRecords.
+func JSONArg(records any) (string, error) {
+	b, err := json.Marshal(records)
+	return string(b), err
+}
+
+// tx adapts a Querier to driver.Tx, for a transactional processor.
+type tx struct {
+	q      Querier
+	engine string
+}
+
+func txOf(q Querier, d *Dialect) driver.Tx { return tx{q: q, engine: string(d.Engine)} }
+
+func (t tx) Exec(ctx context.Context, sql string, args ...any) (int64, error) {
+	return t.q.Exec(ctx, sql, args...)
+}
+
+func (t tx) Query(ctx context.Context, sql string, args ...any) (driver.TxRows, error) {
+	return t.q.Query(ctx, sql, args...)
+}
+
+func (t tx) QueryRow(ctx context.Context, sql string, args ...any) driver.TxRow {
+	return t.q.QueryRow(ctx, sql, args...)
+}
+
+func (t tx) Engine() string { return t.engine }

@@ -23,12 +23,14 @@ type Store struct {
 	d   *Dialect
 	drv Driver
 	q   statements
+	c   control
 }
 
 // New returns the shared store for a driver and its dialect.
 func New(drv Driver, d *Dialect) *Store {
 	s := &Store{d: d, drv: drv}
 	s.q = newStatements(d)
+	s.c = newControl(d)
 	return s
 }
 
@@ -42,9 +44,15 @@ type statements struct {
 	batchGet, batchList, batchFind                               string
 	findChunk, leaseChunk, markProcessing, recount, recountFree  string
 	leaseRenew, checkLease, rowsList, rowsCount, migrationsTable string
-	nextDue                                                      string
+	nextDue, killExhausted, batchStatus, leaseHeld, cancelLeft   string
+	giveBack, recordEffects                                      string
 	migrationsApplied, migrationInsert, schemaVersion            string
 }
+
+// workable is the condition on a batch b whose rows workers may claim: it
+// runs and nothing pauses it, itself, its kind or its tenant.
+const workable = `b.status = 'running' AND NOT b.paused AND NOT EXISTS (SELECT 1 FROM {t}pauses p
+	WHERE p.tenant_id = b.tenant_id AND (p.scope = 'tenant' OR (p.scope = 'kind' AND p.value = b.kind)))`
 
 // batchColumns and batchFrom select a batch with its totals, summed over
 // its chunks in the same query; scanBatch reads them.
@@ -54,8 +62,8 @@ const batchColumns = `b.id, b.tenant_id, b.kind, b.source_name, b.source_digest,
 func newStatements(d *Dialect) statements {
 	sums := SumColumns()
 	return statements{
-		insertBatch: d.Expand(`INSERT INTO {t}batches (tenant_id, kind, source_name, header, options, idempotency_key, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, {now}) RETURNING id`),
+		insertBatch: d.Expand(`INSERT INTO {t}batches (tenant_id, kind, source_name, header, options, idempotency_key, max_attempts, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, {now}) RETURNING id`),
 		ingestSummary: d.Expand(`UPDATE {t}batches SET source_digest = $1, skipped_empty = $2, options = $3 WHERE id = $4`),
 		insertChunks: d.Expand(`INSERT INTO {t}batch_chunks
 			(batch_id, chunk_no, tenant_id, first_row_no, last_row_no, next_due_at, ` + CountColumns() + `)
@@ -64,13 +72,17 @@ func newStatements(d *Dialect) statements {
 			FROM {t}batch_rows WHERE batch_id = $1 GROUP BY batch_id, chunk_no, tenant_id`),
 		nextSeq: d.Expand(`UPDATE {t}batches SET event_seq = event_seq + 1 WHERE id = $1
 			RETURNING event_seq, tenant_id`),
+		// A batch finishes when no chunk has open rows, and runs again when
+		// rows are retried; a cancelled batch stays cancelled.
 		finish: d.Expand(`UPDATE {t}batches SET
-				status = CASE WHEN status = 'running' AND NOT EXISTS
-					(SELECT 1 FROM {t}batch_chunks WHERE batch_id = $1 AND next_due_at IS NOT NULL)
-					THEN 'finished' ELSE status END,
-				finished_at = CASE WHEN status = 'running' AND NOT EXISTS
-					(SELECT 1 FROM {t}batch_chunks WHERE batch_id = $1 AND next_due_at IS NOT NULL)
-					THEN {now} ELSE finished_at END
+				status = CASE
+					WHEN status = 'running' AND NOT EXISTS (SELECT 1 FROM {t}batch_chunks WHERE batch_id = $1 AND next_due_at IS NOT NULL) THEN 'finished'
+					WHEN status = 'finished' AND EXISTS (SELECT 1 FROM {t}batch_chunks WHERE batch_id = $1 AND next_due_at IS NOT NULL) THEN 'running'
+					ELSE status END,
+				finished_at = CASE
+					WHEN status = 'running' AND NOT EXISTS (SELECT 1 FROM {t}batch_chunks WHERE batch_id = $1 AND next_due_at IS NOT NULL) THEN {now}
+					WHEN status = 'finished' AND EXISTS (SELECT 1 FROM {t}batch_chunks WHERE batch_id = $1 AND next_due_at IS NOT NULL) THEN NULL
+					ELSE finished_at END
 			WHERE id = $1 RETURNING status`),
 		sumChunks: d.Expand(`SELECT ` + sums + ` FROM {t}batch_chunks WHERE batch_id = $1`),
 		insertEvent: d.Expand(`INSERT INTO {t}batch_events (tenant_id, batch_id, seq, type, payload, created_at)
@@ -92,22 +104,51 @@ func newStatements(d *Dialect) statements {
 			FROM page JOIN {t}batches b ON b.id = page.id
 			LEFT JOIN {t}batch_chunks c ON c.batch_id = b.id
 			GROUP BY b.id ORDER BY b.id DESC`),
-		findChunk: d.Expand(`SELECT ch.batch_id, ch.chunk_no, ch.tenant_id, b.kind, b.header, b.options, ch.first_row_no, ch.last_row_no
+		// A chunk of a cancelled batch is claimable too when rows of a dead
+		// worker's lease are left in it: its claim sweeps them to cancelled,
+		// so recovery needs no cleanup job.
+		findChunk: d.Expand(`SELECT ch.batch_id, ch.chunk_no, ch.tenant_id, b.kind, b.header, b.options, b.max_attempts, b.status,
+				ch.first_row_no, ch.last_row_no
 			FROM {t}batch_chunks ch JOIN {t}batches b ON b.id = ch.batch_id
 			WHERE ch.next_due_at IS NOT NULL AND ch.next_due_at <= {now}
 			  AND (ch.lease_expires_at IS NULL OR ch.lease_expires_at < {now})
-			  AND b.status = 'running' AND NOT b.paused
+			  AND ((` + workable + `) OR b.status = 'cancelled')
 			  AND (CAST($1 AS bigint) = 0 OR ch.batch_id = $1)
 			  AND ` + d.InText("ch.tenant_id", "$2") + `
+			  AND ` + d.InText("b.kind", "$3") + `
 			ORDER BY ch.last_claimed_at NULLS FIRST, ch.batch_id, ch.chunk_no
 			LIMIT 1{skip_locked}`),
 		nextDue: d.Expand(`SELECT ch.batch_id, ch.chunk_no, ch.next_due_at, COALESCE(ch.lease_owner, ''), ch.lease_expires_at
 			FROM {t}batch_chunks ch JOIN {t}batches b ON b.id = ch.batch_id
-			WHERE ch.next_due_at IS NOT NULL AND b.status = 'running' AND NOT b.paused
+			WHERE ch.next_due_at IS NOT NULL AND ((` + workable + `) OR b.status = 'cancelled')
 			  AND (CAST($1 AS bigint) = 0 OR ch.batch_id = $1)
 			  AND ` + d.InText("ch.tenant_id", "$2") + `
+			  AND ` + d.InText("b.kind", "$3") + `
 			ORDER BY ch.next_due_at, ch.batch_id, ch.chunk_no
 			LIMIT 1`),
+		// A row that has used every attempt when it is due again was worked
+		// by workers that crashed or lost their lease each time: it is dead,
+		// with a reason, rather than retried forever.
+		killExhausted: d.Expand(`UPDATE {t}batch_rows
+			SET state = 'dead', next_attempt_at = NULL, updated_at = {now},
+			    errors = ` + d.JSONError("row_no", "$6", "$7") + `
+			WHERE batch_id = $1 AND row_no BETWEEN $2 AND $3 AND tenant_id = $4
+			  AND state IN ` + ClaimableStates + ` AND next_attempt_at <= {now} AND attempts >= $5`),
+		batchStatus: d.Expand(`SELECT status FROM {t}batches WHERE id = $1`),
+		leaseHeld: d.Expand(`SELECT 1 FROM {t}batch_chunks
+			WHERE batch_id = $1 AND chunk_no = $2 AND lease_token = $3 AND tenant_id = $4 AND lease_expires_at IS NOT NULL`),
+		// Rows a flush leaves processing in a cancelled batch's chunk were
+		// this lease's: cancelled.
+		cancelLeft: d.Expand(`UPDATE {t}batch_rows SET state = 'cancelled', next_attempt_at = NULL, updated_at = {now}
+			WHERE batch_id = $1 AND tenant_id = $2 AND row_no BETWEEN $3 AND $4 AND state = 'processing'`),
+		// Rows claimed but not worked get their state and attempt back.
+		giveBack: d.Expand(`UPDATE {t}batch_rows
+			SET state = CASE WHEN attempts > 1 THEN 'retrying' ELSE 'valid' END, attempts = attempts - 1, updated_at = {now}
+			WHERE batch_id = $1 AND tenant_id = $2 AND row_no BETWEEN $3 AND $4 AND state = 'processing'
+			  AND ` + d.InInt("row_no", "$5")),
+		recordEffects: d.Expand(`UPDATE {t}effects AS e SET state = u.s, result_id = u.r, done_at = {now}
+			FROM ` + d.JSONRecords("$3", map[string]string{"k": "text", "s": "text", "r": "text", "n": "bigint"}) + `
+			WHERE e.tenant_id = $1 AND e.batch_id = $2 AND e.effect_key = u.k AND e.row_no = u.n`),
 		leaseChunk: d.Expand(`UPDATE {t}batch_chunks
 			SET lease_owner = $1, lease_token = lease_token + 1,
 			    lease_expires_at = {now} + CAST($2 AS bigint) * {ms}, last_claimed_at = {now}
@@ -121,9 +162,13 @@ func newStatements(d *Dialect) statements {
 		recountFree: d.Expand(recountSQL(", lease_owner = NULL, lease_expires_at = NULL")),
 		leaseRenew: d.Expand(`UPDATE {t}batch_chunks SET lease_expires_at = {now} + CAST($1 AS bigint) * {ms}
 			WHERE batch_id = $2 AND chunk_no = $3 AND lease_token = $4 AND tenant_id = $5
-			  AND lease_expires_at IS NOT NULL`),
+			  AND lease_expires_at IS NOT NULL
+			  AND EXISTS (SELECT 1 FROM {t}batches b WHERE b.id = $2 AND ` + workable + `)`),
+		// A lease is held from its claim to its releasing flush: a token
+		// that still matches but was released writes nothing either.
 		checkLease: d.Expand(`SELECT first_row_no, last_row_no FROM {t}batch_chunks
-			WHERE batch_id = $1 AND chunk_no = $2 AND lease_token = $3 AND tenant_id = $4{for_update}`),
+			WHERE batch_id = $1 AND chunk_no = $2 AND lease_token = $3 AND tenant_id = $4
+			  AND lease_expires_at IS NOT NULL{for_update}`),
 		rowsList: d.Expand(`SELECT row_no, chunk_no, state, payload, errors, result_id, attempts, updated_at
 			FROM {t}batch_rows
 			WHERE tenant_id = $1 AND batch_id = $2 AND ($3 = '' OR state = $3) AND row_no > $4
@@ -260,7 +305,11 @@ func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*d
 		if p.IdempotencyKey != "" {
 			key = p.IdempotencyKey
 		}
-		if err := q.QueryRow(ctx, s.q.insertBatch, p.TenantID, p.Kind, p.SourceName, string(header), string(options), key).Scan(&id); err != nil {
+		maxAttempts := p.MaxAttempts
+		if maxAttempts <= 0 {
+			maxAttempts = 5
+		}
+		if err := q.QueryRow(ctx, s.q.insertBatch, p.TenantID, p.Kind, p.SourceName, string(header), string(options), key, maxAttempts).Scan(&id); err != nil {
 			return fmt.Errorf("insert batch: %w", err)
 		}
 		if err := s.drv.InsertRows(ctx, q, InsertRowsParams{BatchID: id, TenantID: p.TenantID, Rows: p.Rows}); err != nil {
@@ -281,8 +330,10 @@ func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*d
 		if _, err := q.Exec(ctx, s.q.insertChunks, id); err != nil {
 			return fmt.Errorf("insert chunks: %w", err)
 		}
-		_, err = s.afterChange(ctx, q, id, "ingested")
-		return err
+		if _, err = s.afterChange(ctx, q, id, "ingested"); err != nil {
+			return err
+		}
+		return s.drv.Notify(ctx, q)
 	})
 	if err != nil {
 		return nil, err
@@ -402,17 +453,20 @@ func (s *Store) BatchList(ctx context.Context, p driver.BatchListParams) ([]*dri
 }
 
 // ChunkClaim leases the claimable chunk served longest ago (skipping, on
-// PostgreSQL, chunks another transaction is claiming), marks its due rows
-// processing and returns them.
+// PostgreSQL, chunks another transaction is claiming), moves its due rows
+// that have used every attempt to dead, marks the others processing and
+// returns them.
 func (s *Store) ChunkClaim(ctx context.Context, p driver.ChunkClaimParams) (*driver.Lease, error) {
 	var l driver.Lease
 	err := s.drv.InTx(ctx, func(q Querier) error {
 		var (
 			first, last     int64
 			header, options string
+			maxAttempts     int
+			status          string
 		)
-		err := q.QueryRow(ctx, s.q.findChunk, p.BatchID, s.d.ListArg(p.TenantIDs)).
-			Scan(&l.BatchID, &l.ChunkNo, &l.TenantID, &l.Kind, &header, &options, &first, &last)
+		err := q.QueryRow(ctx, s.q.findChunk, p.BatchID, s.d.ListArg(p.TenantIDs), s.d.ListArg(p.Kinds)).
+			Scan(&l.BatchID, &l.ChunkNo, &l.TenantID, &l.Kind, &header, &options, &maxAttempts, &status, &first, &last)
 		if errors.Is(err, sql.ErrNoRows) {
 			return driver.ErrNoWork
 		}
@@ -427,10 +481,18 @@ func (s *Store) ChunkClaim(ctx context.Context, p driver.ChunkClaimParams) (*dri
 			return fmt.Errorf("batch %d options: %w", l.BatchID, err)
 		}
 		l.Conventions = opts.Conventions
+		l.Cancelled = status == string(driver.StatusCancelled)
 		if err := q.QueryRow(ctx, s.q.leaseChunk, p.Owner, p.LeaseDuration.Milliseconds(), l.BatchID, l.ChunkNo).Scan(&l.Token); err != nil {
 			return fmt.Errorf("lease chunk: %w", err)
 		}
 		l.Owner = p.Owner
+		if l.Cancelled {
+			return nil // swept by the flush that follows
+		}
+		msg := fmt.Sprintf("used all %d attempts: each time, its worker stopped (crashed, was killed, or lost its lease) before it recorded an outcome", maxAttempts)
+		if _, err := q.Exec(ctx, s.q.killExhausted, l.BatchID, first, last, l.TenantID, maxAttempts, string(rows.CodeExhausted), msg); err != nil {
+			return fmt.Errorf("rows out of attempts: %w", err)
+		}
 		rs, err := q.Query(ctx, s.q.markProcessing, l.BatchID, first, last, l.TenantID)
 		if err != nil {
 			return fmt.Errorf("mark rows processing: %w", err)
@@ -469,7 +531,7 @@ func (s *Store) ChunkNextDue(ctx context.Context, p driver.ChunkNextDueParams) (
 		d              driver.ChunkDue
 		due, leaseEnds Time
 	)
-	err := s.drv.DB().QueryRow(ctx, s.q.nextDue, p.BatchID, s.d.ListArg(p.TenantIDs)).
+	err := s.drv.DB().QueryRow(ctx, s.q.nextDue, p.BatchID, s.d.ListArg(p.TenantIDs), s.d.ListArg(p.Kinds)).
 		Scan(&d.BatchID, &d.ChunkNo, &due, &d.LeaseOwner, &leaseEnds)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, driver.ErrNoWork
@@ -494,21 +556,32 @@ func (s *Store) recount(ctx context.Context, q Querier, batchID, chunkNo int64, 
 	return nil
 }
 
-// LeaseRenew extends a lease if its token still holds.
+// LeaseRenew extends a lease if its token still holds and its batch may
+// still be worked.
 func (s *Store) LeaseRenew(ctx context.Context, p driver.LeaseRenewParams) error {
 	n, err := s.drv.DB().Exec(ctx, s.q.leaseRenew, p.LeaseDuration.Milliseconds(), p.BatchID, p.ChunkNo, p.Token, p.TenantID)
 	if err != nil {
 		return fmt.Errorf("renew lease: %w", err)
 	}
-	if n == 0 {
-		return driver.ErrLeaseLost
+	if n > 0 {
+		return nil
 	}
-	return nil
+	var one int
+	err = s.drv.DB().QueryRow(ctx, s.q.leaseHeld, p.BatchID, p.ChunkNo, p.Token, p.TenantID).Scan(&one)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return driver.ErrLeaseLost
+	case err != nil:
+		return fmt.Errorf("renew lease: %w", err)
+	}
+	return driver.ErrBatchStopped
 }
 
 // ChunkFlush records outcomes under the lease's fencing token: the chunk
 // row is locked and checked first (no row: the lease is lost and nothing is
-// written), which also serialises recounts of the chunk.
+// written), which also serialises recounts of the chunk. A transactional
+// processor's EffectFunc runs next, in the same transaction, so its writes
+// commit with the outcomes or not at all.
 func (s *Store) ChunkFlush(ctx context.Context, p driver.ChunkFlushParams) (*driver.FlushResult, error) {
 	var res *driver.FlushResult
 	err := s.drv.InTx(ctx, func(q Querier) error {
@@ -520,21 +593,119 @@ func (s *Store) ChunkFlush(ctx context.Context, p driver.ChunkFlushParams) (*dri
 		if err != nil {
 			return fmt.Errorf("check lease: %w", err)
 		}
-		if len(p.Outcomes) > 0 {
-			if err := s.drv.UpdateOutcomes(ctx, q, UpdateOutcomesParams{BatchID: p.BatchID, TenantID: p.TenantID, First: first, Last: last, Outcomes: p.Outcomes}); err != nil {
+		// A cancel locks the batch's chunks before it changes the batch,
+		// so with this chunk locked the status cannot change under us.
+		var status string
+		if err := q.QueryRow(ctx, s.q.batchStatus, p.BatchID).Scan(&status); err != nil {
+			return fmt.Errorf("batch status: %w", err)
+		}
+		cancelled := status == string(driver.StatusCancelled)
+		outcomes := p.Outcomes
+		switch {
+		case cancelled:
+			outcomes = cancelledOutcomes(outcomes)
+		case p.EffectFunc != nil:
+			more, err := p.EffectFunc(ctx, txOf(q, s.d))
+			if err != nil {
+				return err
+			}
+			outcomes = append(slices.Clip(outcomes), more...)
+		}
+		if len(outcomes) > 0 {
+			if err := s.drv.UpdateOutcomes(ctx, q, UpdateOutcomesParams{BatchID: p.BatchID, TenantID: p.TenantID, First: first, Last: last, Outcomes: outcomes}); err != nil {
 				return fmt.Errorf("record outcomes: %w", err)
+			}
+			if err := s.recordEffects(ctx, q, p.TenantID, p.BatchID, outcomes); err != nil {
+				return err
+			}
+		}
+		switch {
+		case cancelled:
+			if _, err := q.Exec(ctx, s.q.cancelLeft, p.BatchID, p.TenantID, first, last); err != nil {
+				return fmt.Errorf("cancel rows: %w", err)
+			}
+		case len(p.Unworked) > 0:
+			if _, err := q.Exec(ctx, s.q.giveBack, p.BatchID, p.TenantID, first, last, s.d.IntListArg(p.Unworked)); err != nil {
+				return fmt.Errorf("give back rows: %w", err)
 			}
 		}
 		if err := s.recount(ctx, q, p.BatchID, p.ChunkNo, p.Release); err != nil {
 			return err
 		}
 		res, err = s.afterChange(ctx, q, p.BatchID, "progress")
+		if res != nil {
+			res.Cancelled = cancelled
+		}
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// cancelledOutcomes are what a flush records when the batch was cancelled
+// while the lease's rows were worked: no row succeeds after a cancel, but a
+// row whose processor reported success may have had its effect, so it is
+// unknown (to be reconciled), not cancelled; a row still to be retried is
+// cancelled; a failure stays a failure.
+func cancelledOutcomes(outs []driver.RowOutcome) []driver.RowOutcome {
+	out := make([]driver.RowOutcome, len(outs))
+	for i, o := range outs {
+		switch o.State {
+		case rows.StateSucceeded:
+			o.State = rows.StateUnknown
+			o.Error = &rows.FieldError{Row: o.RowNo, Code: rows.CodeCancelledLate,
+				Message: "the batch was cancelled while this row's effect was under way: it may have happened (result " + o.ResultID + "); reconcile it"}
+			o.ResultID = ""
+		case rows.StateRetrying:
+			o.State = rows.StateCancelled
+		}
+		out[i] = o
+	}
+	return out
+}
+
+// effectRecord is one outcome on an effect key, as recordEffects reads it.
+type effectRecord struct {
+	Key    string `json:"k"`
+	State  string `json:"s"`
+	Result string `json:"r"`
+	Row    int64  `json:"n"`
+}
+
+// recordEffects records the outcomes of rows with a claimed effect key: done
+// with the result, failed, or unknown; a retrying row keeps its claim.
+func (s *Store) recordEffects(ctx context.Context, q Querier, tenant string, batchID int64, outs []driver.RowOutcome) error {
+	var recs []effectRecord
+	for _, o := range outs {
+		if o.EffectKey == "" {
+			continue
+		}
+		var state string
+		switch o.State {
+		case rows.StateSucceeded:
+			state = "done"
+		case rows.StateFailed, rows.StateDead:
+			state = "failed"
+		case rows.StateUnknown:
+			state = "unknown"
+		default:
+			continue
+		}
+		recs = append(recs, effectRecord{Key: o.EffectKey, State: state, Result: o.ResultID, Row: o.RowNo})
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	arg, err := JSONArg(recs)
+	if err != nil {
+		return err
+	}
+	if _, err := q.Exec(ctx, s.q.recordEffects, tenant, batchID, arg); err != nil {
+		return fmt.Errorf("record effects: %w", err)
+	}
+	return nil
 }
 
 // RowsList pages through a batch's rows in row order.

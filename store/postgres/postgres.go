@@ -19,7 +19,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
+	"net"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -87,6 +91,16 @@ func dialect(schema string) *storesql.Dialect {
 			}
 			return ss
 		},
+		InInt: func(col, param string) string {
+			return fmt.Sprintf("%s = ANY(CAST(%s AS bigint[]))", col, param)
+		},
+		IntListArg: func(ns []int64) any { return ns },
+		JSONRecords: func(param string, cols map[string]string) string {
+			return fmt.Sprintf("jsonb_to_recordset(CAST(%s AS jsonb)) AS u(%s)", param, storesql.ColumnList(cols, func(name, typ string) string { return name + " " + typ }))
+		},
+		JSONError: func(rowExpr, code, msg string) string {
+			return fmt.Sprintf("jsonb_build_array(jsonb_build_object('row', %s, 'code', CAST(%s AS text), 'message', CAST(%s AS text)))", rowExpr, code, msg)
+		},
 		HasTable: func(table string) (string, []any) {
 			return `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = $1 AND tablename = $2)`, []any{schema, table}
 		},
@@ -105,11 +119,44 @@ func (s *Store) Close() error { return nil }
 // interpretError maps pgx errors to the engine's sentinels. pgx.ErrNoRows
 // already matches sql.ErrNoRows, which the shared statements look for.
 func interpretError(err error) error {
+	if err == nil {
+		return nil
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "23505" {
 		return fmt.Errorf("%w: %v", driver.ErrConflict, err)
 	}
+	if transient(err) {
+		return fmt.Errorf("%w: %w", driver.ErrTransient, err)
+	}
 	return err
+}
+
+// transient reports whether a retry may clear err: the server went away or
+// restarts (a terminated backend, an admin shutdown), the connection broke,
+// or the transaction lost a serialisation race or a deadlock. A cancelled
+// or expired context is the caller's decision, never transient.
+func transient(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case pe.Code == "40001", pe.Code == "40P01", // serialization_failure, deadlock_detected
+			strings.HasPrefix(pe.Code, "08"),                           // connection exceptions
+			pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03", // admin/crash shutdown, cannot connect now
+			pe.Code == "53300": // too_many_connections
+			return true
+		}
+		return false
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return pgconn.SafeToRetry(err) || errors.As(err, &ce) || errors.As(err, &ne) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) ||
+		strings.Contains(err.Error(), "conn closed")
 }
 
 // pgDriver adapts the pool to storesql.Driver.
@@ -188,6 +235,16 @@ func (d pgDriver) LockMigrations(ctx context.Context, q storesql.Querier) error 
 	_, err := q.Exec(ctx, `SELECT set_config('search_path', $1, true)`, ident)
 	return err
 }
+
+// Notify sends a notification on the schema's work channel; PostgreSQL
+// delivers it when the transaction commits, never before.
+func (d pgDriver) Notify(ctx context.Context, q storesql.Querier) error {
+	_, err := q.Exec(ctx, `SELECT pg_notify($1, '')`, d.s.channel())
+	return err
+}
+
+// channel is the LISTEN/NOTIFY channel of the schema's work.
+func (s *Store) channel() string { return "rowfate_work_" + s.schema }
 
 // InsertRows streams a batch's rows with COPY.
 func (d pgDriver) InsertRows(ctx context.Context, q storesql.Querier, p storesql.InsertRowsParams) error {

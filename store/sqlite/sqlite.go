@@ -146,6 +146,21 @@ func dialect() *storesql.Dialect {
 			b, _ := json.Marshal(ss) // a []string always marshals
 			return string(b)
 		},
+		InInt: func(col, param string) string {
+			return fmt.Sprintf("%s IN (SELECT value FROM json_each(%s))", col, param)
+		},
+		IntListArg: func(ns []int64) any {
+			b, _ := json.Marshal(ns) // an []int64 always marshals
+			return string(b)
+		},
+		JSONRecords: func(param string, cols map[string]string) string {
+			return fmt.Sprintf("(SELECT %s FROM json_each(%s)) AS u", storesql.ColumnList(cols, func(name, _ string) string {
+				return fmt.Sprintf("json_extract(value, '$.%s') AS %s", name, name)
+			}), param)
+		},
+		JSONError: func(rowExpr, code, msg string) string {
+			return fmt.Sprintf("json_array(json_object('row', %s, 'code', %s, 'message', %s))", rowExpr, code, msg)
+		},
 		HasTable: func(table string) (string, []any) {
 			return `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = $1)`, []any{table}
 		},
@@ -165,8 +180,15 @@ func (s *Store) Close() error { return s.db.Close() }
 // interpretError maps SQLite errors to the engine's sentinels.
 func interpretError(err error) error {
 	var se *sqlite.Error
-	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT {
-		return fmt.Errorf("%w: %v", driver.ErrConflict, err)
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_CONSTRAINT:
+			return fmt.Errorf("%w: %v", driver.ErrConflict, err)
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			// Another process held the file's write lock past the busy
+			// timeout: a retry may get it.
+			return fmt.Errorf("%w: %w", driver.ErrTransient, err)
+		}
 	}
 	return err
 }
@@ -222,6 +244,10 @@ func (d liteDriver) InTx(ctx context.Context, f func(storesql.Querier) error) er
 	}
 	return interpretError(tx.Commit())
 }
+
+// Notify has no one to tell: SQLite is one process's, and an engine wakes
+// its own workers.
+func (liteDriver) Notify(context.Context, storesql.Querier) error { return nil }
 
 // LockMigrations has nothing to do: the transaction is BEGIN IMMEDIATE,
 // which already excludes every other writer of the file.

@@ -42,6 +42,7 @@ func Run(t *testing.T, newStore NewStoreFunc) {
 	t.Run("TenantScope", func(t *testing.T) { t.Parallel(); testTenantScope(t, newStore(t)) })
 	t.Run("RowsListPages", func(t *testing.T) { t.Parallel(); testRowsList(t, newStore(t)) })
 	t.Run("BatchListTotals", func(t *testing.T) { t.Parallel(); testBatchList(t, newStore(t)) })
+	runControl(t, newStore)
 	t.Run("SchemaStatus", func(t *testing.T) {
 		t.Parallel()
 		st, err := newStore(t).SchemaStatus(context.Background())

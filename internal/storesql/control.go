@@ -1,0 +1,449 @@
+package storesql
+
+import (
+	"context"
+	"crypto/subtle"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/rows"
+)
+
+// control are the statements of effects, cancel, pause, retry, settle and
+// worker credentials, expanded once for the dialect.
+type control struct {
+	insertEffects, existingEffects, takeOverEffect             string
+	lockChunks, cancelBatch, cancelRows, recountBatch, batchOf string
+	pauseBatch, pauseAdd, pauseDrop, pausedList                string
+	retryRows, rowChunk, lockChunk, settleRow, settleEffect    string
+	kindsOpen, workerCreate, workerAuth                        string
+}
+
+func newControl(d *Dialect) control {
+	return control{
+		// The source may repeat a key (two rows with one effect): ON
+		// CONFLICT DO NOTHING lets the first win inside the statement too.
+		// The WHERE true settles SQLite's parse of INSERT ... SELECT ... ON.
+		insertEffects: d.Expand(`INSERT INTO {t}effects (tenant_id, effect_key, digest, batch_id, row_no, state, claimed_at)
+			SELECT $1, u.k, u.d, $2, u.n, 'claimed', {now}
+			FROM ` + d.JSONRecords("$3", map[string]string{"k": "text", "d": "text", "n": "bigint"}) + `
+			WHERE true
+			ON CONFLICT (tenant_id, effect_key) DO NOTHING
+			RETURNING effect_key, row_no`),
+		existingEffects: d.Expand(`SELECT effect_key, digest, batch_id, row_no, state, COALESCE(result_id, '')
+			FROM {t}effects WHERE tenant_id = $1 AND ` + d.InText("effect_key", "$2")),
+		// A key whose effect failed for good may be taken over by another
+		// row with the same payload (a corrected re-import).
+		takeOverEffect: d.Expand(`UPDATE {t}effects SET batch_id = $3, row_no = $4, state = 'claimed', result_id = NULL, claimed_at = {now}, done_at = NULL
+			WHERE tenant_id = $1 AND effect_key = $2 AND state = 'failed'`),
+		// Chunks are locked in order before the batch row, the order of a
+		// flush (its chunk, then the batch): no deadlock between the two.
+		lockChunks: d.Expand(`SELECT chunk_no FROM {t}batch_chunks WHERE batch_id = $1 AND tenant_id = $2 ORDER BY chunk_no{for_update}`),
+		cancelBatch: d.Expand(`UPDATE {t}batches SET status = 'cancelled', cancel_requested_at = {now}, finished_at = {now}
+			WHERE id = $1 AND tenant_id = $2 AND status = 'running'`),
+		// Rows under a live lease are left to their worker's flush.
+		cancelRows: d.Expand(`UPDATE {t}batch_rows SET state = 'cancelled', next_attempt_at = NULL, updated_at = {now}
+			WHERE batch_id = $1 AND tenant_id = $2
+			  AND (state IN ('valid', 'retrying') OR (state = 'processing' AND EXISTS (
+			    SELECT 1 FROM {t}batch_chunks c WHERE c.batch_id = {t}batch_rows.batch_id AND c.chunk_no = {t}batch_rows.chunk_no
+			      AND (c.lease_expires_at IS NULL OR c.lease_expires_at < {now}))))`),
+		recountBatch: d.Expand(`UPDATE {t}batch_chunks SET (` + CountColumns() + `, next_due_at) = (
+				SELECT ` + CountAggregates() + `, min(next_attempt_at) FILTER (WHERE state IN ` + OpenStates + `)
+				FROM {t}batch_rows r
+				WHERE r.batch_id = {t}batch_chunks.batch_id
+				  AND r.row_no BETWEEN {t}batch_chunks.first_row_no AND {t}batch_chunks.last_row_no)
+			WHERE batch_id = $1`),
+		batchOf:    d.Expand(`SELECT status FROM {t}batches WHERE id = $1 AND tenant_id = $2`),
+		pauseBatch: d.Expand(`UPDATE {t}batches SET paused = $3 WHERE id = $1 AND tenant_id = $2`),
+		pauseAdd: d.Expand(`INSERT INTO {t}pauses (tenant_id, scope, value, created_at) VALUES ($1, $2, $3, {now})
+			ON CONFLICT (tenant_id, scope, value) DO NOTHING`),
+		pauseDrop:  d.Expand(`DELETE FROM {t}pauses WHERE tenant_id = $1 AND scope = $2 AND value = $3`),
+		pausedList: d.Expand(`SELECT value FROM {t}pauses WHERE tenant_id = $1 ORDER BY scope DESC, value`),
+		retryRows: d.Expand(`UPDATE {t}batch_rows
+			SET state = 'valid', attempts = 0, errors = NULL, result_id = NULL, next_attempt_at = {now}, updated_at = {now}
+			WHERE batch_id = $1 AND tenant_id = $2 AND ` + d.InText("state", "$3")),
+		rowChunk:  d.Expand(`SELECT chunk_no, state FROM {t}batch_rows WHERE batch_id = $1 AND row_no = $2 AND tenant_id = $3`),
+		lockChunk: d.Expand(`SELECT 1 FROM {t}batch_chunks WHERE batch_id = $1 AND chunk_no = $2{for_update}`),
+		settleRow: d.Expand(`UPDATE {t}batch_rows
+			SET state = $4, result_id = $5, errors = $6,
+			    attempts = CASE WHEN $4 = 'valid' THEN 0 ELSE attempts END,
+			    next_attempt_at = CASE WHEN $4 = 'valid' THEN {now} END, updated_at = {now}
+			WHERE batch_id = $1 AND row_no = $2 AND tenant_id = $3 AND state = 'unknown'`),
+		settleEffect: d.Expand(`UPDATE {t}effects SET state = $4, result_id = $5, done_at = {now}
+			WHERE tenant_id = $1 AND batch_id = $2 AND row_no = $3`),
+		kindsOpen:    d.Expand(`SELECT DISTINCT kind FROM {t}batches WHERE status = 'running' AND ` + d.InText("tenant_id", "$1") + ` ORDER BY kind`),
+		workerCreate: d.Expand(`INSERT INTO {t}workers (name, token_hash, tenant_ids, created_at) VALUES ($1, $2, $3, {now})`),
+		workerAuth:   d.Expand(`SELECT name, token_hash, tenant_ids FROM {t}workers WHERE token_hash = $1 AND revoked_at IS NULL`),
+	}
+}
+
+// effectRef is a row's key as insertEffects reads it.
+type effectRef struct {
+	Key    string `json:"k"`
+	Digest string `json:"d"`
+	Row    int64  `json:"n"`
+}
+
+// EffectsClaim claims a leased chunk's effect keys in one transaction,
+// fenced by the lease's token, and says for each row what it found.
+func (s *Store) EffectsClaim(ctx context.Context, p driver.EffectsClaimParams) ([]driver.EffectClaim, error) {
+	if len(p.Effects) == 0 {
+		return nil, nil
+	}
+	refs := make([]effectRef, len(p.Effects))
+	keys := make([]string, len(p.Effects))
+	for i, e := range p.Effects {
+		refs[i] = effectRef{Key: e.Key, Digest: e.Digest, Row: e.RowNo}
+		keys[i] = e.Key
+	}
+	arg, err := JSONArg(refs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]driver.EffectClaim, len(p.Effects))
+	err = s.drv.InTx(ctx, func(q Querier) error {
+		var first, last int64
+		err := q.QueryRow(ctx, s.q.checkLease, p.BatchID, p.ChunkNo, p.Token, p.TenantID).Scan(&first, &last)
+		if errors.Is(err, sql.ErrNoRows) {
+			return driver.ErrLeaseLost
+		}
+		if err != nil {
+			return fmt.Errorf("check lease: %w", err)
+		}
+		won := map[string]int64{}
+		rs, err := q.Query(ctx, s.c.insertEffects, p.TenantID, p.BatchID, arg)
+		if err != nil {
+			return fmt.Errorf("claim effects: %w", err)
+		}
+		for rs.Next() {
+			var (
+				k   string
+				row int64
+			)
+			if err := rs.Scan(&k, &row); err != nil {
+				rs.Close()
+				return err
+			}
+			won[k] = row
+		}
+		if err := rs.Close(); err != nil {
+			return fmt.Errorf("claim effects: %w", err)
+		}
+		type held struct {
+			digest, state, result string
+			batch, row            int64
+		}
+		existing := map[string]held{}
+		rs, err = q.Query(ctx, s.c.existingEffects, p.TenantID, s.d.ListArg(keys))
+		if err != nil {
+			return fmt.Errorf("read effects: %w", err)
+		}
+		for rs.Next() {
+			var (
+				k string
+				h held
+			)
+			if err := rs.Scan(&k, &h.digest, &h.batch, &h.row, &h.state, &h.result); err != nil {
+				rs.Close()
+				return err
+			}
+			existing[k] = h
+		}
+		if err := rs.Close(); err != nil {
+			return fmt.Errorf("read effects: %w", err)
+		}
+		for i, e := range p.Effects {
+			c := driver.EffectClaim{RowNo: e.RowNo}
+			h := existing[e.Key]
+			c.HolderBatch, c.HolderRow = h.batch, h.row
+			switch {
+			case won[e.Key] == e.RowNo && h.batch == p.BatchID:
+				c.Status = driver.EffectNew
+			case h.digest != e.Digest:
+				c.Status = driver.EffectReused
+			case h.state == "done":
+				c.Status, c.ResultID = driver.EffectDone, h.result
+			case h.batch == p.BatchID && h.row == e.RowNo:
+				c.Status = driver.EffectMine
+			case h.state == "failed":
+				n, err := q.Exec(ctx, s.c.takeOverEffect, p.TenantID, e.Key, p.BatchID, e.RowNo)
+				if err != nil {
+					return fmt.Errorf("take over effect: %w", err)
+				}
+				c.Status = driver.EffectPending
+				if n > 0 {
+					c.Status, c.HolderBatch, c.HolderRow = driver.EffectMine, p.BatchID, e.RowNo
+				}
+			default:
+				c.Status = driver.EffectPending
+			}
+			out[i] = c
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// batchStatusOf returns a tenant's batch's status, or ErrNotFound.
+func (s *Store) batchStatusOf(ctx context.Context, q Querier, tenant string, id int64) (driver.Status, error) {
+	var status string
+	err := q.QueryRow(ctx, s.c.batchOf, id, tenant).Scan(&status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("batch %d: %w", id, driver.ErrNotFound)
+	}
+	return driver.Status(status), err
+}
+
+// lockChunksOf locks all of a batch's chunk rows, in order.
+func (s *Store) lockChunksOf(ctx context.Context, q Querier, tenant string, id int64) error {
+	rs, err := q.Query(ctx, s.c.lockChunks, id, tenant)
+	if err != nil {
+		return fmt.Errorf("lock chunks: %w", err)
+	}
+	for rs.Next() {
+	}
+	return rs.Close()
+}
+
+// BatchCancel cancels a running batch; a batch that is not running comes
+// back unchanged.
+func (s *Store) BatchCancel(ctx context.Context, p driver.BatchControlParams) (*driver.Batch, error) {
+	err := s.drv.InTx(ctx, func(q Querier) error {
+		if _, err := s.batchStatusOf(ctx, q, p.TenantID, p.ID); err != nil {
+			return err
+		}
+		if err := s.lockChunksOf(ctx, q, p.TenantID, p.ID); err != nil {
+			return err
+		}
+		n, err := q.Exec(ctx, s.c.cancelBatch, p.ID, p.TenantID)
+		if err != nil || n == 0 {
+			return err
+		}
+		if _, err := q.Exec(ctx, s.c.cancelRows, p.ID, p.TenantID); err != nil {
+			return fmt.Errorf("cancel rows: %w", err)
+		}
+		if _, err := q.Exec(ctx, s.c.recountBatch, p.ID); err != nil {
+			return fmt.Errorf("recount: %w", err)
+		}
+		_, err = s.afterChange(ctx, q, p.ID, "cancelled")
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.BatchGet(ctx, driver.BatchGetParams{TenantID: p.TenantID, ID: p.ID})
+}
+
+// BatchPause pauses or resumes a batch.
+func (s *Store) BatchPause(ctx context.Context, p driver.BatchControlParams, paused bool) (*driver.Batch, error) {
+	err := s.drv.InTx(ctx, func(q Querier) error {
+		n, err := q.Exec(ctx, s.c.pauseBatch, p.ID, p.TenantID, paused)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("batch %d: %w", p.ID, driver.ErrNotFound)
+		}
+		typ := "paused"
+		if !paused {
+			typ = "resumed"
+		}
+		if _, err := s.afterChange(ctx, q, p.ID, typ); err != nil {
+			return err
+		}
+		if !paused {
+			return s.drv.Notify(ctx, q)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.BatchGet(ctx, driver.BatchGetParams{TenantID: p.TenantID, ID: p.ID})
+}
+
+// Pause pauses or resumes a kind of a tenant, or the whole tenant.
+func (s *Store) Pause(ctx context.Context, p driver.PauseParams) error {
+	scope, value := "kind", p.Kind
+	if p.Kind == "" {
+		scope = "tenant"
+	}
+	return s.drv.InTx(ctx, func(q Querier) error {
+		if p.Paused {
+			_, err := q.Exec(ctx, s.c.pauseAdd, p.TenantID, scope, value)
+			return err
+		}
+		if _, err := q.Exec(ctx, s.c.pauseDrop, p.TenantID, scope, value); err != nil {
+			return err
+		}
+		return s.drv.Notify(ctx, q)
+	})
+}
+
+// Paused lists a tenant's paused kinds, "" first when the whole tenant is.
+func (s *Store) Paused(ctx context.Context, tenant string) ([]string, error) {
+	rs, err := s.drv.DB().Query(ctx, s.c.pausedList, tenant)
+	if err != nil {
+		return nil, fmt.Errorf("list pauses: %w", err)
+	}
+	return scanStrings(rs)
+}
+
+func scanStrings(rs Rows) ([]string, error) {
+	var out []string
+	for rs.Next() {
+		var v string
+		if err := rs.Scan(&v); err != nil {
+			rs.Close()
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rs.Close()
+}
+
+// ErrBatchCancelled is returned by a change a cancelled batch refuses.
+var ErrBatchCancelled = errors.New("the batch is cancelled")
+
+// RowsRetry makes a batch's rows in the given states due again.
+func (s *Store) RowsRetry(ctx context.Context, p driver.RowsRetryParams) (int64, error) {
+	states := make([]string, len(p.States))
+	for i, st := range p.States {
+		states[i] = string(st)
+	}
+	var n int64
+	err := s.drv.InTx(ctx, func(q Querier) error {
+		status, err := s.batchStatusOf(ctx, q, p.TenantID, p.BatchID)
+		if err != nil {
+			return err
+		}
+		if status == driver.StatusCancelled {
+			return fmt.Errorf("batch %d: %w", p.BatchID, ErrBatchCancelled)
+		}
+		if err := s.lockChunksOf(ctx, q, p.TenantID, p.BatchID); err != nil {
+			return err
+		}
+		if n, err = q.Exec(ctx, s.c.retryRows, p.BatchID, p.TenantID, s.d.ListArg(states)); err != nil {
+			return fmt.Errorf("retry rows: %w", err)
+		}
+		if n == 0 {
+			return nil
+		}
+		if _, err := q.Exec(ctx, s.c.recountBatch, p.BatchID); err != nil {
+			return fmt.Errorf("recount: %w", err)
+		}
+		if _, err := s.afterChange(ctx, q, p.BatchID, "retried"); err != nil {
+			return err
+		}
+		return s.drv.Notify(ctx, q)
+	})
+	return n, err
+}
+
+// RowSettle settles one unknown row: succeeded with a result id, failed
+// with a reason, or valid to be worked again (its attempts reset).
+func (s *Store) RowSettle(ctx context.Context, p driver.RowSettleParams) error {
+	var (
+		errsArg, idArg any
+		effect         string
+	)
+	switch p.State {
+	case rows.StateSucceeded:
+		idArg, effect = p.ResultID, "done"
+	case rows.StateFailed:
+		b, err := EncodeErrors([]rows.FieldError{{Row: p.RowNo, Code: "reconciled", Message: p.Reason}})
+		if err != nil {
+			return err
+		}
+		errsArg, effect = string(b), "failed"
+	case rows.StateValid:
+		effect = "claimed"
+	default:
+		return fmt.Errorf("settle row %d as %s: want succeeded, failed or valid", p.RowNo, p.State)
+	}
+	return s.drv.InTx(ctx, func(q Querier) error {
+		var (
+			chunk int64
+			state string
+		)
+		err := q.QueryRow(ctx, s.c.rowChunk, p.BatchID, p.RowNo, p.TenantID).Scan(&chunk, &state)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("row %d of batch %d: %w", p.RowNo, p.BatchID, driver.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		var one int
+		if err := q.QueryRow(ctx, s.c.lockChunk, p.BatchID, chunk).Scan(&one); err != nil {
+			return fmt.Errorf("lock chunk: %w", err)
+		}
+		n, err := q.Exec(ctx, s.c.settleRow, p.BatchID, p.RowNo, p.TenantID, string(p.State), idArg, errsArg)
+		if err != nil {
+			return fmt.Errorf("settle row: %w", err)
+		}
+		if n == 0 {
+			return fmt.Errorf("row %d of batch %d is %s, not unknown: %w", p.RowNo, p.BatchID, state, driver.ErrConflict)
+		}
+		if _, err := q.Exec(ctx, s.c.settleEffect, p.TenantID, p.BatchID, p.RowNo, effect, idArg); err != nil {
+			return fmt.Errorf("settle effect: %w", err)
+		}
+		if err := s.recount(ctx, q, p.BatchID, chunk, false); err != nil {
+			return err
+		}
+		if _, err := s.afterChange(ctx, q, p.BatchID, "settled"); err != nil {
+			return err
+		}
+		if p.State == rows.StateValid {
+			return s.drv.Notify(ctx, q)
+		}
+		return nil
+	})
+}
+
+// KindsOpen lists the kinds of the running batches in scope.
+func (s *Store) KindsOpen(ctx context.Context, tenantIDs []string) ([]string, error) {
+	rs, err := s.drv.DB().Query(ctx, s.c.kindsOpen, s.d.ListArg(tenantIDs))
+	if err != nil {
+		return nil, fmt.Errorf("open kinds: %w", err)
+	}
+	return scanStrings(rs)
+}
+
+// WorkerCreate stores a worker credential.
+func (s *Store) WorkerCreate(ctx context.Context, p driver.WorkerCreateParams) error {
+	tenants, err := json.Marshal(nonNil(p.TenantIDs))
+	if err != nil {
+		return err
+	}
+	if _, err := s.drv.DB().Exec(ctx, s.c.workerCreate, p.Name, p.TokenHash, string(tenants)); err != nil {
+		return fmt.Errorf("create worker %s: %w", p.Name, err)
+	}
+	return nil
+}
+
+// WorkerAuth returns the credential of a token hash. The row is found by
+// the hash, and the stored hash is compared again in constant time, so the
+// check does not depend on how the database compares text.
+func (s *Store) WorkerAuth(ctx context.Context, tokenHash string) (*driver.Worker, error) {
+	var (
+		w              driver.Worker
+		stored, tenant string
+	)
+	err := s.drv.DB().QueryRow(ctx, s.c.workerAuth, tokenHash).Scan(&w.Name, &stored, &tenant)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && subtle.ConstantTimeCompare([]byte(stored), []byte(tokenHash)) != 1) {
+		return nil, driver.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("worker credential: %w", err)
+	}
+	if err := json.Unmarshal([]byte(tenant), &w.TenantIDs); err != nil {
+		return nil, fmt.Errorf("worker %s tenants: %w", w.Name, err)
+	}
+	return &w, nil
+}

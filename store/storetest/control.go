@@ -1,0 +1,439 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/rows"
+)
+
+// runControl runs the conformance tests of effects, cancel, pause, retry,
+// settle and credentials.
+func runControl(t *testing.T, newStore NewStoreFunc) {
+	t.Run("EffectKeysOneWinner", func(t *testing.T) { t.Parallel(); testEffectRace(t, newStore(t)) })
+	t.Run("EffectKeyStatuses", func(t *testing.T) { t.Parallel(); testEffectStatuses(t, newStore(t)) })
+	t.Run("ExhaustedRowsDie", func(t *testing.T) { t.Parallel(); testExhausted(t, newStore(t)) })
+	t.Run("ClaimOnlyKnownKinds", func(t *testing.T) { t.Parallel(); testKinds(t, newStore(t)) })
+	t.Run("Cancel", func(t *testing.T) { t.Parallel(); testCancel(t, newStore(t)) })
+	t.Run("CancelSweepsDeadLeases", func(t *testing.T) { t.Parallel(); testCancelSweep(t, newStore(t)) })
+	t.Run("Pause", func(t *testing.T) { t.Parallel(); testPause(t, newStore(t)) })
+	t.Run("GiveBackUnworked", func(t *testing.T) { t.Parallel(); testGiveBack(t, newStore(t)) })
+	t.Run("EffectFuncCommitsWithOutcomes", func(t *testing.T) { t.Parallel(); testEffectFunc(t, newStore(t)) })
+	t.Run("RetryAndSettle", func(t *testing.T) { t.Parallel(); testRetrySettle(t, newStore(t)) })
+	t.Run("WorkerCredentials", func(t *testing.T) { t.Parallel(); testWorkers(t, newStore(t)) })
+}
+
+// testEffectRace: 64 goroutines claim the same keys at once, each for a
+// row of its own batch; every key has exactly one winner, and the claims
+// with another payload are key reuses.
+func testEffectRace(t *testing.T, s driver.Store) {
+	ctx := context.Background()
+	const goroutines = 64
+	keys := 10_000
+	if testing.Short() {
+		keys = 500
+	}
+	leases := make([]*driver.Lease, goroutines)
+	for i := range leases {
+		b := ingest(t, s, tenant, 1, 10)
+		leases[i] = claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
+	}
+	results := make([][]driver.EffectClaim, goroutines)
+	errs := make([]error, goroutines)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			digest := "same"
+			if g%2 == 1 {
+				digest = fmt.Sprint("other-", g)
+			}
+			l := leases[g]
+			refs := make([]driver.EffectRef, keys)
+			for k := range keys {
+				refs[k] = driver.EffectRef{RowNo: int64(k + 2), Key: fmt.Sprint("key-", k), Digest: digest}
+			}
+			<-start
+			for from := 0; from < keys; from += 1000 { // a chunk at a time, as the engine claims
+				to := min(from+1000, keys)
+				got, err := s.EffectsClaim(ctx, driver.EffectsClaimParams{TenantID: tenant, BatchID: l.BatchID, ChunkNo: l.ChunkNo, Token: l.Token, Effects: refs[from:to]})
+				if err != nil {
+					errs[g] = err
+					return
+				}
+				results[g] = append(results[g], got...)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	for g, err := range errs {
+		if err != nil {
+			t.Fatalf("goroutine %d: %v", g, err)
+		}
+	}
+	for k := range keys {
+		var winner = -1
+		for g := range goroutines {
+			switch c := results[g][k]; c.Status {
+			case driver.EffectNew:
+				if winner >= 0 {
+					t.Fatalf("key-%d won by goroutines %d and %d", k, winner, g)
+				}
+				winner = g
+			case driver.EffectReused:
+				// The loser's payload differs from the winner's.
+			case driver.EffectPending:
+				// Same payload, held by the winner's row.
+			default:
+				t.Fatalf("key-%d, goroutine %d: status %s", k, g, c.Status)
+			}
+		}
+		if winner < 0 {
+			t.Fatalf("key-%d has no winner", k)
+		}
+		for g := range goroutines {
+			sameDigest := (g%2 == 0 && winner%2 == 0) || g == winner
+			if c := results[g][k]; g != winner && sameDigest != (c.Status == driver.EffectPending) {
+				t.Fatalf("key-%d, goroutine %d (winner %d): status %s", k, g, winner, c.Status)
+			}
+		}
+	}
+}
+
+// testEffectStatuses: a key done returns its result; the same row's key
+// not yet done is its own again; a stale token claims nothing.
+func testEffectStatuses(t *testing.T, s driver.Store) {
+	ctx := context.Background()
+	b := ingest(t, s, tenant, 3, 10)
+	l := claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
+	refs := []driver.EffectRef{{RowNo: 2, Key: "k2", Digest: "d2"}, {RowNo: 3, Key: "k3", Digest: "d3"}, {RowNo: 4, Key: "k2", Digest: "d2"}}
+	got, err := s.EffectsClaim(ctx, driver.EffectsClaimParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token, Effects: refs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].Status != driver.EffectNew || got[1].Status != driver.EffectNew || got[2].Status != driver.EffectPending || got[2].HolderRow != 2 {
+		t.Fatalf("first claim: %+v", got)
+	}
+	if _, err := s.EffectsClaim(ctx, driver.EffectsClaimParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token + 1, Effects: refs}); !errors.Is(err, driver.ErrLeaseLost) {
+		t.Fatalf("claim with a stale token = %v, want ErrLeaseLost", err)
+	}
+	outs := []driver.RowOutcome{
+		{RowNo: 2, State: rows.StateSucceeded, ResultID: "r2", EffectKey: "k2"},
+		{RowNo: 3, State: rows.StateRetrying, Error: &rows.FieldError{Code: "processor_error", Message: "503"}, EffectKey: "k3"},
+		{RowNo: 4, State: rows.StateRetrying, Error: &rows.FieldError{Code: "processor_error", Message: "pending"}},
+	}
+	if _, err := s.ChunkFlush(ctx, driver.ChunkFlushParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token, Outcomes: outs, Release: true}); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.EffectsClaim(ctx, driver.EffectsClaimParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token, Effects: refs})
+	if !errors.Is(err, driver.ErrLeaseLost) {
+		t.Fatalf("claim after release = %v", err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	l2, err := s.ChunkClaim(ctx, driver.ChunkClaimParams{Owner: "w2", BatchID: b.ID, LeaseDuration: time.Minute})
+	if err != nil {
+		// The retrying rows wait for their delay (0 here): due now.
+		t.Fatal(err)
+	}
+	got, err = s.EffectsClaim(ctx, driver.EffectsClaimParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l2.ChunkNo, Token: l2.Token, Effects: refs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].Status != driver.EffectDone || got[0].ResultID != "r2" || got[1].Status != driver.EffectMine || got[2].Status != driver.EffectDone || got[2].ResultID != "r2" {
+		t.Fatalf("second claim: %+v", got)
+	}
+	reuse, err := s.EffectsClaim(ctx, driver.EffectsClaimParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l2.ChunkNo, Token: l2.Token, Effects: []driver.EffectRef{{RowNo: 3, Key: "k3", Digest: "changed"}}})
+	if err != nil || reuse[0].Status != driver.EffectReused {
+		t.Fatalf("a key with another payload: %+v, %v", reuse, err)
+	}
+}
+
+// testExhausted: a row whose every attempt ended with its worker gone is
+// dead at the next claim, with the reason, and the batch finishes.
+func testExhausted(t *testing.T, s driver.Store) {
+	ctx := context.Background()
+	b, err := s.BatchIngest(ctx, driver.BatchIngestParams{TenantID: tenant, Kind: "k", Header: []string{"a"}, MaxAttempts: 2,
+		Rows: func(yield func(driver.IngestRow, error) bool) {
+			yield(driver.IngestRow{RowNo: 2, State: rows.StateValid, Values: []string{"x"}}, nil)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for attempt := 1; attempt <= 2; attempt++ {
+		l := claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
+		if len(l.Rows) != 1 || l.Rows[0].Attempts != attempt {
+			t.Fatalf("claim %d: %+v", attempt, l.Rows)
+		}
+		expire(t, s, l)
+	}
+	l := claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
+	if len(l.Rows) != 0 {
+		t.Fatalf("a row past its attempts was handed out again: %+v", l.Rows)
+	}
+	res, err := s.ChunkFlush(ctx, driver.ChunkFlushParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token, Release: true})
+	if err != nil || !res.Finished {
+		t.Fatalf("flush: %+v, %v", res, err)
+	}
+	wantCounts(t, CheckInvariant(t, s, tenant, b.ID), rows.Counts{rows.StateDead: 1})
+	rs, _ := s.RowsList(ctx, driver.RowsListParams{TenantID: tenant, BatchID: b.ID})
+	if len(rs) != 1 || len(rs[0].Errors) != 1 || rs[0].Errors[0].Code != rows.CodeExhausted || rs[0].Errors[0].Row != 2 || rs[0].Attempts != 2 {
+		t.Fatalf("dead row: %+v", rs)
+	}
+}
+
+// expire ends a lease without waiting it out.
+func expire(t *testing.T, s driver.Store, l *driver.Lease) {
+	t.Helper()
+	if err := s.LeaseRenew(context.Background(), driver.LeaseRenewParams{TenantID: l.TenantID, BatchID: l.BatchID, ChunkNo: l.ChunkNo, Token: l.Token, LeaseDuration: time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+}
+
+func testKinds(t *testing.T, s driver.Store) {
+	ctx := context.Background()
+	b := ingest(t, s, tenant, 2, 10)
+	if _, err := s.ChunkClaim(ctx, driver.ChunkClaimParams{Owner: "w", Kinds: []string{"other"}, LeaseDuration: time.Minute}); !errors.Is(err, driver.ErrNoWork) {
+		t.Fatalf("claim of an unknown kind = %v, want ErrNoWork", err)
+	}
+	if _, err := s.ChunkNextDue(ctx, driver.ChunkNextDueParams{Kinds: []string{"other"}}); !errors.Is(err, driver.ErrNoWork) {
+		t.Fatalf("next due of an unknown kind = %v", err)
+	}
+	kinds, err := s.KindsOpen(ctx, []string{tenant})
+	if err != nil || fmt.Sprint(kinds) != "[k]" {
+		t.Fatalf("open kinds = %v, %v", kinds, err)
+	}
+	claim(t, s, driver.ChunkClaimParams{BatchID: b.ID, Kinds: []string{"other", "k"}})
+}
+
+// testCancel: a cancel stops new claims, cancels the open rows at once, and
+// the rows under a live lease when their flush comes; no row succeeds
+// after it.
+func testCancel(t *testing.T, s driver.Store) {
+	ctx := context.Background()
+	b := ingest(t, s, tenant, 6, 2)
+	live := claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
+	if _, err := s.BatchCancel(ctx, driver.BatchControlParams{TenantID: "other", ID: b.ID}); !errors.Is(err, driver.ErrNotFound) {
+		t.Fatalf("cancel by another tenant = %v", err)
+	}
+	c, err := s.BatchCancel(ctx, driver.BatchControlParams{TenantID: tenant, ID: b.ID})
+	if err != nil || c.Status != driver.StatusCancelled {
+		t.Fatalf("cancel: %+v, %v", c, err)
+	}
+	wantCounts(t, CheckInvariant(t, s, tenant, b.ID), rows.Counts{rows.StateCancelled: 4, rows.StateProcessing: 2})
+	if _, err := s.ChunkClaim(ctx, driver.ChunkClaimParams{Owner: "w", LeaseDuration: time.Minute}); !errors.Is(err, driver.ErrNoWork) {
+		t.Fatalf("claim after cancel = %v", err)
+	}
+	if err := s.LeaseRenew(ctx, driver.LeaseRenewParams{TenantID: tenant, BatchID: b.ID, ChunkNo: live.ChunkNo, Token: live.Token, LeaseDuration: time.Minute}); !errors.Is(err, driver.ErrBatchStopped) {
+		t.Fatalf("renew after cancel = %v, want ErrBatchStopped", err)
+	}
+	outs := []driver.RowOutcome{
+		{RowNo: live.Rows[0].RowNo, State: rows.StateSucceeded, ResultID: "late"},
+		{RowNo: live.Rows[1].RowNo, State: rows.StateRetrying, Error: &rows.FieldError{Code: "processor_error", Message: "503"}},
+	}
+	res, err := s.ChunkFlush(ctx, driver.ChunkFlushParams{TenantID: tenant, BatchID: b.ID, ChunkNo: live.ChunkNo, Token: live.Token, Outcomes: outs, Release: true,
+		EffectFunc: func(context.Context, driver.Tx) ([]driver.RowOutcome, error) {
+			t.Error("a transactional effect ran after the cancel")
+			return nil, nil
+		}})
+	if err != nil || !res.Cancelled {
+		t.Fatalf("late flush: %+v, %v", res, err)
+	}
+	got := CheckInvariant(t, s, tenant, b.ID)
+	wantCounts(t, got, rows.Counts{rows.StateCancelled: 5, rows.StateUnknown: 1})
+	if again, _ := s.BatchCancel(ctx, driver.BatchControlParams{TenantID: tenant, ID: b.ID}); again.Status != driver.StatusCancelled {
+		t.Fatalf("second cancel: %+v", again)
+	}
+}
+
+// testCancelSweep: rows a dead worker left processing in a cancelled batch
+// are cancelled, at the cancel or by the next claim.
+func testCancelSweep(t *testing.T, s driver.Store) {
+	ctx := context.Background()
+	b := ingest(t, s, tenant, 2, 10)
+	l := claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
+	expire(t, s, l)
+	if _, err := s.BatchCancel(ctx, driver.BatchControlParams{TenantID: tenant, ID: b.ID}); err != nil {
+		t.Fatal(err)
+	}
+	wantCounts(t, CheckInvariant(t, s, tenant, b.ID), rows.Counts{rows.StateCancelled: 2})
+
+	// A lease that expires after the cancel: the next claim sweeps it.
+	b2 := ingest(t, s, tenant, 2, 10)
+	claim(t, s, driver.ChunkClaimParams{BatchID: b2.ID, LeaseDuration: 500 * time.Millisecond})
+	if _, err := s.BatchCancel(ctx, driver.BatchControlParams{TenantID: tenant, ID: b2.ID}); err != nil {
+		t.Fatal(err)
+	}
+	wantCounts(t, CheckInvariant(t, s, tenant, b2.ID), rows.Counts{rows.StateProcessing: 2})
+	time.Sleep(600 * time.Millisecond) // the worker is gone; its lease runs out
+	sweep := claim(t, s, driver.ChunkClaimParams{BatchID: b2.ID})
+	if !sweep.Cancelled || len(sweep.Rows) != 0 {
+		t.Fatalf("sweep lease: %+v", sweep)
+	}
+	if _, err := s.ChunkFlush(ctx, driver.ChunkFlushParams{TenantID: tenant, BatchID: b2.ID, ChunkNo: sweep.ChunkNo, Token: sweep.Token, Release: true}); err != nil {
+		t.Fatal(err)
+	}
+	wantCounts(t, CheckInvariant(t, s, tenant, b2.ID), rows.Counts{rows.StateCancelled: 2})
+	if _, err := s.ChunkClaim(ctx, driver.ChunkClaimParams{Owner: "w", LeaseDuration: time.Minute}); !errors.Is(err, driver.ErrNoWork) {
+		t.Fatalf("claim after the sweep = %v", err)
+	}
+}
+
+// testPause: a paused batch, kind or tenant is claimed by no worker, and a
+// lease on it stops at its next renewal; resuming lets work go on.
+func testPause(t *testing.T, s driver.Store) {
+	ctx := context.Background()
+	b := ingest(t, s, tenant, 2, 10)
+	l := claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
+	for _, pause := range []func(bool) error{
+		func(on bool) error { _, err := s.BatchPause(ctx, driver.BatchControlParams{TenantID: tenant, ID: b.ID}, on); return err },
+		func(on bool) error { return s.Pause(ctx, driver.PauseParams{TenantID: tenant, Kind: "k", Paused: on}) },
+		func(on bool) error { return s.Pause(ctx, driver.PauseParams{TenantID: tenant, Paused: on}) },
+	} {
+		if err := pause(true); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.LeaseRenew(ctx, driver.LeaseRenewParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token, LeaseDuration: time.Minute}); !errors.Is(err, driver.ErrBatchStopped) {
+			t.Fatalf("renew while paused = %v, want ErrBatchStopped", err)
+		}
+		if err := pause(false); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.LeaseRenew(ctx, driver.LeaseRenewParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token, LeaseDuration: time.Minute}); err != nil {
+			t.Fatalf("renew after resume = %v", err)
+		}
+	}
+	if err := s.Pause(ctx, driver.PauseParams{TenantID: tenant, Kind: "k", Paused: true}); err != nil {
+		t.Fatal(err)
+	}
+	if paused, err := s.Paused(ctx, tenant); err != nil || fmt.Sprint(paused) != "[k]" {
+		t.Fatalf("paused = %v, %v", paused, err)
+	}
+	if _, err := s.ChunkFlush(ctx, driver.ChunkFlushParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token, Unworked: []int64{2, 3}, Release: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ChunkClaim(ctx, driver.ChunkClaimParams{Owner: "w", LeaseDuration: time.Minute}); !errors.Is(err, driver.ErrNoWork) {
+		t.Fatalf("claim of a paused kind = %v", err)
+	}
+	if err := s.Pause(ctx, driver.PauseParams{TenantID: tenant, Kind: "k"}); err != nil {
+		t.Fatal(err)
+	}
+	claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
+}
+
+// testGiveBack: rows a lease claimed and did not work (a shutdown) go back
+// without using an attempt.
+func testGiveBack(t *testing.T, s driver.Store) {
+	ctx := context.Background()
+	b := ingest(t, s, tenant, 3, 10)
+	l := claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
+	outs := []driver.RowOutcome{{RowNo: 2, State: rows.StateSucceeded, ResultID: "x"}}
+	if _, err := s.ChunkFlush(ctx, driver.ChunkFlushParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token, Outcomes: outs, Unworked: []int64{3, 4}, Release: true}); err != nil {
+		t.Fatal(err)
+	}
+	wantCounts(t, CheckInvariant(t, s, tenant, b.ID), rows.Counts{rows.StateSucceeded: 1, rows.StateValid: 2})
+	l2 := claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
+	if len(l2.Rows) != 2 || l2.Rows[0].Attempts != 1 {
+		t.Fatalf("given-back rows: %+v (their attempt must not count)", l2.Rows)
+	}
+}
+
+// testEffectFunc: a transactional effect commits with its outcomes, or not
+// at all: an error from it, or a stale token, writes nothing.
+func testEffectFunc(t *testing.T, s driver.Store) {
+	ctx := context.Background()
+	b := ingest(t, s, tenant, 2, 10)
+	l := claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
+	write := func(fail bool) func(context.Context, driver.Tx) ([]driver.RowOutcome, error) {
+		return func(ctx context.Context, tx driver.Tx) ([]driver.RowOutcome, error) {
+			if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS effect_probe (row_no bigint PRIMARY KEY, v text)`); err != nil {
+				return nil, err
+			}
+			for _, r := range l.Rows {
+				if _, err := tx.Exec(ctx, `INSERT INTO effect_probe (row_no, v) VALUES ($1, $2)`, r.RowNo, tx.Engine()); err != nil {
+					return nil, err
+				}
+			}
+			if fail {
+				return nil, errors.New("the processor gave up")
+			}
+			return succeedAll(l), nil
+		}
+	}
+	if _, err := s.ChunkFlush(ctx, driver.ChunkFlushParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token + 1, EffectFunc: write(false)}); !errors.Is(err, driver.ErrLeaseLost) {
+		t.Fatalf("stale flush = %v", err)
+	}
+	if _, err := s.ChunkFlush(ctx, driver.ChunkFlushParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token, EffectFunc: write(true)}); err == nil {
+		t.Fatal("a failing effect flushed")
+	}
+	wantCounts(t, CheckInvariant(t, s, tenant, b.ID), rows.Counts{rows.StateProcessing: 2})
+	res, err := s.ChunkFlush(ctx, driver.ChunkFlushParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token, EffectFunc: write(false), Release: true})
+	if err != nil || !res.Finished {
+		t.Fatalf("flush: %+v, %v", res, err)
+	}
+	wantCounts(t, CheckInvariant(t, s, tenant, b.ID), rows.Counts{rows.StateSucceeded: 2})
+}
+
+// testRetrySettle: failed and dead rows are retried on demand (the batch
+// runs again), and an unknown row is settled by a person.
+func testRetrySettle(t *testing.T, s driver.Store) {
+	ctx := context.Background()
+	b := ingest(t, s, tenant, 4, 10)
+	l := claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
+	fe := func(code string) *rows.FieldError { return &rows.FieldError{Code: rows.Code(code), Message: code} }
+	outs := []driver.RowOutcome{
+		{RowNo: 2, State: rows.StateFailed, Error: fe("processor_error")},
+		{RowNo: 3, State: rows.StateDead, Error: fe("attempts_exhausted")},
+		{RowNo: 4, State: rows.StateUnknown, Error: fe("timeout")},
+		{RowNo: 5, State: rows.StateUnknown, Error: fe("timeout")},
+	}
+	if res, err := s.ChunkFlush(ctx, driver.ChunkFlushParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token, Outcomes: outs, Release: true}); err != nil || !res.Finished {
+		t.Fatalf("flush: %+v, %v", res, err)
+	}
+	n, err := s.RowsRetry(ctx, driver.RowsRetryParams{TenantID: tenant, BatchID: b.ID, States: []rows.State{rows.StateFailed, rows.StateDead}})
+	if err != nil || n != 2 {
+		t.Fatalf("retry: %d, %v", n, err)
+	}
+	got, _ := s.BatchGet(ctx, driver.BatchGetParams{TenantID: tenant, ID: b.ID})
+	if got.Status != driver.StatusRunning || got.FinishedAt != nil {
+		t.Fatalf("a retried batch is %s", got.Status)
+	}
+	wantCounts(t, CheckInvariant(t, s, tenant, b.ID), rows.Counts{rows.StateValid: 2, rows.StateUnknown: 2})
+	if err := s.RowSettle(ctx, driver.RowSettleParams{TenantID: tenant, BatchID: b.ID, RowNo: 4, State: rows.StateSucceeded, ResultID: "found"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RowSettle(ctx, driver.RowSettleParams{TenantID: tenant, BatchID: b.ID, RowNo: 5, State: rows.StateFailed, Reason: "not in the CRM"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RowSettle(ctx, driver.RowSettleParams{TenantID: tenant, BatchID: b.ID, RowNo: 2, State: rows.StateSucceeded}); !errors.Is(err, driver.ErrConflict) {
+		t.Fatalf("settling a row that is not unknown = %v", err)
+	}
+	wantCounts(t, CheckInvariant(t, s, tenant, b.ID), rows.Counts{rows.StateValid: 2, rows.StateSucceeded: 1, rows.StateFailed: 1})
+	l2 := claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
+	if len(l2.Rows) != 2 || l2.Rows[0].Attempts != 1 {
+		t.Fatalf("retried rows: %+v", l2.Rows)
+	}
+}
+
+func testWorkers(t *testing.T, s driver.Store) {
+	ctx := context.Background()
+	if err := s.WorkerCreate(ctx, driver.WorkerCreateParams{Name: "w1", TokenHash: "h1", TenantIDs: []string{"acme"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WorkerCreate(ctx, driver.WorkerCreateParams{Name: "w1", TokenHash: "h2"}); !errors.Is(err, driver.ErrConflict) {
+		t.Fatalf("a second worker of the same name = %v", err)
+	}
+	w, err := s.WorkerAuth(ctx, "h1")
+	if err != nil || w.Name != "w1" || fmt.Sprint(w.TenantIDs) != "[acme]" {
+		t.Fatalf("auth = %+v, %v", w, err)
+	}
+	if _, err := s.WorkerAuth(ctx, "nope"); !errors.Is(err, driver.ErrNotFound) {
+		t.Fatalf("auth with an unknown token = %v", err)
+	}
+}
