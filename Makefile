@@ -29,6 +29,8 @@ test: ## Full test suite with -race against PostgreSQL (throwaway server unless 
 	@# Peak-memory bounds measured on child processes mean nothing under the
 	@# race detector's own overhead, so those tests skip with -race: run them here.
 	$(GO) test -count=1 -run 'Memory' ./rows/...
+	@# The effect race on SQLite at full size (10,000 keys), which -race slows twentyfold.
+	$(GO) test -count=1 -run 'TestConformance/EffectKeysOneWinner' ./store/sqlite/
 	@$(MAKE) --no-print-directory fuzz-short
 
 fuzz-short: ## Run every Fuzz* target briefly, FUZZSHORT each (default 10s)

@@ -11,7 +11,7 @@ import (
 const (
 	CodeProcessor rows.Code = "processor_error"
 	CodeTimeout   rows.Code = "timeout"
-	CodeExhausted = rows.CodeExhausted
+	CodeExhausted           = rows.CodeExhausted
 )
 
 type permanentError struct{ err error }

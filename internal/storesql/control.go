@@ -33,8 +33,10 @@ func newControl(d *Dialect) control {
 			WHERE true
 			ON CONFLICT (tenant_id, effect_key) DO NOTHING
 			RETURNING effect_key, row_no`),
+		// No "$2 IS NULL OR" here: it would keep the planner from probing
+		// the primary key once per key.
 		existingEffects: d.Expand(`SELECT effect_key, digest, batch_id, row_no, state, COALESCE(result_id, '')
-			FROM {t}effects WHERE tenant_id = $1 AND ` + d.InText("effect_key", "$2")),
+			FROM {t}effects WHERE tenant_id = $1 AND ` + d.TextIn("effect_key", "$2")),
 		// A key whose effect failed for good may be taken over by another
 		// row with the same payload (a corrected re-import).
 		takeOverEffect: d.Expand(`UPDATE {t}effects SET batch_id = $3, row_no = $4, state = 'claimed', result_id = NULL, claimed_at = {now}, done_at = NULL

@@ -3,8 +3,8 @@ package storesql
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"iter"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,6 +37,9 @@ type Dialect struct {
 	// NULL"; ListArg renders the argument for it.
 	InText  func(col, param string) string
 	ListArg func([]string) any
+	// TextIn renders "col is one of the texts in parameter $n" (as
+	// ListArg renders them, never NULL).
+	TextIn func(col, param string) string
 	// InInt renders "col is one of the integers in parameter $n";
 	// IntListArg renders the argument for it.
 	InInt      func(col, param string) string

@@ -91,6 +91,9 @@ func dialect(schema string) *storesql.Dialect {
 			}
 			return ss
 		},
+		TextIn: func(col, param string) string {
+			return fmt.Sprintf("%s = ANY(CAST(%s AS text[]))", col, param)
+		},
 		InInt: func(col, param string) string {
 			return fmt.Sprintf("%s = ANY(CAST(%s AS bigint[]))", col, param)
 		},

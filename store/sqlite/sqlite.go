@@ -146,6 +146,9 @@ func dialect() *storesql.Dialect {
 			b, _ := json.Marshal(ss) // a []string always marshals
 			return string(b)
 		},
+		TextIn: func(col, param string) string {
+			return fmt.Sprintf("%s IN (SELECT value FROM json_each(%s))", col, param)
+		},
 		InInt: func(col, param string) string {
 			return fmt.Sprintf("%s IN (SELECT value FROM json_each(%s))", col, param)
 		},

@@ -14,8 +14,8 @@ import (
 
 // runControl runs the conformance tests of effects, cancel, pause, retry,
 // settle and credentials.
-func runControl(t *testing.T, newStore NewStoreFunc) {
-	t.Run("EffectKeysOneWinner", func(t *testing.T) { t.Parallel(); testEffectRace(t, newStore(t)) })
+func runControl(t *testing.T, newStore NewStoreFunc, o Options) {
+	t.Run("EffectKeysOneWinner", func(t *testing.T) { t.Parallel(); testEffectRace(t, newStore(t), o.EffectKeys) })
 	t.Run("EffectKeyStatuses", func(t *testing.T) { t.Parallel(); testEffectStatuses(t, newStore(t)) })
 	t.Run("ExhaustedRowsDie", func(t *testing.T) { t.Parallel(); testExhausted(t, newStore(t)) })
 	t.Run("ClaimOnlyKnownKinds", func(t *testing.T) { t.Parallel(); testKinds(t, newStore(t)) })
@@ -31,10 +31,12 @@ func runControl(t *testing.T, newStore NewStoreFunc) {
 // testEffectRace: 64 goroutines claim the same keys at once, each for a
 // row of its own batch; every key has exactly one winner, and the claims
 // with another payload are key reuses.
-func testEffectRace(t *testing.T, s driver.Store) {
+func testEffectRace(t *testing.T, s driver.Store, keys int) {
 	ctx := context.Background()
 	const goroutines = 64
-	keys := 10_000
+	if keys <= 0 {
+		keys = 10_000
+	}
 	if testing.Short() {
 		keys = 500
 	}
@@ -292,7 +294,10 @@ func testPause(t *testing.T, s driver.Store) {
 	b := ingest(t, s, tenant, 2, 10)
 	l := claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
 	for _, pause := range []func(bool) error{
-		func(on bool) error { _, err := s.BatchPause(ctx, driver.BatchControlParams{TenantID: tenant, ID: b.ID}, on); return err },
+		func(on bool) error {
+			_, err := s.BatchPause(ctx, driver.BatchControlParams{TenantID: tenant, ID: b.ID}, on)
+			return err
+		},
 		func(on bool) error { return s.Pause(ctx, driver.PauseParams{TenantID: tenant, Kind: "k", Paused: on}) },
 		func(on bool) error { return s.Pause(ctx, driver.PauseParams{TenantID: tenant, Paused: on}) },
 	} {
