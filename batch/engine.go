@@ -54,6 +54,8 @@ type Engine struct {
 	owner    string
 	lease    time.Duration
 	poll     time.Duration
+	// bell wakes this engine's idle workers when it imports rows.
+	bell bell
 }
 
 // NewEngine returns an engine for a validated config.

@@ -12,6 +12,15 @@ const (
 	CodeProcessor rows.Code = "processor_error"
 	CodeTimeout   rows.Code = "timeout"
 	CodeExhausted           = rows.CodeExhausted
+	// CodeUnknown is a row whose processor panicked, or answered so that
+	// its effect cannot be told.
+	CodeUnknown rows.Code = "outcome_unknown"
+	// CodeKeyReused is a row whose effect key was claimed before with
+	// another payload.
+	CodeKeyReused = rows.CodeKeyReused
+	// CodeKeyHeld is a row whose effect key another row holds and has not
+	// finished: retried later.
+	CodeKeyHeld rows.Code = "effect_key_held"
 )
 
 type permanentError struct{ err error }
@@ -34,6 +43,14 @@ func IsPermanent(err error) bool {
 	return errors.As(err, &p)
 }
 
+// unknownError is a processor error after which the effect may or may
+// not have happened: a panic mid-call, an answer that does not say which
+// rows succeeded. The row is unknown, to be reconciled, never failed.
+type unknownError struct{ err error }
+
+func (e *unknownError) Error() string { return e.err.Error() }
+func (e *unknownError) Unwrap() error { return e.err }
+
 // classify decides a processed row's outcome from what the processor
 // returned. parent is the worker's context: when it is done the row was
 // interrupted by shutdown or lease loss, not by its own timeout, and has no
@@ -44,6 +61,8 @@ func classify(parent context.Context, id string, err error, attempt, maxAttempts
 		return RowOutcome{State: rows.StateSucceeded, ResultID: id}, true
 	case IsPermanent(err):
 		return RowOutcome{State: rows.StateFailed, Error: &rows.FieldError{Code: CodeProcessor, Message: err.Error()}}, true
+	case errors.As(err, new(*unknownError)):
+		return RowOutcome{State: rows.StateUnknown, Error: &rows.FieldError{Code: CodeUnknown, Message: err.Error() + ": the effect may have happened; reconcile the row"}}, true
 	case parent.Err() != nil:
 		return RowOutcome{}, false
 	case errors.Is(err, context.DeadlineExceeded):

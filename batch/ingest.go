@@ -161,6 +161,7 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*Batch, error) {
 		Warnings:       src.warnings,
 		Conventions:    src.conv,
 		IdempotencyKey: key,
+		MaxAttempts:    k.settings().maxAttempts,
 		Rows:           seq,
 		SummaryFunc: func() IngestSummary {
 			return IngestSummary{SourceDigest: src.digest, SkippedEmpty: r.SkippedEmpty(), ErrorCounts: chk.tally.Counts(), Width: src.width}
@@ -176,6 +177,7 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*Batch, error) {
 		return nil, importError(p, err)
 	}
 	e.logger.InfoContext(ctx, "batch imported", "batch_id", b.ID, "kind", b.Kind, "tenant_id", b.TenantID, "rows", b.Counts.Total())
+	e.bell.ring()
 	return b, nil
 }
 

@@ -132,8 +132,19 @@ type kind interface {
 	keyName() string
 	// enums returns the fixed values of enum fields, by Go field name.
 	enums() map[string][]string
-	// process binds a stored record and calls the processor.
+	// process binds a stored record and calls the processor; a panic is
+	// an unknownError.
 	process(ctx context.Context, m *rows.Mapping, row int64, values []string) (string, error)
+	// transactional reports whether the processor is a TxProcessor.
+	transactional() bool
+	// keyed is Kind.KeyedEffects.
+	keyed() bool
+	// processTx runs a TxProcessor in tx.
+	processTx(ctx context.Context, tx Tx, m *rows.Mapping, leased []LeasedRow) ([]Result, error)
+	// effectRefs are the effect keys and payload digests of leased rows.
+	effectRefs(tenant string, batchID int64, m *rows.Mapping, leased []LeasedRow) []EffectRef
+	// reconcile asks Kind.ReconcileFunc; ok is false without one.
+	reconcile(ctx context.Context, m *rows.Mapping, row int64, values []string) (string, error, bool)
 	// processChunk calls the kind's ChunkProcessor, if it has one, with
 	// every row that binds; ok is false when the kind has none.
 	processChunk(ctx context.Context, m *rows.Mapping, leased []LeasedRow) (results []Result, ok bool)
@@ -267,20 +278,24 @@ func (r *registered[T]) keyName() string { return r.k.KeyName }
 
 func (r *registered[T]) enums() map[string][]string { return enumValues(reflect.TypeFor[T]()) }
 
-func (r *registered[T]) process(ctx context.Context, m *rows.Mapping, row int64, values []string) (string, error) {
+func (r *registered[T]) process(ctx context.Context, m *rows.Mapping, row int64, values []string) (id string, err error) {
 	var t T
 	if errs := m.Bind(row, values, &t); len(errs) > 0 {
 		// The row was valid at ingest; only a changed kind gets here.
 		return "", Permanent(rows.FieldErrors(errs))
 	}
+	defer func() {
+		if v := recover(); v != nil {
+			// The effect may have happened before the panic.
+			err = &unknownError{fmt.Errorf("processor panicked: %v", v)}
+		}
+	}()
 	return r.k.Processor.Process(ctx, t)
 }
 
-func (r *registered[T]) processChunk(ctx context.Context, m *rows.Mapping, leased []LeasedRow) ([]Result, bool) {
-	cp, ok := r.k.Processor.(ChunkProcessor[T])
-	if !ok {
-		return nil, false
-	}
+// bindAll binds leased rows: the rows that bind, their positions, and a
+// Permanent error in results for each that does not.
+func (r *registered[T]) bindAll(m *rows.Mapping, leased []LeasedRow) ([]T, []int, []Result) {
 	results := make([]Result, len(leased))
 	batchRows := make([]T, 0, len(leased))
 	idx := make([]int, 0, len(leased))
@@ -293,13 +308,23 @@ func (r *registered[T]) processChunk(ctx context.Context, m *rows.Mapping, lease
 		batchRows = append(batchRows, t)
 		idx = append(idx, i)
 	}
+	return batchRows, idx, results
+}
+
+func (r *registered[T]) processChunk(ctx context.Context, m *rows.Mapping, leased []LeasedRow) ([]Result, bool) {
+	cp, ok := r.k.Processor.(ChunkProcessor[T])
+	if !ok {
+		return nil, false
+	}
+	batchRows, idx, results := r.bindAll(m, leased)
 	if len(batchRows) == 0 {
 		return results, true
 	}
 	out, err := callChunk(ctx, cp, batchRows)
 	switch {
 	case err == nil && len(out) != len(batchRows):
-		err = Permanent(fmt.Errorf("processor returned %d results for %d rows", len(out), len(batchRows)))
+		// Which rows' effects happened is anyone's guess.
+		err = &unknownError{fmt.Errorf("processor returned %d results for %d rows", len(out), len(batchRows))}
 	case err == nil:
 		for j, res := range out {
 			results[idx[j]] = res
@@ -313,14 +338,83 @@ func (r *registered[T]) processChunk(ctx context.Context, m *rows.Mapping, lease
 	return results, true
 }
 
-// callChunk turns a panic in ProcessChunk into a permanent error.
+// callChunk turns a panic in ProcessChunk into an unknown outcome: some
+// rows' effects may have happened before it.
 func callChunk[T any](ctx context.Context, cp ChunkProcessor[T], batchRows []T) (out []Result, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = Permanent(fmt.Errorf("processor panicked: %v", v))
+			err = &unknownError{fmt.Errorf("processor panicked: %v", v)}
 		}
 	}()
 	return cp.ProcessChunk(ctx, batchRows)
+}
+
+func (r *registered[T]) transactional() bool { return r.tx != nil }
+
+func (r *registered[T]) keyed() bool { return r.k.KeyedEffects }
+
+// processTx runs a TxProcessor in the flush's transaction. Any error for
+// the whole call (a panic, a malformed answer) rolls the transaction back,
+// so none of its effects happened.
+func (r *registered[T]) processTx(ctx context.Context, tx Tx, m *rows.Mapping, leased []LeasedRow) (results []Result, err error) {
+	batchRows, idx, results := r.bindAll(m, leased)
+	if len(batchRows) == 0 {
+		return results, nil
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("processor panicked: %v", v)
+		}
+	}()
+	out, err := r.tx.ProcessTx(ctx, tx, batchRows)
+	if err != nil {
+		return nil, err
+	}
+	if len(out) != len(batchRows) {
+		return nil, fmt.Errorf("processor returned %d results for %d rows", len(out), len(batchRows))
+	}
+	for j, res := range out {
+		results[idx[j]] = res
+	}
+	return results, nil
+}
+
+// effectRefs are the effect keys of leased rows: Kind.EffectKeyFunc of the
+// bound row, or the row's place; a row that no longer binds gets its place.
+// The digest is the SHA-256 of the row's cells.
+func (r *registered[T]) effectRefs(tenant string, batchID int64, m *rows.Mapping, leased []LeasedRow) []EffectRef {
+	out := make([]EffectRef, len(leased))
+	for i, l := range leased {
+		key := defaultEffectKey(tenant, batchID, l.RowNo)
+		if r.k.EffectKeyFunc != nil {
+			var t T
+			if errs := m.Bind(l.RowNo, l.Values, &t); len(errs) == 0 {
+				if k, err := callKey(r.k.EffectKeyFunc, t); err == nil && k != "" {
+					key = k
+				}
+			}
+		}
+		out[i] = EffectRef{RowNo: l.RowNo, Key: key, Digest: valuesDigest(l.Values)}
+	}
+	return out
+}
+
+// reconcile asks the kind's ReconcileFunc about an unknown row.
+func (r *registered[T]) reconcile(ctx context.Context, m *rows.Mapping, row int64, values []string) (id string, err error, ok bool) {
+	if r.k.ReconcileFunc == nil {
+		return "", nil, false
+	}
+	var t T
+	if errs := m.Bind(row, values, &t); len(errs) > 0 {
+		return "", Permanent(rows.FieldErrors(errs)), true
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("reconcile panicked: %v", v)
+		}
+	}()
+	id, err = r.k.ReconcileFunc(ctx, t)
+	return id, err, true
 }
 
 // Registry holds the kinds an engine knows, import and export kinds apart
@@ -439,6 +533,16 @@ func Register[T any](r *Registry, k Kind[T]) error {
 func defaultBackoff(attempt int) time.Duration {
 	d := time.Second << min(attempt-1, 20)
 	return min(d, 5*time.Minute)
+}
+
+// names lists the import kinds' names.
+func (r *Registry) names() []string {
+	out := make([]string, 0, len(r.kinds))
+	for n := range r.kinds {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Kinds lists the registered import kinds by name.

@@ -53,6 +53,33 @@ type (
 	RowsCountParams = driver.RowsCountParams
 	// SchemaStatus is where a database's schema stands.
 	SchemaStatus = driver.SchemaStatus
+	// EffectRef is one row's effect to claim.
+	EffectRef = driver.EffectRef
+	// EffectsClaimParams are the parameters of Store.EffectsClaim.
+	EffectsClaimParams = driver.EffectsClaimParams
+	// EffectClaim is what claiming one row's effect key found.
+	EffectClaim = driver.EffectClaim
+	// BatchControlParams name a batch for cancel, pause and resume.
+	BatchControlParams = driver.BatchControlParams
+	// PauseParams pause or resume a kind or a tenant.
+	PauseParams = driver.PauseParams
+	// RowsRetryParams are the parameters of Store.RowsRetry.
+	RowsRetryParams = driver.RowsRetryParams
+	// RowSettleParams are the parameters of Store.RowSettle.
+	RowSettleParams = driver.RowSettleParams
+	// Worker is a worker credential.
+	Worker = driver.Worker
+	// WorkerCreateParams are the parameters of Store.WorkerCreate.
+	WorkerCreateParams = driver.WorkerCreateParams
+)
+
+// Effect key statuses (see driver.EffectStatus).
+const (
+	EffectNew     = driver.EffectNew
+	EffectMine    = driver.EffectMine
+	EffectDone    = driver.EffectDone
+	EffectPending = driver.EffectPending
+	EffectReused  = driver.EffectReused
 )
 
 // Batch statuses.
@@ -74,6 +101,10 @@ var (
 	ErrConflict = driver.ErrConflict
 	// ErrSchemaNewer: the database is ahead of this build.
 	ErrSchemaNewer = driver.ErrSchemaNewer
+	// ErrBatchStopped: the lease's batch was cancelled or paused.
+	ErrBatchStopped = driver.ErrBatchStopped
+	// ErrTransient: a database error a retry may clear.
+	ErrTransient = driver.ErrTransient
 	// ErrUnknownKind: the kind is not registered.
 	ErrUnknownKind = errors.New("unknown kind")
 	// ErrKeyReused: an idempotency key came back with other content.

@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
-
-	"github.com/rowfate/rowfate/rows"
 )
 
 // WorkParams configure a run of workers.
@@ -33,6 +32,10 @@ type WorkParams struct {
 	// for: leased by another worker, or due later. It is called once per
 	// chunk and lease, from any worker goroutine.
 	WaitFunc func(ChunkDue)
+	// Grace is how long, once ctx is done, the rows being worked may take
+	// to finish; rows still unfinished then are given back to the batch
+	// without using an attempt. Defaults to 10s.
+	Grace time.Duration
 }
 
 // WorkStats counts what a run did.
@@ -40,13 +43,46 @@ type WorkStats struct {
 	Chunks    int64 // chunks flushed
 	Rows      int64 // row outcomes recorded
 	LeaseLost int64 // flushes rejected because the lease had moved on
+	// Stopped counts leases whose batch was cancelled or paused while
+	// they worked.
+	Stopped int64
+	// GivenBack counts rows claimed but not worked (a shutdown, a pause),
+	// returned without using an attempt.
+	GivenBack int64
+	// Retries counts transient database errors retried.
+	Retries int64
+	// UnknownKinds are the kinds of open batches in scope this engine
+	// does not know: other workers must work them.
+	UnknownKinds []string
+}
+
+func (s *WorkStats) add(o WorkStats) {
+	s.Chunks += o.Chunks
+	s.Rows += o.Rows
+	s.LeaseLost += o.LeaseLost
+	s.Stopped += o.Stopped
+	s.GivenBack += o.GivenBack
+	s.Retries += o.Retries
+}
+
+// run is one Work call's shared state.
+type run struct {
+	p      WorkParams
+	tenant string // the batch's tenant, for a BatchID
+	kinds  []string
+	// hard is cancelled Grace after the caller's ctx: what processors see.
+	hard    context.Context
+	waiter  *waiter
+	unknown unknownKinds
 }
 
 // Work runs workers that claim chunks, process their due rows and record
 // each row's outcome. It returns when ctx is done (nil error) or, with
-// UntilDone, when the work is done.
+// UntilDone, when the work is done. A transient database error (a dropped
+// connection, a restarting server) is retried with backoff, in claims,
+// renewals and flushes alike; any other database error ends the run.
 func (e *Engine) Work(ctx context.Context, p WorkParams) (WorkStats, error) {
-	var tenant string
+	r := &run{p: p, kinds: e.registry.names(), waiter: &waiter{f: p.WaitFunc, owner: e.owner}}
 	if p.BatchID != 0 {
 		// Find the batch before doing anything: a batch outside the
 		// tenant scope is ErrNotFound at once, not after its rows ran.
@@ -54,7 +90,24 @@ func (e *Engine) Work(ctx context.Context, p WorkParams) (WorkStats, error) {
 		if err != nil {
 			return WorkStats{}, err
 		}
-		tenant = b.TenantID
+		r.tenant = b.TenantID
+	}
+	grace := p.Grace
+	if grace <= 0 {
+		grace = 10 * time.Second
+	}
+	hard, stopHard := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopHard()
+	r.hard = hard
+	stopAfter := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(grace, stopHard)
+		context.AfterFunc(hard, func() { t.Stop() })
+	})
+	defer stopAfter()
+	if l, ok := e.store.(Listener); ok {
+		lctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() { _ = l.Listen(lctx, e.bell.ring) }()
 	}
 	n := p.Workers
 	if n <= 0 {
@@ -64,15 +117,13 @@ func (e *Engine) Work(ctx context.Context, p WorkParams) (WorkStats, error) {
 		mu    sync.Mutex
 		total WorkStats
 	)
-	w := &waiter{f: p.WaitFunc, owner: e.owner}
+	e.checkKinds(ctx, r)
 	g, gctx := errgroup.WithContext(ctx)
 	for range n {
 		g.Go(func() error {
-			s, err := e.workLoop(gctx, p, tenant, w)
+			s, err := e.workLoop(gctx, r)
 			mu.Lock()
-			total.Chunks += s.Chunks
-			total.Rows += s.Rows
-			total.LeaseLost += s.LeaseLost
+			total.add(s)
 			mu.Unlock()
 			return err
 		})
@@ -81,26 +132,42 @@ func (e *Engine) Work(ctx context.Context, p WorkParams) (WorkStats, error) {
 	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		err = nil // stopping is not a failure
 	}
+	total.UnknownKinds = r.unknown.list()
 	return total, err
 }
 
-func (e *Engine) workLoop(ctx context.Context, p WorkParams, tenant string, w *waiter) (WorkStats, error) {
+// Listener is implemented by a store that tells idle workers of other
+// processes that rows are due (PostgreSQL LISTEN/NOTIFY). Listen calls
+// wake on every notification until ctx is done, listening again after any
+// reconnect. A notification is a hint: workers poll anyway, so a lost one
+// delays work, never loses it.
+type Listener interface {
+	Listen(ctx context.Context, wake func()) error
+}
+
+func (e *Engine) workLoop(ctx context.Context, r *run) (WorkStats, error) {
 	var s WorkStats
 	for {
 		if ctx.Err() != nil {
 			return s, nil
 		}
-		lease, err := e.store.ChunkClaim(ctx, ChunkClaimParams{Owner: e.owner, TenantIDs: p.TenantIDs, BatchID: p.BatchID, LeaseDuration: e.lease})
+		var lease *Lease
+		err := e.retry(ctx, &s, "claim", func(ctx context.Context) (err error) {
+			lease, err = e.store.ChunkClaim(ctx, ChunkClaimParams{Owner: e.owner, TenantIDs: r.p.TenantIDs, BatchID: r.p.BatchID, LeaseDuration: e.lease, Kinds: r.kinds})
+			return err
+		})
 		if errors.Is(err, ErrNoWork) {
-			if p.UntilDone {
-				done, err := e.done(ctx, p, tenant, w)
+			if r.p.UntilDone {
+				done, err := e.done(ctx, r)
 				if err != nil || done {
 					return s, err
 				}
 			}
+			e.checkKinds(ctx, r)
 			select {
 			case <-ctx.Done():
 				return s, nil
+			case <-e.bell.wait():
 			case <-time.After(e.poll):
 			}
 			continue
@@ -111,7 +178,7 @@ func (e *Engine) workLoop(ctx context.Context, p WorkParams, tenant string, w *w
 			}
 			return s, fmt.Errorf("claim chunk: %w", err)
 		}
-		n, err := e.workChunk(ctx, lease)
+		c, err := e.workChunk(ctx, r, lease, &s)
 		switch {
 		case errors.Is(err, ErrLeaseLost):
 			// Not an ack and not a failure: the new owner works the rows.
@@ -121,35 +188,140 @@ func (e *Engine) workLoop(ctx context.Context, p WorkParams, tenant string, w *w
 			return s, err
 		default:
 			s.Chunks++
-			s.Rows += int64(n)
+			s.Rows += int64(c.outcomes)
+			s.GivenBack += int64(c.givenBack)
+			if c.stopped {
+				s.Stopped++
+			}
 		}
 	}
 }
 
-// done reports whether there is nothing left to wait for: no open chunk of
-// a running batch in scope (for a BatchID: the batch is no longer running).
-// Otherwise it tells w what the run waits for.
-func (e *Engine) done(ctx context.Context, p WorkParams, tenant string, w *waiter) (bool, error) {
-	if p.BatchID != 0 {
-		b, err := e.store.BatchGet(ctx, BatchGetParams{TenantID: tenant, ID: p.BatchID})
-		if err != nil {
-			return false, fmt.Errorf("check batch %d: %w", p.BatchID, err)
+// retry runs f until it succeeds, fails with an error that is not
+// transient, or ctx is done, waiting 100ms doubling to 5s between tries.
+func (e *Engine) retry(ctx context.Context, s *WorkStats, what string, f func(ctx context.Context) error) error {
+	delay := 100 * time.Millisecond
+	for {
+		err := f(ctx)
+		if err == nil || !errors.Is(err, ErrTransient) {
+			return err
 		}
-		if b.Status != StatusRunning {
+		s.Retries++
+		e.logger.WarnContext(ctx, "database error, retrying", "op", what, "in", delay, "err", err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 5*time.Second)
+	}
+}
+
+// done reports whether there is nothing left to wait for: no open chunk of
+// a running batch in scope of a kind this engine knows (for a BatchID: the
+// batch is no longer running). Otherwise it tells the waiter what the run
+// waits for.
+func (e *Engine) done(ctx context.Context, r *run) (bool, error) {
+	if r.p.BatchID != 0 {
+		b, err := e.store.BatchGet(ctx, BatchGetParams{TenantID: r.tenant, ID: r.p.BatchID})
+		if err != nil {
+			if errors.Is(err, ErrTransient) {
+				return false, nil // ask again at the next poll
+			}
+			return false, fmt.Errorf("check batch %d: %w", r.p.BatchID, err)
+		}
+		if b.Status != StatusRunning && b.Status != StatusCancelled {
 			return true, nil
 		}
+		if !slices.Contains(r.kinds, b.Kind) {
+			return false, fmt.Errorf("batch %d is of kind %q, which this engine does not know: %w", b.ID, b.Kind, ErrUnknownKind)
+		}
 	}
-	due, err := e.store.ChunkNextDue(ctx, ChunkNextDueParams{TenantIDs: p.TenantIDs, BatchID: p.BatchID})
+	due, err := e.store.ChunkNextDue(ctx, ChunkNextDueParams{TenantIDs: r.p.TenantIDs, BatchID: r.p.BatchID, Kinds: r.kinds})
 	if errors.Is(err, ErrNoWork) {
 		// A batch with no open chunk is finished by its last flush; the
 		// next check of a BatchID sees it.
-		return p.BatchID == 0, nil
+		return r.p.BatchID == 0, nil
+	}
+	if errors.Is(err, ErrTransient) {
+		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("check open chunks: %w", err)
 	}
-	w.tell(*due)
+	r.waiter.tell(*due)
 	return false, nil
+}
+
+// checkKinds reports, once each, the kinds of open batches in scope that
+// this engine does not know: a worker that knows them must work them, and
+// this one leaves them alone rather than failing their rows.
+func (e *Engine) checkKinds(ctx context.Context, r *run) {
+	if !r.unknown.due() {
+		return
+	}
+	open, err := e.store.KindsOpen(ctx, r.p.TenantIDs)
+	if err != nil {
+		return // a hint only; the next idle round asks again
+	}
+	for _, k := range open {
+		if !slices.Contains(r.kinds, k) && r.unknown.add(k) {
+			e.logger.WarnContext(ctx, "open batches of a kind this worker does not know; a worker that knows it must work them", "kind", k)
+		}
+	}
+}
+
+// unknownKinds remembers the unknown kinds reported, and when they were
+// last looked for.
+type unknownKinds struct {
+	mu    sync.Mutex
+	kinds []string
+	last  time.Time
+}
+
+func (u *unknownKinds) due() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if time.Since(u.last) < time.Minute {
+		return false
+	}
+	u.last = time.Now()
+	return true
+}
+
+func (u *unknownKinds) add(k string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if slices.Contains(u.kinds, k) {
+		return false
+	}
+	u.kinds = append(u.kinds, k)
+	return true
+}
+
+func (u *unknownKinds) list() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return slices.Clone(u.kinds)
+}
+
+// findBatch looks p.BatchID up under each tenant of the scope (the default
+// tenant when the scope is empty) and returns it, or ErrNotFound.
+func (e *Engine) findBatch(ctx context.Context, p WorkParams) (*Batch, error) {
+	tenants := p.TenantIDs
+	if len(tenants) == 0 {
+		tenants = []string{DefaultTenant}
+	}
+	for _, t := range tenants {
+		b, err := e.store.BatchGet(ctx, BatchGetParams{TenantID: t, ID: p.BatchID})
+		if err == nil {
+			return b, nil
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("batch %d: %w", p.BatchID, ErrNotFound)
 }
 
 // waiter tells a WaitFunc once about each chunk and lease an UntilDone run
@@ -175,153 +347,27 @@ func (w *waiter) tell(d ChunkDue) {
 	w.f(d)
 }
 
-// findBatch looks p.BatchID up under each tenant of the scope (the default
-// tenant when the scope is empty) and returns it, or ErrNotFound.
-func (e *Engine) findBatch(ctx context.Context, p WorkParams) (*Batch, error) {
-	tenants := p.TenantIDs
-	if len(tenants) == 0 {
-		tenants = []string{DefaultTenant}
-	}
-	for _, t := range tenants {
-		b, err := e.store.BatchGet(ctx, BatchGetParams{TenantID: t, ID: p.BatchID})
-		if err == nil {
-			return b, nil
-		}
-		if !errors.Is(err, ErrNotFound) {
-			return nil, err
-		}
-	}
-	return nil, fmt.Errorf("batch %d: %w", p.BatchID, ErrNotFound)
+// bell wakes idle workers: ring closes the channel every waiter holds and
+// starts a new one.
+type bell struct {
+	mu sync.Mutex
+	ch chan struct{}
 }
 
-// workChunk processes a leased chunk's rows and flushes their outcomes in one
-// transaction. The lease is renewed while the processor runs; if renewal
-// finds the lease gone, processing stops and ErrLeaseLost is returned.
-func (e *Engine) workChunk(ctx context.Context, l *Lease) (int, error) {
-	k, err := e.registry.lookup(l.Kind)
-	if err != nil {
-		// Another deployment's kind: leave the lease to expire rather than
-		// guess at the rows.
-		return 0, fmt.Errorf("batch %d: %w", l.BatchID, err)
+func (b *bell) wait() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ch == nil {
+		b.ch = make(chan struct{})
 	}
-	m, err := k.mapHeader(l.Header, l.Conventions)
-	if err != nil {
-		return 0, fmt.Errorf("batch %d: header no longer maps to kind %s: %w", l.BatchID, l.Kind, err)
-	}
-	wctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var hb sync.WaitGroup
-	hb.Go(func() { e.heartbeat(wctx, cancel, l) })
-
-	outcomes := e.processRows(wctx, k, m, l.Rows)
-	cancel(nil)
-	hb.Wait()
-	if errors.Is(context.Cause(wctx), ErrLeaseLost) {
-		return 0, ErrLeaseLost
-	}
-
-	// The row state machine is the engine's rule, checked here once for
-	// every store: a processor's answer becomes an outcome only through
-	// classify, and an outcome the machine does not allow is a bug.
-	for _, o := range outcomes {
-		if err := rows.Transition(rows.StateProcessing, o.State); err != nil {
-			return 0, fmt.Errorf("batch %d row %d: %w", l.BatchID, o.RowNo, err)
-		}
-	}
-
-	// Flush even when shutting down: the work is done and its outcomes
-	// should not be lost, so give the flush its own short deadline.
-	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer fcancel()
-	res, err := e.store.ChunkFlush(fctx, ChunkFlushParams{TenantID: l.TenantID, BatchID: l.BatchID, ChunkNo: l.ChunkNo, Token: l.Token, Outcomes: outcomes, Release: true})
-	if err != nil {
-		if errors.Is(err, ErrLeaseLost) {
-			return 0, ErrLeaseLost
-		}
-		return 0, fmt.Errorf("flush batch %d chunk %d: %w", l.BatchID, l.ChunkNo, err)
-	}
-	e.logger.DebugContext(ctx, "chunk flushed", "batch_id", l.BatchID, "chunk_no", l.ChunkNo, "rows", len(outcomes), "finished", res.Finished)
-	return len(outcomes), nil
+	return b.ch
 }
 
-// processRows runs the processor over a chunk's leased rows and classifies
-// each answer. It stops early when ctx is done (shutdown or lease lost): the
-// rows without an outcome stay open for the next claim.
-func (e *Engine) processRows(ctx context.Context, k kind, m *rows.Mapping, leased []LeasedRow) []RowOutcome {
-	s := k.settings()
-	outcomes := make([]RowOutcome, 0, len(leased))
-	record := func(r LeasedRow, id string, err error) bool {
-		out, ok := classify(ctx, id, err, r.Attempts, s.maxAttempts)
-		if !ok {
-			return false
-		}
-		out.RowNo = r.RowNo
-		if out.Error != nil {
-			out.Error.Row = r.RowNo
-		}
-		if out.State == rows.StateRetrying {
-			out.RetryDelay = s.backoff(r.Attempts)
-		}
-		outcomes = append(outcomes, out)
-		return true
+func (b *bell) ring() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ch != nil {
+		close(b.ch)
 	}
-
-	cctx, ccancel := context.WithTimeout(ctx, s.timeout)
-	results, chunked := k.processChunk(cctx, m, leased)
-	ccancel()
-	if chunked {
-		for i, r := range leased {
-			if !record(r, results[i].ID, results[i].Err) {
-				break
-			}
-		}
-		return outcomes
-	}
-	for _, r := range leased {
-		if ctx.Err() != nil {
-			break
-		}
-		rctx, rcancel := context.WithTimeout(ctx, s.timeout)
-		id, err := e.call(rctx, k, m, r)
-		rcancel()
-		if !record(r, id, err) {
-			break
-		}
-	}
-	return outcomes
-}
-
-// call runs the processor for one row and turns a panic into a permanent
-// error: a processor bug on one row's data must not take down the worker.
-func (e *Engine) call(ctx context.Context, k kind, m *rows.Mapping, r LeasedRow) (id string, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = Permanent(fmt.Errorf("processor panicked: %v", v))
-		}
-	}()
-	return k.process(ctx, m, r.RowNo, r.Values)
-}
-
-// heartbeat renews the lease every third of its duration until ctx is done.
-// A lost lease cancels the work with ErrLeaseLost.
-func (e *Engine) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, l *Lease) {
-	t := time.NewTicker(e.lease / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		err := e.store.LeaseRenew(ctx, LeaseRenewParams{TenantID: l.TenantID, BatchID: l.BatchID, ChunkNo: l.ChunkNo, Token: l.Token, LeaseDuration: e.lease})
-		if errors.Is(err, ErrLeaseLost) {
-			cancel(ErrLeaseLost)
-			return
-		}
-		if err != nil && ctx.Err() == nil {
-			// A failed renewal is not yet a lost lease; the next tick
-			// retries, and the flush's token check is the real fence.
-			e.logger.WarnContext(ctx, "lease renewal failed", "batch_id", l.BatchID, "chunk_no", l.ChunkNo, "err", err)
-		}
-	}
+	b.ch = make(chan struct{})
 }

@@ -1,0 +1,358 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rowfate/rowfate/rows"
+)
+
+// flushRetryLimit bounds how long a flush is retried through transient
+// errors: long enough for a database restart. Until it commits, or the
+// token check says the lease moved on, the outcomes of effects that
+// happened are not thrown away.
+const flushRetryLimit = 2 * time.Minute
+
+// chunkDone is what working one chunk did.
+type chunkDone struct {
+	outcomes, givenBack int
+	stopped             bool
+}
+
+// workChunk works a leased chunk's rows and flushes their outcomes. The
+// lease is renewed while the processor runs; a lost lease stops the work
+// and returns ErrLeaseLost with nothing recorded, and a cancelled or
+// paused batch stops it too, with what was done recorded and the rest
+// given back (or, for a cancel, cancelled).
+func (e *Engine) workChunk(ctx context.Context, r *run, l *Lease, s *WorkStats) (chunkDone, error) {
+	all := make([]int64, len(l.Rows))
+	for i, row := range l.Rows {
+		all[i] = row.RowNo
+	}
+	if l.Cancelled {
+		// A sweep of a cancelled batch's dead lease: the flush cancels the
+		// rows it left.
+		return chunkDone{}, e.flushChunk(ctx, s, l, ChunkFlushParams{Release: true})
+	}
+	k, err := e.registry.lookup(l.Kind)
+	if err != nil {
+		// Claims ask only for known kinds; should one slip through, its
+		// rows go back untouched for a worker that knows the kind.
+		return chunkDone{givenBack: len(all)}, e.flushChunk(ctx, s, l, ChunkFlushParams{Unworked: all, Release: true})
+	}
+	m, err := k.mapHeader(l.Header, l.Conventions)
+	if err != nil {
+		// The kind changed since the batch was imported: no row can bind.
+		outs := make([]RowOutcome, len(l.Rows))
+		for i, row := range l.Rows {
+			outs[i] = RowOutcome{RowNo: row.RowNo, State: rows.StateFailed, Error: &rows.FieldError{Row: row.RowNo, Code: CodeProcessor,
+				Message: fmt.Sprintf("the header no longer maps to kind %s: %v", l.Kind, err)}}
+		}
+		return chunkDone{outcomes: len(outs)}, e.flushChunk(ctx, s, l, ChunkFlushParams{Outcomes: outs, Release: true})
+	}
+
+	wctx, cancel := context.WithCancelCause(r.hard)
+	defer cancel(nil)
+	// The caller's ctx only stops claims; the rows under way keep going
+	// until r.hard (Grace later) or their own stop.
+	var hb sync.WaitGroup
+	hb.Go(func() { e.heartbeat(wctx, cancel, l) })
+	defer hb.Wait()
+
+	infos := e.rowInfos(k, m, l)
+	if k.transactional() {
+		return e.workTx(ctx, wctx, cancel, s, k, m, l, infos)
+	}
+	outcomes, unworked, err := e.workRows(wctx, s, k, m, l, infos)
+	cancel(nil)
+	hb.Wait()
+	if err != nil {
+		return chunkDone{}, err
+	}
+	cause := context.Cause(wctx)
+	if errors.Is(cause, ErrLeaseLost) {
+		return chunkDone{}, ErrLeaseLost
+	}
+	if err := checkOutcomes(l, outcomes); err != nil {
+		return chunkDone{}, err
+	}
+	done := chunkDone{outcomes: len(outcomes), givenBack: len(unworked), stopped: errors.Is(cause, ErrBatchStopped)}
+	return done, e.flushChunk(ctx, s, l, ChunkFlushParams{Outcomes: outcomes, Unworked: unworked, Release: true})
+}
+
+// rowInfos are the RowInfo of a lease's rows, effect keys included.
+func (e *Engine) rowInfos(k kind, m *rows.Mapping, l *Lease) []RowInfo {
+	refs := k.effectRefs(l.TenantID, l.BatchID, m, l.Rows)
+	infos := make([]RowInfo, len(l.Rows))
+	for i, row := range l.Rows {
+		infos[i] = RowInfo{TenantID: l.TenantID, BatchID: l.BatchID, RowNo: row.RowNo, Attempt: row.Attempts, EffectKey: refs[i].Key}
+	}
+	return infos
+}
+
+// workRows runs a non-transactional processor over a lease's rows. For a
+// keyed kind it first claims the rows' effect keys: a key already done is
+// not run again (the row takes its result), a key reused with another
+// payload fails the row, a key another row holds waits. It returns the
+// outcomes and the rows that got none (the work stopped first).
+func (e *Engine) workRows(ctx context.Context, s *WorkStats, k kind, m *rows.Mapping, l *Lease, infos []RowInfo) ([]RowOutcome, []int64, error) {
+	set := k.settings()
+	outcomes := make([]RowOutcome, 0, len(l.Rows))
+	toRun := make([]int, 0, len(l.Rows))
+	if k.keyed() {
+		claims, err := e.claimEffects(ctx, s, k, m, l)
+		if err != nil {
+			return nil, nil, err
+		}
+		for i, c := range claims {
+			row := l.Rows[i].RowNo
+			key := infos[i].EffectKey
+			switch c.Status {
+			case EffectNew, EffectMine:
+				toRun = append(toRun, i)
+			case EffectDone:
+				outcomes = append(outcomes, RowOutcome{RowNo: row, State: rows.StateSucceeded, ResultID: c.ResultID, EffectKey: key})
+			case EffectReused:
+				outcomes = append(outcomes, RowOutcome{RowNo: row, State: rows.StateFailed, Error: &rows.FieldError{Row: row, Code: CodeKeyReused,
+					Message: fmt.Sprintf("effect key %q was claimed by batch %d row %d with another payload", key, c.HolderBatch, c.HolderRow)}})
+			default: // pending
+				outcomes = append(outcomes, RowOutcome{RowNo: row, State: rows.StateRetrying, RetryDelay: set.backoff(1), Error: &rows.FieldError{Row: row, Code: CodeKeyHeld,
+					Message: fmt.Sprintf("effect key %q is held by batch %d row %d, whose effect is not finished", key, c.HolderBatch, c.HolderRow)}})
+			}
+		}
+	} else {
+		for i := range l.Rows {
+			toRun = append(toRun, i)
+		}
+	}
+	record := func(i int, id string, err error) bool {
+		r := l.Rows[i]
+		out, ok := classify(ctx, id, err, r.Attempts, set.maxAttempts)
+		if !ok {
+			return false
+		}
+		out.RowNo = r.RowNo
+		if out.Error != nil {
+			out.Error.Row = r.RowNo
+		}
+		if out.State == rows.StateRetrying {
+			out.RetryDelay = set.backoff(r.Attempts)
+		}
+		if k.keyed() {
+			out.EffectKey = infos[i].EffectKey
+		}
+		outcomes = append(outcomes, out)
+		return true
+	}
+	ran := make([]bool, len(l.Rows))
+	if len(toRun) > 0 {
+		leased := make([]LeasedRow, len(toRun))
+		chunkInfos := make([]RowInfo, len(toRun))
+		for j, i := range toRun {
+			leased[j], chunkInfos[j] = l.Rows[i], infos[i]
+		}
+		cctx, ccancel := context.WithTimeout(ContextWithChunk(ctx, chunkInfos), set.timeout)
+		results, chunked := k.processChunk(cctx, m, leased)
+		ccancel()
+		if chunked {
+			for j, i := range toRun {
+				if !record(i, results[j].ID, results[j].Err) {
+					break
+				}
+				ran[i] = true
+			}
+		} else {
+			for _, i := range toRun {
+				if ctx.Err() != nil {
+					break
+				}
+				rctx, rcancel := context.WithTimeout(ContextWithRow(ctx, infos[i]), set.timeout)
+				id, err := k.process(rctx, m, l.Rows[i].RowNo, l.Rows[i].Values)
+				rcancel()
+				if !record(i, id, err) {
+					break
+				}
+				ran[i] = true
+			}
+		}
+	}
+	var unworked []int64
+	for _, i := range toRun {
+		if !ran[i] {
+			unworked = append(unworked, l.Rows[i].RowNo)
+		}
+	}
+	return outcomes, unworked, nil
+}
+
+// claimEffects claims a lease's effect keys, retrying transient errors.
+func (e *Engine) claimEffects(ctx context.Context, s *WorkStats, k kind, m *rows.Mapping, l *Lease) ([]EffectClaim, error) {
+	refs := k.effectRefs(l.TenantID, l.BatchID, m, l.Rows)
+	var claims []EffectClaim
+	err := e.retry(ctx, s, "claim effects", func(ctx context.Context) (err error) {
+		claims, err = e.store.EffectsClaim(ctx, EffectsClaimParams{TenantID: l.TenantID, BatchID: l.BatchID, ChunkNo: l.ChunkNo, Token: l.Token, Effects: refs})
+		return err
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			// Stopped before anything ran: the rows are given back.
+			return make([]EffectClaim, 0), nil
+		}
+		return nil, err
+	}
+	return claims, nil
+}
+
+// workTx runs a transactional processor inside the flush's transaction:
+// its writes commit with the outcomes, under the fencing token, or not at
+// all. A failure of the whole call rolls its writes back, so its rows are
+// retried (never unknown: nothing happened).
+func (e *Engine) workTx(ctx, wctx context.Context, cancel context.CancelCauseFunc, s *WorkStats, k kind, m *rows.Mapping, l *Lease, infos []RowInfo) (chunkDone, error) {
+	set := k.settings()
+	var outcomes []RowOutcome
+	effect := func(fctx context.Context, tx Tx) ([]RowOutcome, error) {
+		// The processor's statements stop with the lease or the batch.
+		pctx, pcancel := context.WithTimeout(ContextWithChunk(wctx, infos), set.timeout)
+		defer pcancel()
+		stop := context.AfterFunc(fctx, pcancel)
+		defer stop()
+		results, err := k.processTx(pctx, tx, m, l.Rows)
+		if err != nil {
+			return nil, err
+		}
+		outcomes = outcomes[:0]
+		for i, res := range results {
+			row := l.Rows[i]
+			out, ok := classify(wctx, res.ID, res.Err, row.Attempts, set.maxAttempts)
+			if !ok {
+				return nil, context.Cause(wctx)
+			}
+			if out.State == rows.StateUnknown {
+				// Rolled back or not, a row's own timeout inside the
+				// transaction has no effect outside it: retry it.
+				out.State = rows.StateRetrying
+			}
+			out.RowNo = row.RowNo
+			if out.Error != nil {
+				out.Error.Row = row.RowNo
+			}
+			if out.State == rows.StateRetrying {
+				out.RetryDelay = set.backoff(row.Attempts)
+			}
+			outcomes = append(outcomes, out)
+		}
+		if err := checkOutcomes(l, outcomes); err != nil {
+			return nil, err
+		}
+		return outcomes, nil
+	}
+	res, err := e.flushResult(ctx, s, l, ChunkFlushParams{EffectFunc: effect, Release: true})
+	cancel(nil)
+	switch {
+	case err == nil:
+		if res.Cancelled {
+			return chunkDone{stopped: true}, nil
+		}
+		return chunkDone{outcomes: len(outcomes)}, nil
+	case errors.Is(err, ErrLeaseLost):
+		return chunkDone{}, ErrLeaseLost // its writes rolled back with the flush
+	case errors.Is(context.Cause(wctx), ErrLeaseLost):
+		return chunkDone{}, ErrLeaseLost
+	}
+	all := make([]int64, len(l.Rows))
+	for i, row := range l.Rows {
+		all[i] = row.RowNo
+	}
+	if cause := context.Cause(wctx); cause != nil && wctx.Err() != nil {
+		// Stopped (shutdown, cancel, pause) mid-transaction: rolled back,
+		// so the rows go back as they were.
+		done := chunkDone{givenBack: len(all), stopped: errors.Is(cause, ErrBatchStopped)}
+		return done, e.flushChunk(ctx, s, l, ChunkFlushParams{Unworked: all, Release: true})
+	}
+	if errors.Is(err, ErrTransient) {
+		return chunkDone{}, fmt.Errorf("flush batch %d chunk %d: %w", l.BatchID, l.ChunkNo, err)
+	}
+	// The call failed as a whole and was rolled back: every row shares the
+	// error, as a failure (Permanent) or a retry.
+	e.logger.WarnContext(ctx, "transactional processor failed; its writes were rolled back", "batch_id", l.BatchID, "chunk_no", l.ChunkNo, "err", err)
+	outs := make([]RowOutcome, len(l.Rows))
+	for i, row := range l.Rows {
+		o := RowOutcome{RowNo: row.RowNo, State: rows.StateRetrying, RetryDelay: set.backoff(row.Attempts),
+			Error: &rows.FieldError{Row: row.RowNo, Code: CodeProcessor, Message: err.Error()}}
+		switch {
+		case IsPermanent(err):
+			o.State, o.RetryDelay = rows.StateFailed, 0
+		case row.Attempts >= set.maxAttempts:
+			o.State, o.RetryDelay, o.Error.Code = rows.StateDead, 0, CodeExhausted
+		}
+		outs[i] = o
+	}
+	return chunkDone{outcomes: len(outs)}, e.flushChunk(ctx, s, l, ChunkFlushParams{Outcomes: outs, Release: true})
+}
+
+// checkOutcomes applies the row state machine, the engine's rule, once for
+// every store: an outcome the machine does not allow is a bug.
+func checkOutcomes(l *Lease, outcomes []RowOutcome) error {
+	for _, o := range outcomes {
+		if err := rows.Transition(rows.StateProcessing, o.State); err != nil {
+			return fmt.Errorf("batch %d row %d: %w", l.BatchID, o.RowNo, err)
+		}
+	}
+	return nil
+}
+
+// flushChunk flushes a lease's outcomes; see flushResult.
+func (e *Engine) flushChunk(ctx context.Context, s *WorkStats, l *Lease, p ChunkFlushParams) error {
+	_, err := e.flushResult(ctx, s, l, p)
+	return err
+}
+
+// flushResult flushes under the lease, retrying transient errors for up
+// to flushRetryLimit, even when ctx is done: the work is done and its
+// outcomes must not be lost.
+func (e *Engine) flushResult(ctx context.Context, s *WorkStats, l *Lease, p ChunkFlushParams) (*FlushResult, error) {
+	p.TenantID, p.BatchID, p.ChunkNo, p.Token = l.TenantID, l.BatchID, l.ChunkNo, l.Token
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushRetryLimit)
+	defer cancel()
+	var res *FlushResult
+	err := e.retry(fctx, s, "flush", func(ctx context.Context) (err error) {
+		res, err = e.store.ChunkFlush(ctx, p)
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, ErrLeaseLost) {
+			return nil, ErrLeaseLost
+		}
+		return nil, fmt.Errorf("flush batch %d chunk %d: %w", l.BatchID, l.ChunkNo, err)
+	}
+	e.logger.DebugContext(ctx, "chunk flushed", "batch_id", l.BatchID, "chunk_no", l.ChunkNo, "rows", len(p.Outcomes), "finished", res.Finished)
+	return res, nil
+}
+
+// heartbeat renews the lease every third of its duration until ctx is
+// done. A lost lease cancels the work with ErrLeaseLost; a cancelled or
+// paused batch with ErrBatchStopped.
+func (e *Engine) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, l *Lease) {
+	t := time.NewTicker(max(e.lease/3, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := e.store.LeaseRenew(ctx, LeaseRenewParams{TenantID: l.TenantID, BatchID: l.BatchID, ChunkNo: l.ChunkNo, Token: l.Token, LeaseDuration: e.lease})
+		switch {
+		case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrBatchStopped):
+			cancel(err)
+			return
+		case err != nil && ctx.Err() == nil:
+			// A failed renewal is not yet a lost lease; the next tick
+			// retries, and the flush's token check is the real fence.
+			e.logger.WarnContext(ctx, "lease renewal failed", "batch_id", l.BatchID, "chunk_no", l.ChunkNo, "err", err)
+		}
+	}
+}
