@@ -37,7 +37,8 @@ type ExportKind[T any] struct {
 	// Description is one line for listings.
 	Description string
 	// RowsFunc returns the rows to export, in order; it is called once per
-	// export and the sequence is read once, streaming. An error yielded
+	// export and the sequence is read once, streaming. RowFrom(ctx) names
+	// the export's tenant: a source lists that tenant's rows only. An error yielded
 	// with a row marks that row: when it is a *rows.FieldError,
 	// rows.FieldErrors or Permanent(err), the row's outcome is failed with
 	// the error and the export goes on; any other error (a lost
@@ -144,7 +145,7 @@ func Export[T any](ctx context.Context, e *Engine, k ExportKind[T], p ExportPara
 	if err != nil {
 		return nil, fmt.Errorf("export %s: %w", k.Name, err)
 	}
-	n, err := writeExport(ctx, k, enc, w, spool)
+	n, err := writeExport(ctx, p.TenantID, k, enc, w, spool)
 	if err != nil {
 		w.Abort()
 		return nil, fmt.Errorf("export %s: %w", k.Name, err)
@@ -193,12 +194,14 @@ func Export[T any](ctx context.Context, e *Engine, k ExportKind[T], p ExportPara
 
 // writeExport reads the kind's rows, writes each to the file and spools its
 // outcome. It returns the number of rows.
-func writeExport[T any](ctx context.Context, k ExportKind[T], enc *exportEncoder, w rows.Writer, spool io.Writer) (int64, error) {
+func writeExport[T any](ctx context.Context, tenant string, k ExportKind[T], enc *exportEncoder, w rows.Writer, spool io.Writer) (int64, error) {
 	bw := bufio.NewWriterSize(spool, 64<<10)
 	js := json.NewEncoder(bw)
 	cells := make([]rows.Cell, len(enc.cols))
 	var n int64
-	for t, err := range k.RowsFunc(ctx) {
+	// The source learns the export's tenant as a processor does: a
+	// tenant's export lists that tenant's rows only.
+	for t, err := range k.RowsFunc(ContextWithRow(ctx, RowInfo{TenantID: tenant})) {
 		if cerr := ctx.Err(); cerr != nil {
 			return n, cerr
 		}

@@ -2,6 +2,7 @@ package customers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -9,61 +10,82 @@ import (
 	"github.com/rowfate/rowfate/batch"
 )
 
-var _ batch.ChunkProcessor[Customer] = (*Processor)(nil)
-
-// ProcessChunk upserts a chunk's customers in one transaction: one commit
-// (one WAL flush) per chunk instead of one per row, which is where the time
-// of the row-at-a-time path goes. If any row fails, the transaction is
-// rolled back and the chunk is done row by row, so that one bad row costs
-// only itself.
-func (p *Processor) ProcessChunk(ctx context.Context, cs []Customer) ([]batch.Result, error) {
-	ids, err := p.upsertAll(ctx, cs)
+// ProcessTx upserts a chunk's customers in the engine's flush transaction.
+// It tries the whole chunk at once (one statement on PostgreSQL) under a
+// savepoint; if a row fails, it rolls back to the savepoint and upserts row
+// by row, each under its own savepoint, so one bad row costs only itself
+// and the transaction stays usable for the others. A database error that a
+// retry may clear (a dropped connection) fails the whole call: the engine
+// rolls it back and retries the chunk.
+func (p *Processor) ProcessTx(ctx context.Context, tx batch.Tx, cs []Customer) ([]batch.Result, error) {
+	tenant := tenantOf(ctx)
+	if _, err := tx.Exec(ctx, `SAVEPOINT customers_chunk`); err != nil {
+		return nil, err
+	}
+	ids, err := upsertAll(ctx, tx, tenant, cs)
 	if err == nil {
 		out := make([]batch.Result, len(cs))
 		for i, id := range ids {
 			out[i].ID = strconv.FormatInt(id, 10)
 		}
-		return out, nil
+		_, err := tx.Exec(ctx, `RELEASE SAVEPOINT customers_chunk`)
+		return out, err
 	}
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || errors.Is(err, batch.ErrTransient) {
+		return nil, err
+	}
+	if _, err := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT customers_chunk`); err != nil {
 		return nil, err
 	}
 	out := make([]batch.Result, len(cs))
 	for i, c := range cs {
-		out[i].ID, out[i].Err = p.Process(ctx, c)
+		if _, err := tx.Exec(ctx, `SAVEPOINT customers_row`); err != nil {
+			return nil, err
+		}
+		var id int64
+		err := tx.QueryRow(ctx, upsertSQL, upsertArgs(tenant, c)...).Scan(&id)
+		switch {
+		case err == nil:
+			out[i].ID = strconv.FormatInt(id, 10)
+			if _, err := tx.Exec(ctx, `RELEASE SAVEPOINT customers_row`); err != nil {
+				return nil, err
+			}
+		case ctx.Err() != nil || errors.Is(err, batch.ErrTransient):
+			return nil, err
+		default:
+			// A row the table refuses (a constraint): retrying it will
+			// not help.
+			out[i].Err = batch.Permanent(fmt.Errorf("upsert customer %s: %w", c.Email, err))
+			if _, err := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT customers_row`); err != nil {
+				return nil, err
+			}
+		}
 	}
-	return out, nil
+	_, err = tx.Exec(ctx, `RELEASE SAVEPOINT customers_chunk`)
+	return out, err
 }
 
-func (p *Processor) upsertAll(ctx context.Context, cs []Customer) ([]int64, error) {
-	if p.d == Postgres {
-		return p.upsertAllPostgres(ctx, cs)
+// upsertAll upserts a chunk: on PostgreSQL one statement over unnest'ed
+// arrays (one round trip instead of one per row), on SQLite one statement
+// per row (in-process calls, no round trips to save).
+func upsertAll(ctx context.Context, tx batch.Tx, tenant string, cs []Customer) ([]int64, error) {
+	if tx.Engine() == string(Postgres) {
+		return upsertAllPostgres(ctx, tx, tenant, cs)
 	}
-	tx, err := p.db.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback() //nolint:errcheck // no-op after commit
-	stmt, err := tx.PrepareContext(ctx, upsertSQL)
-	if err != nil {
-		return nil, err
-	}
-	defer stmt.Close()
 	ids := make([]int64, len(cs))
 	for i, c := range cs {
-		if err := stmt.QueryRowContext(ctx, upsertArgs(c)...).Scan(&ids[i]); err != nil {
+		if err := tx.QueryRow(ctx, upsertSQL, upsertArgs(tenant, c)...).Scan(&ids[i]); err != nil {
 			return nil, fmt.Errorf("upsert customer %s: %w", c.Email, err)
 		}
 	}
-	return ids, tx.Commit()
+	return ids, nil
 }
 
-// upsertAllPostgres upserts a chunk with one statement over unnest'ed
-// arrays: one round trip instead of one per row. PostgreSQL refuses to
-// update the same row twice in one INSERT ... ON CONFLICT, so repeated
+// upsertAllPostgres upserts a chunk with one statement. PostgreSQL refuses
+// to update the same row twice in one INSERT ... ON CONFLICT, so repeated
 // emails are folded first, the last row winning as it would row by row;
 // every row with that email gets the one customer id.
-func (p *Processor) upsertAllPostgres(ctx context.Context, cs []Customer) ([]int64, error) {
+func upsertAllPostgres(ctx context.Context, tx batch.Tx, tenant string, cs []Customer) ([]int64, error) {
 	last := make(map[string]int, len(cs))
 	keys := make([]string, len(cs))
 	for i, c := range cs {
@@ -78,26 +100,25 @@ func (p *Processor) upsertAllPostgres(ctx context.Context, cs []Customer) ([]int
 		if last[keys[i]] != i {
 			continue
 		}
-		args := upsertArgs(c)
+		args := upsertArgs(tenant, c)
 		emails = append(emails, keys[i])
-		names = append(names, args[1].(string))
-		dates = append(dates, args[3].(string))
-		countries = append(countries, nullable(args[2]))
-		amounts = append(amounts, nullable(args[4]))
+		names = append(names, args[2].(string))
+		dates = append(dates, args[4].(string))
+		countries = append(countries, nullable(args[3]))
+		amounts = append(amounts, nullable(args[5]))
 	}
-	rs, err := p.db.QueryContext(ctx, `INSERT INTO customers (email, name, country, signup_date, amount, updated_at)
-		SELECT e, n, c, d::date, a::numeric, now()
+	rs, err := tx.Query(ctx, `INSERT INTO customers (tenant_id, email, name, country, signup_date, amount, updated_at)
+		SELECT $6, e, n, c, d::date, a::numeric, now()
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS u(e, n, c, d, a)
-		ON CONFLICT (email) DO UPDATE SET name = excluded.name,
+		ON CONFLICT (tenant_id, email) DO UPDATE SET name = excluded.name,
 			country = COALESCE(excluded.country, customers.country),
 			signup_date = excluded.signup_date,
 			amount = COALESCE(excluded.amount, customers.amount),
 			updated_at = excluded.updated_at
-		RETURNING email, id`, emails, names, countries, dates, amounts)
+		RETURNING email, id`, emails, names, countries, dates, amounts, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("upsert %d customers: %w", len(emails), err)
 	}
-	defer rs.Close()
 	byEmail := make(map[string]int64, len(emails))
 	for rs.Next() {
 		var (
@@ -105,11 +126,12 @@ func (p *Processor) upsertAllPostgres(ctx context.Context, cs []Customer) ([]int
 			id    int64
 		)
 		if err := rs.Scan(&email, &id); err != nil {
+			rs.Close()
 			return nil, err
 		}
 		byEmail[email] = id
 	}
-	if err := rs.Err(); err != nil {
+	if err := rs.Close(); err != nil {
 		return nil, fmt.Errorf("upsert %d customers: %w", len(emails), err)
 	}
 	ids := make([]int64, len(cs))

@@ -1,9 +1,12 @@
 // Package customers is the demo kind used by the fixtures and the README:
 // customer rows (email, name, country, signup date, amount) upserted into a
-// customers table in the engine's own database, keyed by email.
+// customers table in the engine's own database, keyed by tenant and email.
 //
-// The upsert is idempotent by its key, so running a row twice (after a lost
-// lease) converges on the same customer: the kind needs no effect key.
+// Its processor is transactional (batch.TxProcessor): a chunk's upserts
+// commit in the engine's flush transaction, with the rows' outcomes and
+// under the lease's fencing token, so each row's effect happens exactly
+// once, and a worker that lost its lease has its writes rolled back. Every
+// tenant has its own customers: a tenant's import never touches another's.
 //
 // Country and amount are optional: a file without those columns, or with an
 // empty cell in them, leaves the stored value alone (a new customer gets
@@ -98,17 +101,19 @@ func EnsureSchema(ctx context.Context, db *sql.DB, d Dialect) error {
 		}
 		ddl = `CREATE TABLE IF NOT EXISTS customers (
 			id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-			email text NOT NULL UNIQUE,
+			tenant_id text NOT NULL DEFAULT 'default',
+			email text NOT NULL,
 			name text NOT NULL,
 			country text,
 			signup_date date NOT NULL,
 			amount numeric(18,2),
-			updated_at timestamptz NOT NULL)`
+			updated_at timestamptz NOT NULL,
+			CONSTRAINT customers_tenant_email_key UNIQUE (tenant_id, email))`
 	}
 	if _, err := tx.ExecContext(ctx, ddl); err != nil {
 		return fmt.Errorf("customers schema: %w", err)
 	}
-	if err := optionalColumns(ctx, tx, d); err != nil {
+	if err := upgrade(ctx, tx, d); err != nil {
 		return fmt.Errorf("customers schema: %w", err)
 	}
 	return tx.Commit()
@@ -118,35 +123,62 @@ func EnsureSchema(ctx context.Context, db *sql.DB, d Dialect) error {
 func sqliteTable(name string) string {
 	return `CREATE TABLE ` + name + ` (
 		id INTEGER PRIMARY KEY,
-		email TEXT NOT NULL UNIQUE,
+		tenant_id TEXT NOT NULL DEFAULT 'default',
+		email TEXT NOT NULL,
 		name TEXT NOT NULL,
 		country TEXT,
 		signup_date TEXT NOT NULL,
 		amount TEXT,
-		updated_at TEXT NOT NULL)`
+		updated_at TEXT NOT NULL,
+		UNIQUE (tenant_id, email))`
 }
 
-// optionalColumns lets country and amount be NULL in a table made before
-// they were optional (NOT NULL, filled with ” and 0 when a file had no
-// value). PostgreSQL drops the constraints in place; SQLite cannot, so the
-// table is rebuilt, once, inside the caller's transaction.
-func optionalColumns(ctx context.Context, tx *sql.Tx, d Dialect) error {
+// upgrade brings a customers table made by an earlier version up to date,
+// keeping its rows: country and amount became optional (NULL), and
+// customers became a tenant's (unique on tenant and email, not on email
+// across tenants). PostgreSQL changes the table in place; SQLite cannot
+// change constraints, so the table is rebuilt, once, inside the caller's
+// transaction. Existing customers belong to the default tenant.
+func upgrade(ctx context.Context, tx *sql.Tx, d Dialect) error {
 	if d == Postgres {
-		_, err := tx.ExecContext(ctx, `ALTER TABLE customers ALTER COLUMN country DROP NOT NULL, ALTER COLUMN amount DROP NOT NULL`)
-		return err
-	}
-	var notNull int
-	if err := tx.QueryRowContext(ctx, `SELECT "notnull" FROM pragma_table_info('customers') WHERE name = 'country'`).Scan(&notNull); err != nil {
-		return err
-	}
-	if notNull == 0 {
+		var hasTenant bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM information_schema.columns
+			WHERE table_schema = current_schema() AND table_name = 'customers' AND column_name = 'tenant_id')`).Scan(&hasTenant); err != nil {
+			return err
+		}
+		stmts := []string{`ALTER TABLE customers ALTER COLUMN country DROP NOT NULL, ALTER COLUMN amount DROP NOT NULL`}
+		if !hasTenant {
+			stmts = append(stmts,
+				`ALTER TABLE customers ADD COLUMN tenant_id text NOT NULL DEFAULT 'default'`,
+				`ALTER TABLE customers DROP CONSTRAINT IF EXISTS customers_email_key`,
+				`ALTER TABLE customers ADD CONSTRAINT customers_tenant_email_key UNIQUE (tenant_id, email)`)
+		}
+		for _, stmt := range stmts {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return err
+			}
+		}
 		return nil
 	}
+	var notNull, hasTenant int
+	if err := tx.QueryRowContext(ctx, `SELECT
+			COALESCE((SELECT "notnull" FROM pragma_table_info('customers') WHERE name = 'country'), 0),
+			(SELECT count(*) FROM pragma_table_info('customers') WHERE name = 'tenant_id')`).Scan(&notNull, &hasTenant); err != nil {
+		return err
+	}
+	if notNull == 0 && hasTenant == 1 {
+		return nil
+	}
+	tenant := "tenant_id"
+	if hasTenant == 0 {
+		tenant = "'default'"
+	}
 	for _, stmt := range []string{
-		sqliteTable("customers_optional"),
-		`INSERT INTO customers_optional SELECT id, email, name, country, signup_date, amount, updated_at FROM customers`,
+		sqliteTable("customers_upgraded"),
+		`INSERT INTO customers_upgraded (id, tenant_id, email, name, country, signup_date, amount, updated_at)
+			SELECT id, ` + tenant + `, email, name, country, signup_date, amount, updated_at FROM customers`,
 		`DROP TABLE customers`,
-		`ALTER TABLE customers_optional RENAME TO customers`,
+		`ALTER TABLE customers_upgraded RENAME TO customers`,
 	} {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return err
@@ -155,22 +187,28 @@ func optionalColumns(ctx context.Context, tx *sql.Tx, d Dialect) error {
 	return nil
 }
 
-// Processor upserts a customer by email and returns its id.
+// Processor upserts a tenant's customers by email and returns their ids.
+// It is a batch.TxProcessor: the engine runs ProcessTx in its flush
+// transaction. Process, for one row outside the engine, writes to its own
+// database.
 type Processor struct {
 	db *sql.DB
 	d  Dialect
 }
 
-// NewProcessor returns a processor writing to db.
+var _ batch.TxProcessor[Customer] = (*Processor)(nil)
+
+// NewProcessor returns a processor writing to db (for Process; ProcessTx
+// writes in the engine's transaction).
 func NewProcessor(db *sql.DB, d Dialect) *Processor { return &Processor{db: db, d: d} }
 
-// upsertSQL inserts or updates a customer by email; the same text runs on
-// PostgreSQL and SQLite. An optional value the file did not give arrives
-// as NULL, and COALESCE keeps the stored one: a file that does not mention
-// a column never changes it.
-const upsertSQL = `INSERT INTO customers (email, name, country, signup_date, amount, updated_at)
-	VALUES ($1, $2, $3, $4, $5, $6)
-	ON CONFLICT (email) DO UPDATE SET name = excluded.name,
+// upsertSQL inserts or updates a tenant's customer by email; the same text
+// runs on PostgreSQL and SQLite. An optional value the file did not give
+// arrives as NULL, and COALESCE keeps the stored one: a file that does not
+// mention a column never changes it.
+const upsertSQL = `INSERT INTO customers (tenant_id, email, name, country, signup_date, amount, updated_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7)
+	ON CONFLICT (tenant_id, email) DO UPDATE SET name = excluded.name,
 		country = COALESCE(excluded.country, customers.country),
 		signup_date = excluded.signup_date,
 		amount = COALESCE(excluded.amount, customers.amount),
@@ -179,7 +217,7 @@ const upsertSQL = `INSERT INTO customers (email, name, country, signup_date, amo
 
 // upsertArgs are a customer's values for upsertSQL, NULL (nil) for an
 // optional value the file did not give.
-func upsertArgs(c Customer) []any {
+func upsertArgs(tenant string, c Customer) []any {
 	var country, amount any
 	if c.Country.Set {
 		country = strings.ToUpper(c.Country.Value)
@@ -187,13 +225,25 @@ func upsertArgs(c Customer) []any {
 	if c.Amount.Set {
 		amount = c.Amount.Value.String()
 	}
-	return []any{strings.ToLower(c.Email), c.Name, country, c.SignupDate.Format("2006-01-02"), amount, time.Now().UTC().Format(time.RFC3339Nano)}
+	return []any{tenant, strings.ToLower(c.Email), c.Name, country, c.SignupDate.Format("2006-01-02"), amount, time.Now().UTC().Format(time.RFC3339Nano)}
 }
 
-// Process upserts one customer.
+// tenantOf is the tenant a processor's context names: the row's, or the
+// chunk's, or the default one.
+func tenantOf(ctx context.Context) string {
+	if info, ok := batch.RowFrom(ctx); ok && info.TenantID != "" {
+		return info.TenantID
+	}
+	if infos, ok := batch.ChunkFrom(ctx); ok && len(infos) > 0 {
+		return infos[0].TenantID
+	}
+	return batch.DefaultTenant
+}
+
+// Process upserts one customer in its own statement.
 func (p *Processor) Process(ctx context.Context, c Customer) (string, error) {
 	var id int64
-	if err := p.db.QueryRowContext(ctx, upsertSQL, upsertArgs(c)...).Scan(&id); err != nil {
+	if err := p.db.QueryRowContext(ctx, upsertSQL, upsertArgs(tenantOf(ctx), c)...).Scan(&id); err != nil {
 		return "", fmt.Errorf("upsert customer %s: %w", c.Email, err)
 	}
 	return strconv.FormatInt(id, 10), nil

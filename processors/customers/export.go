@@ -11,8 +11,8 @@ import (
 	"github.com/rowfate/rowfate/rows"
 )
 
-// ExportKind returns the customers export: every customer of the table on
-// db, in id order, with the columns an import of the customers kind reads,
+// ExportKind returns the customers export: every customer of the export's
+// tenant in the table on db, in id order, with the columns an import of the customers kind reads,
 // so that an exported file imports back as the same rows.
 func ExportKind(db *sql.DB) batch.ExportKind[Customer] {
 	return batch.ExportKind[Customer]{
@@ -22,8 +22,9 @@ func ExportKind(db *sql.DB) batch.ExportKind[Customer] {
 			return func(yield func(Customer, error) bool) {
 				// CAST(... AS TEXT) reads the date the same way on both
 				// engines: a date column on PostgreSQL, text on SQLite.
+				// The export's tenant's customers only.
 				rs, err := db.QueryContext(ctx, `SELECT email, name, country, CAST(signup_date AS TEXT), amount
-					FROM customers ORDER BY id`)
+					FROM customers WHERE tenant_id = $1 ORDER BY id`, tenantOf(ctx))
 				if err != nil {
 					yield(Customer{}, fmt.Errorf("query customers: %w", err))
 					return

@@ -1,0 +1,262 @@
+package batch_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/internal/testdb"
+	"github.com/rowfate/rowfate/processors/customers"
+	"github.com/rowfate/rowfate/rows"
+	"github.com/rowfate/rowfate/store/postgres"
+	"github.com/rowfate/rowfate/store/storetest"
+)
+
+// gatedStore stalls a worker (a GC pause, SIGSTOP, a slow network) from
+// its first flush on: that flush and every renewal after it wait for the
+// gate, so its lease runs out while it stands still.
+type gatedStore struct {
+	batch.Store
+	gate    chan struct{}
+	arrived chan struct{}
+	once    sync.Once
+}
+
+func (g *gatedStore) ChunkFlush(ctx context.Context, p batch.ChunkFlushParams) (*batch.FlushResult, error) {
+	g.once.Do(func() { close(g.arrived) })
+	<-g.gate
+	return g.Store.ChunkFlush(ctx, p)
+}
+
+func (g *gatedStore) LeaseRenew(ctx context.Context, p batch.LeaseRenewParams) error {
+	select {
+	case <-g.arrived:
+		select {
+		case <-g.gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	default:
+	}
+	return g.Store.LeaseRenew(ctx, p)
+}
+
+func customersRegistry(t *testing.T, bd *bundle) *batch.Registry {
+	t.Helper()
+	if err := customers.EnsureSchema(context.Background(), bd.db, bd.dialect); err != nil {
+		t.Fatal(err)
+	}
+	reg := batch.NewRegistry()
+	if err := batch.Register(reg, customers.Kind(bd.db, bd.dialect)); err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+func importCSV(t *testing.T, e *batch.Engine, tenant, csv string) *batch.Batch {
+	t.Helper()
+	b, err := e.Import(context.Background(), batch.ImportParams{TenantID: tenant, Kind: customers.Name, SourceName: "c.csv", Source: strings.NewReader(csv)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestStaleWorkerEffectIsFenced: a worker stalled past its lease, whose
+// chunk another worker reclaimed and finished, and after which a newer
+// import changed the customer, cannot apply its stale effect: the effect
+// runs inside the flush, after the fencing token is checked.
+func TestStaleWorkerEffectIsFenced(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, bd *bundle) {
+		ctx := context.Background()
+		reg := customersRegistry(t, bd)
+		gated := &gatedStore{Store: bd.store, gate: make(chan struct{}), arrived: make(chan struct{})}
+		stale, err := batch.NewEngine(batch.Config{Store: gated, Registry: reg, LeaseDuration: 300 * time.Millisecond, PollInterval: 10 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh := newEngine(t, bd.store, reg, 0)
+		const header = "email,name,country,signup_date,amount\n"
+		old := importCSV(t, fresh, "default", header+"x@example.com,Old Name,FR,2020-01-02,1\n")
+		var staleStats batch.WorkStats
+		done := make(chan error, 1)
+		go func() {
+			var err error
+			staleStats, err = stale.Work(ctx, batch.WorkParams{BatchID: old.ID, Workers: 1, UntilDone: true})
+			done <- err
+		}()
+		<-gated.arrived
+		time.Sleep(400 * time.Millisecond) // the stalled worker's lease runs out
+		if _, err := fresh.Work(ctx, batch.WorkParams{BatchID: old.ID, Workers: 1, UntilDone: true}); err != nil {
+			t.Fatal(err)
+		}
+		newer := importCSV(t, fresh, "default", header+"x@example.com,New Name,FR,2020-01-02,1\n")
+		if _, err := fresh.Work(ctx, batch.WorkParams{BatchID: newer.ID, Workers: 1, UntilDone: true}); err != nil {
+			t.Fatal(err)
+		}
+		close(gated.gate) // the stalled worker wakes up
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if staleStats.LeaseLost != 1 {
+			t.Errorf("the stalled worker's stats: %+v, want one lease lost", staleStats)
+		}
+		var name string
+		if err := bd.db.QueryRowContext(ctx, `SELECT name FROM customers WHERE email = 'x@example.com'`).Scan(&name); err != nil || name != "New Name" {
+			t.Fatalf("name = %q, %v: the stale worker's effect was applied", name, err)
+		}
+		got := storetest.CheckInvariant(t, bd.store, "default", old.ID)
+		if got[rows.StateSucceeded] != 1 || len(got) != 1 {
+			t.Fatalf("counts = %v", got)
+		}
+	})
+}
+
+// TestCustomersPerTenant: two tenants' customers with one email are two
+// customers, and each tenant's export lists its own.
+func TestCustomersPerTenant(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, bd *bundle) {
+		ctx := context.Background()
+		reg := customersRegistry(t, bd)
+		if err := batch.RegisterExport(reg, customers.ExportKind(bd.db)); err != nil {
+			t.Fatal(err)
+		}
+		e := newEngine(t, bd.store, reg, 0)
+		const header = "email,name,country,signup_date,amount\n"
+		for _, tenant := range []string{"acme", "globex"} {
+			b := importCSV(t, e, tenant, header+"same@example.com,"+tenant+" person,FR,2020-01-02,1\n")
+			if _, err := e.Work(ctx, batch.WorkParams{BatchID: b.ID, TenantIDs: []string{tenant}, UntilDone: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var n int
+		if err := bd.db.QueryRowContext(ctx, `SELECT count(*) FROM customers WHERE email = 'same@example.com'`).Scan(&n); err != nil || n != 2 {
+			t.Fatalf("%d customers with the email, %v: a tenant overwrote another's", n, err)
+		}
+		for _, tenant := range []string{"acme", "globex"} {
+			var out bytes.Buffer
+			b, err := e.Export(ctx, customers.Name, batch.ExportParams{TenantID: tenant, DestName: "x.csv", Dest: &out})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.Counts.Total() != 1 || !strings.Contains(out.String(), tenant+" person") {
+				t.Fatalf("%s's export: %d rows\n%s", tenant, b.Counts.Total(), out.String())
+			}
+		}
+	})
+}
+
+// TestUnknownKindIsLeftAlone: a worker that does not know a batch's kind
+// neither claims its rows (no attempt used) nor dies: it reports the kind.
+func TestUnknownKindIsLeftAlone(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, bd *bundle) {
+		ctx := context.Background()
+		e := customersEngine(t, bd)
+		b := importCSV(t, e, "default", "email,name,signup_date\nu@example.com,U,2020-01-02\n")
+		other := newEngine(t, bd.store, outcomesRegistry(t, &outcomeProcessor{calls: map[string]int{}}), 0)
+		stats, err := other.Work(ctx, batch.WorkParams{UntilDone: true})
+		if err != nil {
+			t.Fatalf("a worker that does not know the kind: %v", err)
+		}
+		if len(stats.UnknownKinds) != 1 || stats.UnknownKinds[0] != customers.Name || stats.Chunks != 0 {
+			t.Fatalf("stats = %+v", stats)
+		}
+		rs, _ := bd.store.RowsList(ctx, batch.RowsListParams{TenantID: "default", BatchID: b.ID})
+		if len(rs) != 1 || rs[0].State != rows.StateValid || rs[0].Attempts != 0 {
+			t.Fatalf("rows after the unknowing worker: %+v", rs)
+		}
+		if _, err := other.Work(ctx, batch.WorkParams{BatchID: b.ID, UntilDone: true}); !errors.Is(err, batch.ErrUnknownKind) {
+			t.Fatalf("working that batch by id = %v, want ErrUnknownKind", err)
+		}
+	})
+}
+
+// TestTinyLease: a lease shorter than a renewal period's floor does not
+// crash the heartbeat.
+func TestTinyLease(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, bd *bundle) {
+		p := &outcomeProcessor{calls: map[string]int{}}
+		e := newEngine(t, bd.store, outcomesRegistry(t, p), 2*time.Nanosecond)
+		b, err := e.Import(context.Background(), batch.ImportParams{Kind: "outcomes", SourceName: "o.csv", Source: strings.NewReader("key,mode\na,ok\n")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Work(context.Background(), batch.WorkParams{BatchID: b.ID, Workers: 1, UntilDone: true}); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestWorkerSurvivesTerminatedBackends: every PostgreSQL backend of the
+// engine's pool is terminated while rows are worked; the worker retries,
+// records every outcome once, and does not exit.
+func TestWorkerSurvivesTerminatedBackends(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg := testdb.PostgresSchema(t)
+	cfg.ConnConfig.RuntimeParams["application_name"] = "rowfate-terminate-test"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	s := postgres.New(pool, &postgres.Config{Schema: testdb.SchemaOf(cfg)})
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := pgxpool.New(ctx, testdb.PostgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	var calls atomic.Int64
+	var killed atomic.Int64
+	proc := batch.ProcessFunc[outcomeRow](func(ctx context.Context, r outcomeRow) (string, error) {
+		calls.Add(1)
+		if r.Key == "c" && killed.Add(1) == 1 {
+			var n int
+			if err := admin.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'rowfate-terminate-test'`).Scan(&n); err != nil || n == 0 {
+				t.Errorf("terminate backends: %d, %v", n, err)
+			}
+		}
+		return "id-" + r.Key, nil
+	})
+	reg := batch.NewRegistry()
+	if err := batch.Register(reg, batch.Kind[outcomeRow]{Name: "outcomes", Processor: proc, ChunkSize: 2}); err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(t, s, reg, 0)
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	b, err := e.Import(ctx, batch.ImportParams{Kind: "outcomes", SourceName: "o.csv", Source: strings.NewReader("key,mode\na,ok\nb,ok\nc,ok\nd,ok\ne,ok\nf,ok\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats, err := e.Work(ctx, batch.WorkParams{BatchID: b.ID, Workers: 1, UntilDone: true})
+	if err != nil {
+		t.Fatalf("the worker gave up: %v", err)
+	}
+	if stats.Retries == 0 {
+		t.Errorf("no retry was counted: %+v", stats)
+	}
+	got := storetest.CheckInvariant(t, s, "default", b.ID)
+	if got[rows.StateSucceeded] != 6 || len(got) != 1 {
+		t.Fatalf("counts = %v", got)
+	}
+	if n := calls.Load(); n != 6 {
+		t.Errorf("the processor ran %d times for 6 rows: a flush's outcomes were lost and its rows ran again", n)
+	}
+}
