@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +19,7 @@ import (
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/internal/testdb"
 	"github.com/rowfate/rowfate/processors/customers"
+	"github.com/rowfate/rowfate/processors/httpcall"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/store/postgres"
 	"github.com/rowfate/rowfate/store/storetest"
@@ -259,4 +263,96 @@ func TestWorkerSurvivesTerminatedBackends(t *testing.T) {
 	if n := calls.Load(); n != 6 {
 		t.Errorf("the processor ran %d times for 6 rows: a flush's outcomes were lost and its rows ran again", n)
 	}
+}
+
+// keyLedger is a downstream that honours Idempotency-Key: it applies each
+// key once and answers every later request with that key with the same id.
+type keyLedger struct {
+	mu      sync.Mutex
+	ids     map[string]string
+	applied map[string]int
+}
+
+func (l *keyLedger) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	key := r.Header.Get("Idempotency-Key")
+	l.mu.Lock()
+	id, seen := l.ids[key]
+	if !seen {
+		id = fmt.Sprint("pay-", len(l.ids)+1)
+		l.ids[key] = id
+		l.applied[key]++
+	}
+	l.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"id":%q}`, id)
+}
+
+// TestExternalEffectInterruptedBeforeTheAck: a worker makes the call (the
+// downstream applies the effect) and stalls before its flush; its lease
+// runs out, another worker claims the rows and calls again with the same
+// effect keys. The downstream applies each key once, every row succeeds
+// once, and the stalled worker's late flush is rejected.
+func TestExternalEffectInterruptedBeforeTheAck(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, bd *bundle) {
+		ctx := context.Background()
+		ledger := &keyLedger{ids: map[string]string{}, applied: map[string]int{}}
+		srv := httptest.NewServer(ledger)
+		defer srv.Close()
+		proc, err := httpcall.New(httpcall.Config[outcomeRow]{URL: srv.URL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg := batch.NewRegistry()
+		if err := batch.Register(reg, batch.Kind[outcomeRow]{Name: "payments", Processor: proc, KeyedEffects: true}); err != nil {
+			t.Fatal(err)
+		}
+		gated := &gatedStore{Store: bd.store, gate: make(chan struct{}), arrived: make(chan struct{})}
+		stale, err := batch.NewEngine(batch.Config{Store: gated, Registry: reg, LeaseDuration: 300 * time.Millisecond, PollInterval: 10 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh := newEngine(t, bd.store, reg, 0)
+		b, err := fresh.Import(ctx, batch.ImportParams{Kind: "payments", SourceName: "p.csv", Source: strings.NewReader("key,mode\na,ok\nb,ok\nc,ok\n")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan batch.WorkStats, 1)
+		go func() {
+			s, err := stale.Work(ctx, batch.WorkParams{BatchID: b.ID, Workers: 1, UntilDone: true})
+			if err != nil {
+				t.Error(err)
+			}
+			done <- s
+		}()
+		<-gated.arrived // the calls were made; the flush stands still
+		time.Sleep(400 * time.Millisecond)
+		if _, err := fresh.Work(ctx, batch.WorkParams{BatchID: b.ID, Workers: 1, UntilDone: true}); err != nil {
+			t.Fatal(err)
+		}
+		close(gated.gate)
+		if s := <-done; s.LeaseLost != 1 {
+			t.Errorf("stalled worker: %+v, want its flush rejected", s)
+		}
+		got := storetest.CheckInvariant(t, bd.store, "default", b.ID)
+		if got[rows.StateSucceeded] != 3 || len(got) != 1 {
+			t.Fatalf("counts = %v", got)
+		}
+		ledger.mu.Lock()
+		defer ledger.mu.Unlock()
+		if len(ledger.applied) != 3 {
+			t.Fatalf("%d keys applied, want 3", len(ledger.applied))
+		}
+		for k, n := range ledger.applied {
+			if n != 1 {
+				t.Errorf("key %s applied %d times", k, n)
+			}
+		}
+		rs, _ := bd.store.RowsList(ctx, batch.RowsListParams{TenantID: "default", BatchID: b.ID})
+		for _, r := range rs {
+			if r.ResultID != ledger.ids[fmt.Sprintf("default/%d/%d", b.ID, r.RowNo)] || r.Attempts != 2 {
+				t.Errorf("row %d: result %q, attempts %d", r.RowNo, r.ResultID, r.Attempts)
+			}
+		}
+	})
 }
