@@ -356,3 +356,68 @@ func TestExternalEffectInterruptedBeforeTheAck(t *testing.T) {
 		}
 	})
 }
+
+// TestCancelMidRun: after a cancel commits, no row succeeds; processors
+// under way see their context cancelled at the next renewal.
+func TestCancelMidRun(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, bd *bundle) {
+		ctx := context.Background()
+		var started atomic.Int64
+		var cancelledSeen atomic.Int64
+		proc := batch.ProcessFunc[outcomeRow](func(ctx context.Context, r outcomeRow) (string, error) {
+			started.Add(1)
+			select {
+			case <-time.After(30 * time.Millisecond):
+				return "id-" + r.Key, nil
+			case <-ctx.Done():
+				cancelledSeen.Add(1)
+				return "", ctx.Err()
+			}
+		})
+		reg := batch.NewRegistry()
+		if err := batch.Register(reg, batch.Kind[outcomeRow]{Name: "slow", Processor: proc, ChunkSize: 20}); err != nil {
+			t.Fatal(err)
+		}
+		e := newEngine(t, bd.store, reg, 150*time.Millisecond)
+		var csv strings.Builder
+		csv.WriteString("key,mode\n")
+		for i := range 200 {
+			fmt.Fprintf(&csv, "k%d,ok\n", i)
+		}
+		b, err := e.Import(ctx, batch.ImportParams{Kind: "slow", SourceName: "s.csv", Source: strings.NewReader(csv.String())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := e.Work(ctx, batch.WorkParams{BatchID: b.ID, Workers: 2, UntilDone: true})
+			done <- err
+		}()
+		for started.Load() < 10 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		c, err := e.Cancel(ctx, "default", b.ID)
+		if err != nil || c.Status != batch.StatusCancelled {
+			t.Fatalf("cancel: %+v, %v", c, err)
+		}
+		atCancel := c.Counts[rows.StateSucceeded]
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		got := storetest.CheckInvariant(t, bd.store, "default", b.ID)
+		if got[rows.StateSucceeded] != atCancel {
+			t.Fatalf("%d rows succeeded after the cancel committed (%d at the cancel): %v", got[rows.StateSucceeded]-atCancel, atCancel, got)
+		}
+		if got.Open() != 0 || got[rows.StateCancelled] == 0 || got.Total() != 200 {
+			t.Fatalf("counts after the cancel: %v", got)
+		}
+		if cancelledSeen.Load() == 0 {
+			t.Errorf("no processor saw its context cancelled")
+		}
+		final, _ := bd.store.BatchGet(ctx, batch.BatchGetParams{TenantID: "default", ID: b.ID})
+		if final.Status != batch.StatusCancelled {
+			t.Fatalf("status = %s", final.Status)
+		}
+	})
+}

@@ -222,6 +222,7 @@ func (e *Engine) retry(ctx context.Context, s *WorkStats, what string, f func(ct
 // batch is no longer running). Otherwise it tells the waiter what the run
 // waits for.
 func (e *Engine) done(ctx context.Context, r *run) (bool, error) {
+	var cancelled bool
 	if r.p.BatchID != 0 {
 		b, err := e.store.BatchGet(ctx, BatchGetParams{TenantID: r.tenant, ID: r.p.BatchID})
 		if err != nil {
@@ -233,15 +234,18 @@ func (e *Engine) done(ctx context.Context, r *run) (bool, error) {
 		if b.Status != StatusRunning && b.Status != StatusCancelled {
 			return true, nil
 		}
+		cancelled = b.Status == StatusCancelled
 		if !slices.Contains(r.kinds, b.Kind) {
 			return false, fmt.Errorf("batch %d is of kind %q, which this engine does not know: %w", b.ID, b.Kind, ErrUnknownKind)
 		}
 	}
 	due, err := e.store.ChunkNextDue(ctx, ChunkNextDueParams{TenantIDs: r.p.TenantIDs, BatchID: r.p.BatchID, Kinds: r.kinds})
 	if errors.Is(err, ErrNoWork) {
-		// A batch with no open chunk is finished by its last flush; the
-		// next check of a BatchID sees it.
-		return r.p.BatchID == 0, nil
+		// A running batch with no open chunk is finished by its last
+		// flush, which the next check of a BatchID sees; a cancelled one
+		// stays cancelled, and is done once no row of a dead worker's
+		// lease is left to sweep.
+		return r.p.BatchID == 0 || cancelled, nil
 	}
 	if errors.Is(err, ErrTransient) {
 		return false, nil

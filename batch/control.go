@@ -1,0 +1,149 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/rowfate/rowfate/rows"
+)
+
+// Cancel cancels a running batch for good: no new claims; its open rows
+// are cancelled at once, and those under way when their worker's lease
+// next renews (the processors see their context cancelled) or flushes. No
+// row succeeds after the cancel: a row whose effect finished too late to
+// be stopped is unknown, to be reconciled. A batch that no longer runs
+// comes back unchanged.
+func (e *Engine) Cancel(ctx context.Context, tenant string, id int64) (*Batch, error) {
+	b, err := e.store.BatchCancel(ctx, BatchControlParams{TenantID: tenant, ID: id})
+	if err != nil {
+		return nil, fmt.Errorf("cancel batch %d: %w", id, err)
+	}
+	return b, nil
+}
+
+// PauseBatch pauses (paused true) or resumes a batch. Workers observe a
+// pause at every claim and renewal: a lease on a paused batch stops, and
+// its unworked rows go back without using an attempt.
+func (e *Engine) PauseBatch(ctx context.Context, tenant string, id int64, paused bool) (*Batch, error) {
+	b, err := e.store.BatchPause(ctx, BatchControlParams{TenantID: tenant, ID: id}, paused)
+	if err != nil {
+		return nil, fmt.Errorf("pause batch %d: %w", id, err)
+	}
+	if !paused {
+		e.bell.ring()
+	}
+	return b, nil
+}
+
+// Pause pauses or resumes a kind of a tenant, or the whole tenant when
+// p.Kind is empty: a kill switch workers observe at every claim and
+// renewal.
+func (e *Engine) Pause(ctx context.Context, p PauseParams) error {
+	if err := e.store.Pause(ctx, p); err != nil {
+		return fmt.Errorf("pause: %w", err)
+	}
+	if !p.Paused {
+		e.bell.ring()
+	}
+	return nil
+}
+
+// Retry makes a batch's rows in the given states (failed and dead by
+// default) due again, with their attempts reset, and returns how many.
+// Effects already done are not run again: a keyed kind's claim finds
+// them done.
+func (e *Engine) Retry(ctx context.Context, p RowsRetryParams) (int64, error) {
+	if len(p.States) == 0 {
+		p.States = []rows.State{rows.StateFailed, rows.StateDead}
+	}
+	for _, s := range p.States {
+		if s != rows.StateFailed && s != rows.StateDead && s != rows.StateUnknown {
+			return 0, fmt.Errorf("retry rows in state %s: only failed, dead and unknown rows can be retried", s)
+		}
+	}
+	n, err := e.store.RowsRetry(ctx, p)
+	if err != nil {
+		return 0, fmt.Errorf("retry batch %d: %w", p.BatchID, err)
+	}
+	e.bell.ring()
+	return n, nil
+}
+
+// Settle settles one unknown row by hand: succeeded (the effect happened,
+// with its result id), failed (it did not, and must not be retried), or
+// valid (to be worked again).
+func (e *Engine) Settle(ctx context.Context, p RowSettleParams) error {
+	if err := e.store.RowSettle(ctx, p); err != nil {
+		return fmt.Errorf("settle row %d of batch %d: %w", p.RowNo, p.BatchID, err)
+	}
+	if p.State == rows.StateValid {
+		e.bell.ring()
+	}
+	return nil
+}
+
+// ReconcileStats counts what Reconcile settled.
+type ReconcileStats struct {
+	Succeeded, Failed int64
+	// Left are unknown rows still unknown: the kind's ReconcileFunc could
+	// not tell (an error that is not Permanent means "ask again later").
+	Left int64
+}
+
+// ErrNoReconcile: the kind has no ReconcileFunc, so its unknown rows wait
+// for a person (Settle).
+var ErrNoReconcile = errors.New("the kind has no ReconcileFunc")
+
+// Reconcile asks the kind's ReconcileFunc about each unknown row of a
+// batch and settles what it answers: a result id is succeeded, a
+// Permanent error failed; any other error leaves the row unknown.
+func (e *Engine) Reconcile(ctx context.Context, tenant string, id int64) (ReconcileStats, error) {
+	var st ReconcileStats
+	b, err := e.store.BatchGet(ctx, BatchGetParams{TenantID: tenant, ID: id})
+	if err != nil {
+		return st, err
+	}
+	k, err := e.registry.lookup(b.Kind)
+	if err != nil {
+		return st, err
+	}
+	m, err := k.mapHeader(b.Header, b.Conventions)
+	if err != nil {
+		return st, fmt.Errorf("batch %d: %w", id, err)
+	}
+	var after int64
+	for {
+		page, err := e.store.RowsList(ctx, RowsListParams{TenantID: tenant, BatchID: id, State: rows.StateUnknown, AfterRowNo: after, Limit: 500})
+		if err != nil {
+			return st, err
+		}
+		for _, r := range page {
+			info := RowInfo{TenantID: tenant, BatchID: id, RowNo: r.RowNo, Attempt: r.Attempts,
+				EffectKey: k.effectRefs(tenant, id, m, []LeasedRow{{RowNo: r.RowNo, Values: r.Values}})[0].Key}
+			rid, rerr, ok := k.reconcile(ContextWithRow(ctx, info), m, r.RowNo, r.Values)
+			if !ok {
+				return st, fmt.Errorf("batch %d (%s): %w", id, b.Kind, ErrNoReconcile)
+			}
+			p := RowSettleParams{TenantID: tenant, BatchID: id, RowNo: r.RowNo}
+			switch {
+			case rerr == nil:
+				p.State, p.ResultID = rows.StateSucceeded, rid
+				st.Succeeded++
+			case IsPermanent(rerr):
+				p.State, p.Reason = rows.StateFailed, rerr.Error()
+				st.Failed++
+			default:
+				st.Left++
+				continue
+			}
+			if err := e.store.RowSettle(ctx, p); err != nil {
+				return st, err
+			}
+		}
+		if len(page) < 500 {
+			return st, nil
+		}
+		after = page[len(page)-1].RowNo
+	}
+}
