@@ -554,10 +554,11 @@ func TestKinds(t *testing.T) {
 	}
 
 	r = run(t, "kinds", "--database", nodb)
-	want := "customers (import)\tcustomers keyed by email, upserted into the customers table\n" +
+	want := "customers (import)\ta tenant's customers keyed by email, upserted into the customers table\n" +
 		"  columns: email, name, country, signup_date, amount\n" +
+		"  effects: exactly-once\n" +
 		"  required: email, name, signup_date\n" +
-		"customers (export)\tevery customer of the customers table, in id order\n" +
+		"customers (export)\tevery customer of the tenant, from the customers table, in id order\n" +
 		"  columns: email, name, country, signup_date, amount\n"
 	if r.code != exitOK || r.stdout != want {
 		t.Errorf("want stdout\n%s\ngot %s", want, r)

@@ -31,6 +31,9 @@ columns and the columns an import requires. It opens no database.`,
 					cols[i] = col.Name
 				}
 				fmt.Fprintf(c.stdout, "%s (%s)\t%s\n  columns: %s\n", k.Name, k.Direction, k.Description, strings.Join(cols, ", "))
+				if k.Guarantee != "" {
+					fmt.Fprintf(c.stdout, "  effects: %s\n", k.Guarantee)
+				}
 				if len(k.Required) > 0 {
 					fmt.Fprintf(c.stdout, "  required: %s\n", strings.Join(k.Required, ", "))
 				}

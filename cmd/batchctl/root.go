@@ -185,11 +185,12 @@ func (c *cli) rootCommand() *cobra.Command {
 		cmd.GroupID = "files"
 		root.AddCommand(cmd)
 	}
-	for _, cmd := range []*cobra.Command{c.statusCommand(), c.rowsCommand(), c.batchesCommand()} {
+	for _, cmd := range []*cobra.Command{c.statusCommand(), c.rowsCommand(), c.batchesCommand(),
+		c.cancelCommand(), c.pauseCommand(true), c.pauseCommand(false), c.retryCommand(), c.reconcileCommand()} {
 		cmd.GroupID = "batches"
 		root.AddCommand(cmd)
 	}
-	for _, cmd := range []*cobra.Command{c.workerCommand(), c.migrateCommand(), c.kindsCommand()} {
+	for _, cmd := range []*cobra.Command{c.workerCommand(), c.workerTokenCommand(), c.migrateCommand(), c.kindsCommand()} {
 		cmd.GroupID = "admin"
 		root.AddCommand(cmd)
 	}

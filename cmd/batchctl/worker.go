@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -12,6 +13,8 @@ type workerOptions struct {
 	batch     int64
 	workers   int
 	untilDone bool
+	token     string
+	grace     time.Duration
 }
 
 func (c *cli) workerCommand() *cobra.Command {
@@ -26,7 +29,14 @@ work now and none that will be due later, including rows a crashed worker
 still holds until its lease expires (the worker says which and until
 when, and waits). Any number of worker processes may run against one
 PostgreSQL database; leases and fencing tokens keep each row with one
-owner at a time.`,
+owner at a time.
+
+A worker needs a credential (--worker-token or ROWFATE_WORKER_TOKEN; make
+one with batchctl worker-token create): it works only its tenants (or the
+one --tenant names), and its name is recorded on every lease it takes. A
+batch of a kind this worker does not know is left to workers that know it.
+On SIGINT or SIGTERM it stops claiming, lets the rows under way finish for
+--grace, and gives the rest back without using an attempt.`,
 		Example: `  batchctl worker --until-done
   batchctl worker --database postgres://db/app --workers 8
   batchctl worker --batch 7 --until-done -o json`,
@@ -40,7 +50,15 @@ owner at a time.`,
 				return err
 			}
 			defer app.close()
-			p := batch.WorkParams{BatchID: o.batch, TenantIDs: []string{c.global.tenant}, Workers: o.workers, UntilDone: o.untilDone,
+			name, tenants, err := c.workerIdentity(cmd.Context(), app.store, o.token, cmd.Flags().Changed("tenant"))
+			if err != nil {
+				return err
+			}
+			eng, err := batch.NewEngine(batch.Config{Store: app.store, Registry: app.engine.Registry(), Logger: c.logger, WorkerName: name})
+			if err != nil {
+				return err
+			}
+			p := batch.WorkParams{BatchID: o.batch, TenantIDs: tenants, Workers: o.workers, UntilDone: o.untilDone, Grace: o.grace,
 				WaitFunc: func(d batch.ChunkDue) {
 					if d.LeaseOwner != "" {
 						fmt.Fprintf(c.stderr, "waiting: chunk %d of batch %d is leased by %s until %s\n", d.ChunkNo, d.BatchID, d.LeaseOwner, d.LeaseExpiresAt.Format("15:04:05.000"))
@@ -48,19 +66,25 @@ owner at a time.`,
 						fmt.Fprintf(c.stderr, "waiting: chunk %d of batch %d has rows due at %s\n", d.ChunkNo, d.BatchID, d.DueAt.Format("15:04:05.000"))
 					}
 				}}
-			stats, err := app.engine.Work(cmd.Context(), p)
+			stats, err := eng.Work(cmd.Context(), p)
 			if err != nil {
 				return err
 			}
 			if c.global.output == "json" {
-				return c.json(map[string]int64{"chunks": stats.Chunks, "rows": stats.Rows, "lease_lost": stats.LeaseLost})
+				return c.json(map[string]any{"chunks": stats.Chunks, "rows": stats.Rows, "lease_lost": stats.LeaseLost,
+					"given_back": stats.GivenBack, "retries": stats.Retries, "unknown_kinds": stats.UnknownKinds})
 			}
 			fmt.Fprintf(c.stdout, "worked %d rows in %d chunks (%d leases lost)\n", stats.Rows, stats.Chunks, stats.LeaseLost)
+			for _, k := range stats.UnknownKinds {
+				fmt.Fprintf(c.stdout, "left alone: open batches of kind %q, which this worker does not know\n", k)
+			}
 			return nil
 		},
 	}
 	cmd.Flags().Int64Var(&o.batch, "batch", 0, "only this batch")
 	cmd.Flags().IntVar(&o.workers, "workers", 2, "concurrent workers in this process")
 	cmd.Flags().BoolVar(&o.untilDone, "until-done", false, "exit when there is nothing left to do")
+	cmd.Flags().StringVar(&o.token, "worker-token", "", "the worker's credential (default $ROWFATE_WORKER_TOKEN)")
+	cmd.Flags().DurationVar(&o.grace, "grace", 10*time.Second, "on SIGINT/SIGTERM, how long rows under way may take to finish before they are given back")
 	return cmd
 }

@@ -253,7 +253,7 @@ func (p *Processor) Process(ctx context.Context, c Customer) (string, error) {
 func Kind(db *sql.DB, d Dialect) batch.Kind[Customer] {
 	return batch.Kind[Customer]{
 		Name:        Name,
-		Description: "customers keyed by email, upserted into the customers table",
+		Description: "a tenant's customers keyed by email, upserted into the customers table",
 		Processor:   NewProcessor(db, d),
 		// The upsert is keyed by email: a second row with the same email
 		// in one file would silently overwrite the first.

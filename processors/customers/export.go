@@ -17,7 +17,7 @@ import (
 func ExportKind(db *sql.DB) batch.ExportKind[Customer] {
 	return batch.ExportKind[Customer]{
 		Name:        Name,
-		Description: "every customer of the customers table, in id order",
+		Description: "every customer of the tenant, from the customers table, in id order",
 		RowsFunc: func(ctx context.Context) iter.Seq2[Customer, error] {
 			return func(yield func(Customer, error) bool) {
 				// CAST(... AS TEXT) reads the date the same way on both
