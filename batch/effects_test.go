@@ -421,3 +421,67 @@ func TestCancelMidRun(t *testing.T) {
 		}
 	})
 }
+
+// TestListenWakesIdleWorkers: on PostgreSQL an idle worker of another
+// process wakes on a notification of new rows instead of its next poll,
+// and listens again after its LISTEN backend is terminated.
+func TestListenWakesIdleWorkers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg := testdb.PostgresSchema(t)
+	schema := testdb.SchemaOf(cfg)
+	newStore := func(app string) *postgres.Store {
+		c := cfg.Copy()
+		c.ConnConfig.RuntimeParams["application_name"] = app
+		pool, err := pgxpool.NewWithConfig(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pool.Close)
+		return postgres.New(pool, &postgres.Config{Schema: schema})
+	}
+	producer, listener := newStore("rowfate-producer"), newStore("rowfate-listener-"+schema)
+	if err := producer.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := &outcomeProcessor{calls: map[string]int{}}
+	reg := outcomesRegistry(t, p)
+	importer := newEngine(t, producer, reg, 0)
+	worker, err := batch.NewEngine(batch.Config{Store: listener, Registry: reg, PollInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() { _, _ = worker.Work(wctx, batch.WorkParams{Workers: 1}) }()
+	admin, err := pgxpool.New(ctx, testdb.PostgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	for round, key := range []string{"a", "b"} {
+		time.Sleep(300 * time.Millisecond) // the worker is idle, listening
+		if round == 1 {
+			var n int
+			if err := admin.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'LISTEN%'`, "rowfate-listener-"+schema).Scan(&n); err != nil || n != 1 {
+				t.Fatalf("terminate the LISTEN backend: %d, %v", n, err)
+			}
+			time.Sleep(500 * time.Millisecond) // it listens again
+		}
+		b, err := importer.Import(ctx, batch.ImportParams{Kind: "outcomes", SourceName: "o.csv", Source: strings.NewReader("key,mode\n" + key + ",ok\n")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			got, _ := producer.BatchGet(ctx, batch.BatchGetParams{TenantID: "default", ID: b.ID})
+			if got.Status == batch.StatusFinished {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: the idle worker did not wake (its poll is an hour)", round)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}

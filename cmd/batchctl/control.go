@@ -228,4 +228,3 @@ did not happen; work it again).`,
 	cmd.Flags().StringVar(&o.reason, "reason", "", "why, with --as failed")
 	return cmd
 }
-

@@ -68,9 +68,9 @@ is printed once; only its SHA-256 is stored. Give it to the worker with
 	}
 	create.Flags().BoolVar(&allTenants, "all-tenants", false, "the worker may work every tenant")
 	cmd := &cobra.Command{
-		Use:   "worker-token",
-		Short: "Manage worker credentials",
-		Long:  `Worker credentials: batchctl worker refuses to start without one.`,
+		Use:     "worker-token",
+		Short:   "Manage worker credentials",
+		Long:    `Worker credentials: batchctl worker refuses to start without one.`,
 		Example: `  batchctl worker-token create eu-worker-1 --tenant acme`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return usagef("worker-token needs a subcommand: create")

@@ -367,3 +367,50 @@ func (d pgDriver) UpdateOutcomes(ctx context.Context, q storesql.Querier, p stor
 	_, err := q.Exec(ctx, `SET LOCAL enable_nestloop = on`)
 	return err
 }
+
+// Listen calls wake on every notification of work in the store's schema
+// (sent when rows become due: an import, a retry, a resume) until ctx is
+// done. It holds one connection of the pool for LISTEN and, when that
+// connection breaks (a terminated backend, a server restart), takes
+// another and listens again, waiting 100ms doubling to 5s between tries.
+// Notifications are a hint only: workers poll as well, so one lost while
+// reconnecting delays work, never loses it. wake is also called after
+// every reconnect, in case something was sent meanwhile.
+func (s *Store) Listen(ctx context.Context, wake func()) error {
+	delay := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := s.listenOnce(ctx, wake)
+		if ctx.Err() != nil {
+			return nil
+		}
+		_ = err // the next round says it again if it lasts
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 5*time.Second)
+	}
+	return nil
+}
+
+func (s *Store) listenOnce(ctx context.Context, wake func()) error {
+	pooled, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// A LISTEN connection must not go back to the pool still listening:
+	// it is taken out of the pool and closed when done.
+	conn := pooled.Hijack()
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel()}.Sanitize()); err != nil {
+		return err
+	}
+	wake()
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			return err
+		}
+		wake()
+	}
+}
