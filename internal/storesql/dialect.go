@@ -27,12 +27,15 @@ type Dialect struct {
 	// Engine names the migrations to apply.
 	Engine migrations.Engine
 	// Schema is the PostgreSQL schema of the engine's tables; "" on SQLite.
-	Schema     string
-	Now        string
-	Ms         string
-	TimeType   string
-	ForUpdate  string
-	SkipLocked string
+	Schema string
+	// IngestTxRows, when above 0, writes an ingest's rows in transactions
+	// of that many rows (see Store.BatchIngest); 0 writes them in one.
+	IngestTxRows int
+	Now          string
+	Ms           string
+	TimeType     string
+	ForUpdate    string
+	SkipLocked   string
 	// InText renders "col is one of the texts in parameter $n, or $n is
 	// NULL"; ListArg renders the argument for it.
 	InText  func(col, param string) string

@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/migrations"
@@ -39,14 +41,15 @@ func (s *Store) Dialect() *Dialect { return s.d }
 
 // statements are the shared statements, expanded once for the dialect.
 type statements struct {
-	insertBatch, ingestSummary, insertChunks                     string
-	nextSeq, finish, sumChunks, insertEvent                      string
-	batchGet, batchList, batchFind                               string
-	findChunk, leaseChunk, markProcessing, recount, recountFree  string
-	leaseRenew, checkLease, rowsList, rowsCount, migrationsTable string
-	nextDue, killExhausted, batchStatus, leaseHeld, cancelLeft   string
-	giveBack, recordEffects                                      string
-	migrationsApplied, migrationInsert, schemaVersion            string
+	insertBatch, ingestSummary, insertChunks                      string
+	nextSeq, finish, sumChunks, insertEvent                       string
+	batchGet, batchList, batchFind                                string
+	findChunk, leaseChunk, markProcessing, recount, recountFree   string
+	leaseRenew, checkLease, rowsList, rowsCount, migrationsTable  string
+	nextDue, killExhausted, batchStatus, leaseHeld, cancelLeft    string
+	giveBack, recordEffects, ingestRenew, ingestDone, deadIngests string
+	dropBatch                                                     []string
+	migrationsApplied, migrationInsert, schemaVersion             string
 }
 
 // workable is the condition on a batch b whose rows workers may claim: it
@@ -62,8 +65,17 @@ const batchColumns = `b.id, b.tenant_id, b.kind, b.source_name, b.source_digest,
 func newStatements(d *Dialect) statements {
 	sums := SumColumns()
 	return statements{
-		insertBatch: d.Expand(`INSERT INTO {t}batches (tenant_id, kind, source_name, header, options, idempotency_key, max_attempts, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, {now}) RETURNING id`),
+		insertBatch: d.Expand(`INSERT INTO {t}batches (tenant_id, kind, source_name, header, options, idempotency_key, max_attempts, status, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, {now}) RETURNING id`),
+		ingestRenew: d.Expand(`UPDATE {t}batches SET ingest_expires_at = {now} + CAST($2 AS bigint) * {ms} WHERE id = $1`),
+		ingestDone:  d.Expand(`UPDATE {t}batches SET status = 'running', ingest_expires_at = NULL WHERE id = $1 AND status = 'ingesting'`),
+		deadIngests: d.Expand(`SELECT id FROM {t}batches WHERE status = 'ingesting' AND ingest_expires_at < {now}`),
+		dropBatch: []string{
+			d.Expand(`DELETE FROM {t}batch_rows WHERE batch_id = $1`),
+			d.Expand(`DELETE FROM {t}batch_chunks WHERE batch_id = $1`),
+			d.Expand(`DELETE FROM {t}batch_events WHERE batch_id = $1`),
+			d.Expand(`DELETE FROM {t}batches WHERE id = $1`),
+		},
 		ingestSummary: d.Expand(`UPDATE {t}batches SET source_digest = $1, skipped_empty = $2, options = $3 WHERE id = $4`),
 		insertChunks: d.Expand(`INSERT INTO {t}batch_chunks
 			(batch_id, chunk_no, tenant_id, first_row_no, last_row_no, next_due_at, ` + CountColumns() + `)
@@ -230,7 +242,9 @@ func (s *Store) Migrate(ctx context.Context) error {
 				return fmt.Errorf("record migration %d: %w", m.Version, err)
 			}
 		}
-		return nil
+		// Every process that opens the database to write migrates first:
+		// the place to find ingests whose process died.
+		return s.cleanIngests(ctx, q)
 	})
 }
 
@@ -288,7 +302,12 @@ func (s *Store) SchemaStatus(ctx context.Context) (driver.SchemaStatus, error) {
 }
 
 // BatchIngest creates a batch and writes all its rows with their outcome,
-// its chunks and a first event, in one transaction.
+// its chunks and a first event. On PostgreSQL that is one transaction
+// (COPY). A store whose writers exclude each other (SQLite) writes the rows
+// in transactions of IngestTxRows rows instead, so that other processes can
+// write between them, into a batch that is 'ingesting' (no claim sees it)
+// until the last transaction makes it running; a failed ingest removes it,
+// and one whose process died is removed by the next Migrate.
 func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*driver.Batch, error) {
 	header, err := json.Marshal(nonNil(p.Header))
 	if err != nil {
@@ -299,22 +318,22 @@ func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*d
 	if err != nil {
 		return nil, err
 	}
+	var key any
+	if p.IdempotencyKey != "" {
+		key = p.IdempotencyKey
+	}
+	maxAttempts := p.MaxAttempts
+	if maxAttempts <= 0 {
+		maxAttempts = 5
+	}
 	var id int64
-	err = s.drv.InTx(ctx, func(q Querier) error {
-		var key any
-		if p.IdempotencyKey != "" {
-			key = p.IdempotencyKey
-		}
-		maxAttempts := p.MaxAttempts
-		if maxAttempts <= 0 {
-			maxAttempts = 5
-		}
-		if err := q.QueryRow(ctx, s.q.insertBatch, p.TenantID, p.Kind, p.SourceName, string(header), string(options), key, maxAttempts).Scan(&id); err != nil {
+	insertBatch := func(q Querier, status string) error {
+		if err := q.QueryRow(ctx, s.q.insertBatch, p.TenantID, p.Kind, p.SourceName, string(header), string(options), key, maxAttempts, status).Scan(&id); err != nil {
 			return fmt.Errorf("insert batch: %w", err)
 		}
-		if err := s.drv.InsertRows(ctx, q, InsertRowsParams{BatchID: id, TenantID: p.TenantID, Rows: p.Rows}); err != nil {
-			return err
-		}
+		return nil
+	}
+	accept := func(q Querier) error {
 		var sum driver.IngestSummary
 		if p.SummaryFunc != nil {
 			sum = p.SummaryFunc()
@@ -334,11 +353,126 @@ func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*d
 			return err
 		}
 		return s.drv.Notify(ctx, q)
-	})
+	}
+	if s.d.IngestTxRows <= 0 {
+		err = s.drv.InTx(ctx, func(q Querier) error {
+			if err := insertBatch(q, "running"); err != nil {
+				return err
+			}
+			if err := s.drv.InsertRows(ctx, q, InsertRowsParams{BatchID: id, TenantID: p.TenantID, Rows: p.Rows}); err != nil {
+				return err
+			}
+			return accept(q)
+		})
+	} else {
+		err = s.ingestInParts(ctx, p, insertBatch, accept, &id)
+	}
 	if err != nil {
 		return nil, err
 	}
 	return s.BatchGet(ctx, driver.BatchGetParams{TenantID: p.TenantID, ID: id})
+}
+
+// ingestLease is how long an 'ingesting' batch lives without its importer
+// renewing it: a part of IngestTxRows rows takes well under a second.
+const ingestLease = 2 * time.Minute
+
+func (s *Store) ingestInParts(ctx context.Context, p driver.BatchIngestParams, insertBatch func(Querier, string) error, accept func(Querier) error, id *int64) error {
+	err := s.drv.InTx(ctx, func(q Querier) error {
+		if err := insertBatch(q, "ingesting"); err != nil {
+			return err
+		}
+		_, err := q.Exec(ctx, s.q.ingestRenew, *id, ingestLease.Milliseconds())
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	// Each part is read from the source before its transaction begins:
+	// reading (and validating) the file never holds the write lock.
+	next, stop := iter.Pull2(p.Rows)
+	defer stop()
+	buf := make([]driver.IngestRow, 0, s.d.IngestTxRows)
+	for more := true; more; {
+		buf = buf[:0]
+		for len(buf) < s.d.IngestTxRows {
+			r, err, ok := next()
+			if !ok {
+				more = false
+				break
+			}
+			if err != nil {
+				s.removeIngest(*id)
+				return err
+			}
+			buf = append(buf, r)
+		}
+		err = s.drv.InTx(ctx, func(q Querier) error {
+			if err := s.drv.InsertRows(ctx, q, InsertRowsParams{BatchID: *id, TenantID: p.TenantID, Rows: sliceRows(buf)}); err != nil {
+				return err
+			}
+			_, err := q.Exec(ctx, s.q.ingestRenew, *id, ingestLease.Milliseconds())
+			return err
+		})
+		if err != nil {
+			s.removeIngest(*id)
+			return err
+		}
+	}
+	err = s.drv.InTx(ctx, func(q Querier) error {
+		if _, err := q.Exec(ctx, s.q.ingestDone, *id); err != nil {
+			return err
+		}
+		return accept(q)
+	})
+	if err != nil {
+		s.removeIngest(*id)
+	}
+	return err
+}
+
+// removeIngest removes a batch whose ingest failed, with whatever of it was
+// written. It runs even when the ingest's context was cancelled (Ctrl-C).
+func (s *Store) removeIngest(id int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_ = s.drv.InTx(ctx, func(q Querier) error { return s.dropBatch(ctx, q, id) })
+}
+
+// dropBatch deletes a batch and everything of it.
+func (s *Store) dropBatch(ctx context.Context, q Querier, id int64) error {
+	for _, stmt := range s.q.dropBatch {
+		if _, err := q.Exec(ctx, stmt, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cleanIngests removes the batches whose ingest died with its process.
+func (s *Store) cleanIngests(ctx context.Context, q Querier) error {
+	rs, err := q.Query(ctx, s.q.deadIngests)
+	if err != nil {
+		return fmt.Errorf("find abandoned ingests: %w", err)
+	}
+	var ids []int64
+	for rs.Next() {
+		var id int64
+		if err := rs.Scan(&id); err != nil {
+			rs.Close()
+			return err
+		}
+		ids = append(ids, id)
+	}
+	if err := rs.Close(); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := s.dropBatch(ctx, q, id); err != nil {
+			return fmt.Errorf("remove abandoned ingest %d: %w", id, err)
+		}
+	}
+	return nil
 }
 
 // afterChange finishes the batch when no row is open and appends an event
@@ -775,4 +909,15 @@ func nonNil(ss []string) []string {
 		return []string{}
 	}
 	return ss
+}
+
+// sliceRows yields rows already read.
+func sliceRows(rs []driver.IngestRow) iter.Seq2[driver.IngestRow, error] {
+	return func(yield func(driver.IngestRow, error) bool) {
+		for _, r := range rs {
+			if !yield(r, nil) {
+				return
+			}
+		}
+	}
 }

@@ -41,3 +41,9 @@ CREATE TABLE pauses (
 -- The kind's attempt limit, kept with the batch at ingest: a claim moves a
 -- row that has used them all (a row that crashes its worker) to dead.
 ALTER TABLE batches ADD COLUMN max_attempts integer NOT NULL DEFAULT 5;
+
+-- A batch being ingested in several transactions (SQLite) is 'ingesting'
+-- until its file is accepted; its importer renews this while it reads. An
+-- 'ingesting' batch whose importer died (it expired) is removed at the next
+-- migration, rows and all.
+ALTER TABLE batches ADD COLUMN ingest_expires_at timestamptz;

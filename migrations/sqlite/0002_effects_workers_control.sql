@@ -32,3 +32,5 @@ CREATE TABLE pauses (
 ) WITHOUT ROWID;
 
 ALTER TABLE batches ADD COLUMN max_attempts INTEGER NOT NULL DEFAULT 5;
+
+ALTER TABLE batches ADD COLUMN ingest_expires_at INTEGER;

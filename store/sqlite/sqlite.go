@@ -132,10 +132,14 @@ func unwrapPath(err error) error {
 
 func dialect() *storesql.Dialect {
 	return &storesql.Dialect{
-		Engine:   migrations.SQLite,
-		Now:      now,
-		Ms:       "1",
-		TimeType: "INTEGER",
+		Engine: migrations.SQLite,
+		// One writer at a time: an import of a large file must not hold the
+		// write lock while it reads the whole file (other processes gave up
+		// after the busy timeout).
+		IngestTxRows: 5000,
+		Now:          now,
+		Ms:           "1",
+		TimeType:     "INTEGER",
 		InText: func(col, param string) string {
 			return fmt.Sprintf("(%s IS NULL OR %s IN (SELECT value FROM json_each(%s)))", param, col, param)
 		},
