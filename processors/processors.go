@@ -10,9 +10,11 @@ package processors
 import (
 	"context"
 	"database/sql"
+	"fmt"
 
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/processors/customers"
+	"github.com/rowfate/rowfate/processors/httpcall"
 )
 
 // Config is what the built-in kinds need to run.
@@ -23,7 +25,14 @@ type Config struct {
 	DB *sql.DB
 	// Dialect is DB's SQL flavour. Defaults to customers.SQLite.
 	Dialect customers.Dialect
+	// WebhookURL, when set, registers the customers-webhook kind: customer
+	// rows POSTed as JSON to this URL, each with its effect key as
+	// Idempotency-Key (batchctl reads $ROWFATE_WEBHOOK_URL).
+	WebhookURL string
 }
+
+// WebhookKind is the name of the kind that posts customers to a URL.
+const WebhookKind = "customers-webhook"
 
 // Register adds every built-in import and export kind to reg.
 func Register(reg *batch.Registry, cfg Config) error {
@@ -32,6 +41,21 @@ func Register(reg *batch.Registry, cfg Config) error {
 	}
 	if err := batch.Register(reg, customers.Kind(cfg.DB, cfg.Dialect)); err != nil {
 		return err
+	}
+	if cfg.WebhookURL != "" {
+		post, err := httpcall.New(httpcall.Config[customers.Customer]{URL: cfg.WebhookURL})
+		if err != nil {
+			return fmt.Errorf("%s: %w", WebhookKind, err)
+		}
+		// An external effect: the engine claims each row's key first, and
+		// the downstream applies each key once.
+		k := customers.Kind(cfg.DB, cfg.Dialect)
+		if err := batch.Register(reg, batch.Kind[customers.Customer]{
+			Name: WebhookKind, Description: "customers POSTed as JSON to $ROWFATE_WEBHOOK_URL, with Idempotency-Key",
+			Processor: post, KeyedEffects: true, KeyFunc: k.KeyFunc, KeyName: k.KeyName, Example: k.Example,
+		}); err != nil {
+			return err
+		}
 	}
 	return batch.RegisterExport(reg, customers.ExportKind(cfg.DB))
 }

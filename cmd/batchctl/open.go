@@ -134,7 +134,7 @@ func (c *cli) open(ctx context.Context, mode openMode) (*app, error) {
 		db := stdlib.OpenDBFromPool(pool)
 		closers = append(closers, pool.Close, func() { db.Close() })
 		store = postgres.New(pool, &postgres.Config{Schema: schema})
-		cfg = processors.Config{DB: db, Dialect: customers.Postgres}
+		cfg = processors.Config{DB: db, Dialect: customers.Postgres, WebhookURL: os.Getenv("ROWFATE_WEBHOOK_URL")}
 	} else {
 		s, err := c.openSQLite(t.path, mode)
 		if err != nil {
@@ -142,7 +142,7 @@ func (c *cli) open(ctx context.Context, mode openMode) (*app, error) {
 		}
 		closers = append(closers, func() { s.Close() })
 		store = s
-		cfg = processors.Config{DB: s.DB(), Dialect: customers.SQLite}
+		cfg = processors.Config{DB: s.DB(), Dialect: customers.SQLite, WebhookURL: os.Getenv("ROWFATE_WEBHOOK_URL")}
 	}
 	if err := c.prepareSchema(ctx, store, mode); err != nil {
 		closeAll()
@@ -159,7 +159,7 @@ func (c *cli) open(ctx context.Context, mode openMode) (*app, error) {
 		closeAll()
 		return nil, err
 	}
-	eng, err := batch.NewEngine(batch.Config{Store: store, Registry: reg, Logger: c.logger, WorkerName: "batchctl"})
+	eng, err := batch.NewEngine(batch.Config{Store: store, Registry: reg, Logger: c.logger, WorkerName: "batchctl", LeaseDuration: c.lease})
 	if err != nil {
 		closeAll()
 		return nil, err
@@ -219,5 +219,5 @@ func (c *cli) where() string {
 // registry returns the built-in kinds without a database, for commands
 // that run no processor (kinds, preview, template, a dry run).
 func registry() (*batch.Registry, error) {
-	return processors.Registry(processors.Config{})
+	return processors.Registry(processors.Config{WebhookURL: os.Getenv("ROWFATE_WEBHOOK_URL")})
 }

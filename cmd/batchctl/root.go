@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -32,6 +33,9 @@ type cli struct {
 	stdout, stderr io.Writer
 	global         globalOptions
 	logger         *slog.Logger
+	// lease is the lease duration of this run's engines; 0 is the
+	// engine's default.
+	lease time.Duration
 }
 
 // globalOptions are the flags of every command.

@@ -15,6 +15,7 @@ type workerOptions struct {
 	untilDone bool
 	token     string
 	grace     time.Duration
+	lease     time.Duration
 }
 
 func (c *cli) workerCommand() *cobra.Command {
@@ -45,6 +46,7 @@ On SIGINT or SIGTERM it stops claiming, lets the rows under way finish for
 			if o.workers <= 0 {
 				return usagef("--workers must be 1 or more, not %d", o.workers)
 			}
+			c.lease = o.lease
 			app, err := c.open(cmd.Context(), readWrite)
 			if err != nil {
 				return err
@@ -54,7 +56,7 @@ On SIGINT or SIGTERM it stops claiming, lets the rows under way finish for
 			if err != nil {
 				return err
 			}
-			eng, err := batch.NewEngine(batch.Config{Store: app.store, Registry: app.engine.Registry(), Logger: c.logger, WorkerName: name})
+			eng, err := batch.NewEngine(batch.Config{Store: app.store, Registry: app.engine.Registry(), Logger: c.logger, WorkerName: name, LeaseDuration: o.lease})
 			if err != nil {
 				return err
 			}
@@ -85,6 +87,7 @@ On SIGINT or SIGTERM it stops claiming, lets the rows under way finish for
 	cmd.Flags().IntVar(&o.workers, "workers", 2, "concurrent workers in this process")
 	cmd.Flags().BoolVar(&o.untilDone, "until-done", false, "exit when there is nothing left to do")
 	cmd.Flags().StringVar(&o.token, "worker-token", "", "the worker's credential (default $ROWFATE_WORKER_TOKEN)")
+	cmd.Flags().DurationVar(&o.lease, "lease", 30*time.Second, "how long a claimed chunk is this worker's without a renewal (renewed every third); a crashed worker's rows wait this long")
 	cmd.Flags().DurationVar(&o.grace, "grace", 10*time.Second, "on SIGINT/SIGTERM, how long rows under way may take to finish before they are given back")
 	return cmd
 }
