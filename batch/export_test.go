@@ -27,14 +27,7 @@ const xlsxFixture = "../fixtures/xlsx/customers.xlsx"
 // customersEngine wires the customers kind on a bundle.
 func customersEngine(t *testing.T, bd *bundle) *batch.Engine {
 	t.Helper()
-	if err := customers.EnsureSchema(context.Background(), bd.db, bd.dialect); err != nil {
-		t.Fatal(err)
-	}
-	reg := batch.NewRegistry()
-	if err := batch.Register(reg, customers.Kind(bd.db, bd.dialect)); err != nil {
-		t.Fatal(err)
-	}
-	return newEngine(t, bd.store, reg, 0)
+	return newEngine(t, bd.store, customersRegistry(t, bd), 0)
 }
 
 // importAndWork imports a file as customers and works it to the end.
