@@ -525,6 +525,109 @@ type Store interface {
 	// RowsCount counts a batch's rows by state with a fresh aggregate over
 	// the rows, bypassing the chunk counters. It is the invariant's check.
 	RowsCount(ctx context.Context, params RowsCountParams) (rows.Counts, error)
+	// EventsList returns a batch's events after a cursor, in sequence
+	// order: ErrNotFound for another tenant's batch or an unknown id,
+	// ErrCursorExpired when events after the cursor were trimmed.
+	EventsList(ctx context.Context, params EventsListParams) ([]Event, error)
+	// EventsTrim deletes old events and returns how many.
+	EventsTrim(ctx context.Context, params EventsTrimParams) (int64, error)
 	// Close releases the store's resources.
 	Close() error
+}
+
+// EventType says what changed a batch. Every change appends one event to
+// the batch's log, with the next sequence number.
+type EventType string
+
+// The event types. Progress events may be coalesced by a broadcaster (each
+// carries the batch's totals, so the latest says all the earlier ones
+// said); every other type is a lifecycle event, never dropped.
+const (
+	// EventStarted: the batch was imported; its rows are stored.
+	EventStarted EventType = "started"
+	// EventProgress: a worker recorded outcomes.
+	EventProgress EventType = "progress"
+	// EventFinished: the change that closed the batch's last open row.
+	EventFinished EventType = "finished"
+	// EventCancelled, EventPaused, EventResumed: a person's control.
+	EventCancelled EventType = "cancelled"
+	EventPaused    EventType = "paused"
+	EventResumed   EventType = "resumed"
+	// EventRetried: rows were made due again; a finished batch runs again.
+	EventRetried EventType = "retried"
+	// EventSettled: an unknown row was settled.
+	EventSettled EventType = "settled"
+)
+
+// Lifecycle reports whether events of type t must reach every subscriber:
+// all but progress.
+func (t EventType) Lifecycle() bool { return t != EventProgress }
+
+// Event is one entry of a batch's event log: what changed it and its state
+// right after, as committed with the change.
+type Event struct {
+	BatchID int64     `json:"batch_id"`
+	Seq     int64     `json:"seq"`
+	Type    EventType `json:"type"`
+	Status  Status    `json:"status"`
+	Paused  bool      `json:"paused,omitempty"`
+	// Counts are the batch's totals by row state.
+	Counts rows.Counts `json:"counts"`
+	// Total is every row; Done are the rows no worker will touch again
+	// (terminal or unknown).
+	Total int64 `json:"total"`
+	Done  int64 `json:"done"`
+	// RowsPerSecond is the rate rows were done at over the last few
+	// events; 0 when nothing moved.
+	RowsPerSecond float64 `json:"rows_per_second"`
+	// ETASeconds estimates the seconds left at that rate; nil when the
+	// batch is not running or nothing moved.
+	ETASeconds *float64 `json:"eta_seconds,omitempty"`
+	// Final is set on the event after which nothing changes unless a
+	// person acts: the batch is finished, or cancelled with no row left
+	// under a worker's lease.
+	Final bool      `json:"final"`
+	At    time.Time `json:"at"`
+}
+
+// Coalescable reports whether a later event may stand in for e: a progress
+// event that does not end the batch.
+func (e Event) Coalescable() bool { return !e.Type.Lifecycle() && !e.Final }
+
+// EventsListParams are the parameters of Store.EventsList.
+type EventsListParams struct {
+	TenantID string
+	BatchID  int64
+	// AfterSeq is the cursor: events with seq > AfterSeq. 0 lists the log
+	// from its start.
+	AfterSeq int64
+	// Limit caps the page. Defaults to 500.
+	Limit int
+}
+
+// ErrCursorExpired is returned by EventsList when events after the cursor
+// were trimmed: the log can no longer be replayed from there, and the
+// caller must read the batch afresh.
+var ErrCursorExpired = errors.New("event cursor expired")
+
+// EventsTrimParams are the parameters of Store.EventsTrim.
+type EventsTrimParams struct {
+	// OlderThan trims events older than this (database clock); 0 trims
+	// none by age.
+	OlderThan time.Duration
+	// FinishedKeepLast trims every event of a finished or cancelled batch
+	// but its last.
+	FinishedKeepLast bool
+}
+
+// EventNotifier is a store that tells of events as they commit, across
+// processes where it can (PostgreSQL's LISTEN/NOTIFY), within its own
+// process otherwise (SQLite). Notifications are hints: a broadcaster
+// reads the log itself, and polls as well.
+type EventNotifier interface {
+	// NotifyEvents calls f with the batch and sequence number of each
+	// event committed, until ctx is done. A zero batch id means anything
+	// may have changed (the notifications were interrupted). f must not
+	// block.
+	NotifyEvents(ctx context.Context, f func(batchID, seq int64)) error
 }

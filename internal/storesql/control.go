@@ -216,7 +216,7 @@ func (s *Store) lockChunksOf(ctx context.Context, q Querier, tenant string, id i
 // BatchCancel cancels a running batch; a batch that is not running comes
 // back unchanged.
 func (s *Store) BatchCancel(ctx context.Context, p driver.BatchControlParams) (*driver.Batch, error) {
-	err := s.drv.InTx(ctx, func(q Querier) error {
+	err := s.changeTx(ctx, func(q Querier, evs *[]committedEvent) error {
 		if _, err := s.batchStatusOf(ctx, q, p.TenantID, p.ID); err != nil {
 			return err
 		}
@@ -233,7 +233,7 @@ func (s *Store) BatchCancel(ctx context.Context, p driver.BatchControlParams) (*
 		if _, err := q.Exec(ctx, s.c.recountBatch, p.ID); err != nil {
 			return fmt.Errorf("recount: %w", err)
 		}
-		_, err = s.afterChange(ctx, q, p.ID, "cancelled")
+		_, err = s.afterChange(ctx, q, p.ID, driver.EventCancelled, evs)
 		return err
 	})
 	if err != nil {
@@ -244,7 +244,7 @@ func (s *Store) BatchCancel(ctx context.Context, p driver.BatchControlParams) (*
 
 // BatchPause pauses or resumes a batch.
 func (s *Store) BatchPause(ctx context.Context, p driver.BatchControlParams, paused bool) (*driver.Batch, error) {
-	err := s.drv.InTx(ctx, func(q Querier) error {
+	err := s.changeTx(ctx, func(q Querier, evs *[]committedEvent) error {
 		n, err := q.Exec(ctx, s.c.pauseBatch, p.ID, p.TenantID, paused)
 		if err != nil {
 			return err
@@ -252,11 +252,11 @@ func (s *Store) BatchPause(ctx context.Context, p driver.BatchControlParams, pau
 		if n == 0 {
 			return fmt.Errorf("batch %d: %w", p.ID, driver.ErrNotFound)
 		}
-		typ := "paused"
+		typ := driver.EventPaused
 		if !paused {
-			typ = "resumed"
+			typ = driver.EventResumed
 		}
-		if _, err := s.afterChange(ctx, q, p.ID, typ); err != nil {
+		if _, err := s.afterChange(ctx, q, p.ID, typ, evs); err != nil {
 			return err
 		}
 		if !paused {
@@ -320,7 +320,7 @@ func (s *Store) RowsRetry(ctx context.Context, p driver.RowsRetryParams) (int64,
 		states[i] = string(st)
 	}
 	var n int64
-	err := s.drv.InTx(ctx, func(q Querier) error {
+	err := s.changeTx(ctx, func(q Querier, evs *[]committedEvent) error {
 		status, err := s.batchStatusOf(ctx, q, p.TenantID, p.BatchID)
 		if err != nil {
 			return err
@@ -340,7 +340,7 @@ func (s *Store) RowsRetry(ctx context.Context, p driver.RowsRetryParams) (int64,
 		if _, err := q.Exec(ctx, s.c.recountBatch, p.BatchID); err != nil {
 			return fmt.Errorf("recount: %w", err)
 		}
-		if _, err := s.afterChange(ctx, q, p.BatchID, "retried"); err != nil {
+		if _, err := s.afterChange(ctx, q, p.BatchID, driver.EventRetried, evs); err != nil {
 			return err
 		}
 		return s.drv.Notify(ctx, q)
@@ -369,7 +369,7 @@ func (s *Store) RowSettle(ctx context.Context, p driver.RowSettleParams) error {
 	default:
 		return fmt.Errorf("settle row %d as %s: want succeeded, failed or valid", p.RowNo, p.State)
 	}
-	return s.drv.InTx(ctx, func(q Querier) error {
+	return s.changeTx(ctx, func(q Querier, evs *[]committedEvent) error {
 		var (
 			chunk int64
 			state string
@@ -398,7 +398,7 @@ func (s *Store) RowSettle(ctx context.Context, p driver.RowSettleParams) error {
 		if err := s.recount(ctx, q, p.BatchID, chunk, false); err != nil {
 			return err
 		}
-		if _, err := s.afterChange(ctx, q, p.BatchID, "settled"); err != nil {
+		if _, err := s.afterChange(ctx, q, p.BatchID, driver.EventSettled, evs); err != nil {
 			return err
 		}
 		if p.State == rows.StateValid {

@@ -1,6 +1,7 @@
 package storesql
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"iter"
@@ -18,6 +19,7 @@ import (
 //
 //	{t}           the schema prefix of the engine's tables ("rowfate". or nothing)
 //	{now}         the database clock in the time columns' representation
+//	{clock}       the clock as it is now, not as the transaction began
 //	{ms}          one millisecond in that representation's arithmetic
 //	{time}        the type of a time column
 //	{for_update}  a row lock on the selected row (nothing on SQLite, whose
@@ -32,10 +34,12 @@ type Dialect struct {
 	// of that many rows (see Store.BatchIngest); 0 writes them in one.
 	IngestTxRows int
 	Now          string
-	Ms           string
-	TimeType     string
-	ForUpdate    string
-	SkipLocked   string
+	// Clock is Now at the moment of the statement; defaults to Now.
+	Clock      string
+	Ms         string
+	TimeType   string
+	ForUpdate  string
+	SkipLocked string
 	// InText renders "col is one of the texts in parameter $n, or $n is
 	// NULL"; ListArg renders the argument for it.
 	InText  func(col, param string) string
@@ -71,6 +75,7 @@ func (d *Dialect) Expand(sql string) string {
 		d.replacer = strings.NewReplacer(
 			"{t}", prefix,
 			"{now}", d.Now,
+			"{clock}", cmp.Or(d.Clock, d.Now),
 			"{ms}", d.Ms,
 			"{time}", d.TimeType,
 			"{for_update}", d.ForUpdate,
@@ -127,6 +132,9 @@ type Driver interface {
 	// Notify tells idle workers of other processes that rows are due,
 	// on commit of q's transaction (a hint; they poll anyway).
 	Notify(ctx context.Context, q Querier) error
+	// NotifyEvent tells other processes, on commit of q's transaction,
+	// that the batch appended the event with that sequence number.
+	NotifyEvent(ctx context.Context, q Querier, batchID, seq int64) error
 }
 
 // InsertRowsParams are the parameters of Driver.InsertRows.

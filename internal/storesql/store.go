@@ -26,6 +26,8 @@ type Store struct {
 	drv Driver
 	q   statements
 	c   control
+	e   eventStatements
+	hub eventHub
 }
 
 // New returns the shared store for a driver and its dialect.
@@ -33,6 +35,7 @@ func New(drv Driver, d *Dialect) *Store {
 	s := &Store{d: d, drv: drv}
 	s.q = newStatements(d)
 	s.c = newControl(d)
+	s.e = newEventStatements(d)
 	return s
 }
 
@@ -42,7 +45,7 @@ func (s *Store) Dialect() *Dialect { return s.d }
 // statements are the shared statements, expanded once for the dialect.
 type statements struct {
 	insertBatch, ingestSummary, insertChunks                      string
-	nextSeq, finish, sumChunks, insertEvent                       string
+	nextSeq, finish, sumChunks                                    string
 	batchGet, batchList, batchFind                                string
 	findChunk, leaseChunk, markProcessing, recount, recountFree   string
 	leaseRenew, checkLease, rowsList, rowsCount, migrationsTable  string
@@ -83,7 +86,7 @@ func newStatements(d *Dialect) statements {
 				min(next_attempt_at) FILTER (WHERE state IN ` + OpenStates + `), ` + CountAggregates() + `
 			FROM {t}batch_rows WHERE batch_id = $1 GROUP BY batch_id, chunk_no, tenant_id`),
 		nextSeq: d.Expand(`UPDATE {t}batches SET event_seq = event_seq + 1 WHERE id = $1
-			RETURNING event_seq, tenant_id`),
+			RETURNING event_seq, tenant_id, paused, {clock}`),
 		// A batch finishes when no chunk has open rows, and runs again when
 		// rows are retried; a cancelled batch stays cancelled.
 		finish: d.Expand(`UPDATE {t}batches SET
@@ -97,8 +100,6 @@ func newStatements(d *Dialect) statements {
 					ELSE finished_at END
 			WHERE id = $1 RETURNING status`),
 		sumChunks: d.Expand(`SELECT ` + sums + ` FROM {t}batch_chunks WHERE batch_id = $1`),
-		insertEvent: d.Expand(`INSERT INTO {t}batch_events (tenant_id, batch_id, seq, type, payload, created_at)
-			VALUES ($1, $2, $3, $4, $5, {now})`),
 		batchGet: d.Expand(`SELECT ` + batchColumns + `, ` + prefixed(sums, "c.") + `
 			FROM {t}batches b LEFT JOIN {t}batch_chunks c ON c.batch_id = b.id
 			WHERE b.id = $1 AND b.tenant_id = $2
@@ -333,7 +334,7 @@ func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*d
 		}
 		return nil
 	}
-	accept := func(q Querier) error {
+	accept := func(q Querier, evs *[]committedEvent) error {
 		var sum driver.IngestSummary
 		if p.SummaryFunc != nil {
 			sum = p.SummaryFunc()
@@ -349,20 +350,20 @@ func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*d
 		if _, err := q.Exec(ctx, s.q.insertChunks, id); err != nil {
 			return fmt.Errorf("insert chunks: %w", err)
 		}
-		if _, err = s.afterChange(ctx, q, id, "ingested"); err != nil {
+		if _, err = s.afterChange(ctx, q, id, driver.EventStarted, evs); err != nil {
 			return err
 		}
 		return s.drv.Notify(ctx, q)
 	}
 	if s.d.IngestTxRows <= 0 {
-		err = s.drv.InTx(ctx, func(q Querier) error {
+		err = s.changeTx(ctx, func(q Querier, evs *[]committedEvent) error {
 			if err := insertBatch(q, "running"); err != nil {
 				return err
 			}
 			if err := s.drv.InsertRows(ctx, q, InsertRowsParams{BatchID: id, TenantID: p.TenantID, Rows: p.Rows}); err != nil {
 				return err
 			}
-			return accept(q)
+			return accept(q, evs)
 		})
 	} else {
 		err = s.ingestInParts(ctx, p, insertBatch, accept, &id)
@@ -377,7 +378,7 @@ func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*d
 // renewing it: a part of IngestTxRows rows takes well under a second.
 const ingestLease = 2 * time.Minute
 
-func (s *Store) ingestInParts(ctx context.Context, p driver.BatchIngestParams, insertBatch func(Querier, string) error, accept func(Querier) error, id *int64) error {
+func (s *Store) ingestInParts(ctx context.Context, p driver.BatchIngestParams, insertBatch func(Querier, string) error, accept func(Querier, *[]committedEvent) error, id *int64) error {
 	err := s.drv.InTx(ctx, func(q Querier) error {
 		if err := insertBatch(q, "ingesting"); err != nil {
 			return err
@@ -419,11 +420,11 @@ func (s *Store) ingestInParts(ctx context.Context, p driver.BatchIngestParams, i
 			return err
 		}
 	}
-	err = s.drv.InTx(ctx, func(q Querier) error {
+	err = s.changeTx(ctx, func(q Querier, evs *[]committedEvent) error {
 		if _, err := q.Exec(ctx, s.q.ingestDone, *id); err != nil {
 			return err
 		}
-		return accept(q)
+		return accept(q, evs)
 	})
 	if err != nil {
 		s.removeIngest(*id)
@@ -483,12 +484,14 @@ func (s *Store) cleanIngests(ctx context.Context, q Querier) error {
 // chunk's committed flush. Checking before the lock, or inside the locking
 // statement, is write skew: two last flushes each see the other's chunk
 // still open, and neither finishes the batch.
-func (s *Store) afterChange(ctx context.Context, q Querier, id int64, typ string) (*driver.FlushResult, error) {
+func (s *Store) afterChange(ctx context.Context, q Querier, id int64, typ driver.EventType, evs *[]committedEvent) (*driver.FlushResult, error) {
 	var (
 		seq            int64
 		tenant, status string
+		paused         bool
+		now            Time
 	)
-	if err := q.QueryRow(ctx, s.q.nextSeq, id).Scan(&seq, &tenant); err != nil {
+	if err := q.QueryRow(ctx, s.q.nextSeq, id).Scan(&seq, &tenant, &paused, &now); err != nil {
 		return nil, fmt.Errorf("next event seq: %w", err)
 	}
 	if err := q.QueryRow(ctx, s.q.finish, id).Scan(&status); err != nil {
@@ -498,15 +501,15 @@ func (s *Store) afterChange(ctx context.Context, q Querier, id int64, typ string
 	if err := q.QueryRow(ctx, s.q.sumChunks, id).Scan(dests...); err != nil {
 		return nil, fmt.Errorf("sum chunks: %w", err)
 	}
-	res := &driver.FlushResult{Counts: counts(), Finished: status == string(driver.StatusFinished), EventSeq: seq}
-	payload, err := json.Marshal(EventPayload{Counts: res.Counts, Finished: res.Finished})
+	ev, err := s.appendEvent(ctx, q, id, typ, status, paused, counts(), seq, tenant, now)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := q.Exec(ctx, s.q.insertEvent, tenant, id, seq, typ, string(payload)); err != nil {
-		return nil, fmt.Errorf("append event: %w", err)
+	if err := s.drv.NotifyEvent(ctx, q, id, seq); err != nil {
+		return nil, fmt.Errorf("notify event: %w", err)
 	}
-	return res, nil
+	*evs = append(*evs, committedEvent{batchID: id, seq: seq})
+	return &driver.FlushResult{Counts: ev.Counts, Finished: ev.Status == driver.StatusFinished, EventSeq: seq}, nil
 }
 
 // scanBatch reads a row of batchColumns and the chunk sums.
@@ -718,7 +721,7 @@ func (s *Store) LeaseRenew(ctx context.Context, p driver.LeaseRenewParams) error
 // commit with the outcomes or not at all.
 func (s *Store) ChunkFlush(ctx context.Context, p driver.ChunkFlushParams) (*driver.FlushResult, error) {
 	var res *driver.FlushResult
-	err := s.drv.InTx(ctx, func(q Querier) error {
+	err := s.changeTx(ctx, func(q Querier, evs *[]committedEvent) error {
 		var first, last int64
 		err := q.QueryRow(ctx, s.q.checkLease, p.BatchID, p.ChunkNo, p.Token, p.TenantID).Scan(&first, &last)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -766,7 +769,7 @@ func (s *Store) ChunkFlush(ctx context.Context, p driver.ChunkFlushParams) (*dri
 		if err := s.recount(ctx, q, p.BatchID, p.ChunkNo, p.Release); err != nil {
 			return err
 		}
-		res, err = s.afterChange(ctx, q, p.BatchID, "progress")
+		res, err = s.afterChange(ctx, q, p.BatchID, driver.EventProgress, evs)
 		if res != nil {
 			res.Cancelled = cancelled
 		}

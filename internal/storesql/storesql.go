@@ -107,12 +107,6 @@ func DecodeErrors(b []byte) ([]rows.FieldError, error) {
 	return errs, nil
 }
 
-// EventPayload is the JSON body of a progress event.
-type EventPayload struct {
-	Counts   rows.Counts `json:"counts"`
-	Finished bool        `json:"finished"`
-}
-
 // BatchOptions is the JSON of batches.options: what a batch keeps that has
 // no column of its own.
 type BatchOptions struct {

@@ -22,6 +22,7 @@ import (
 	"io"
 	"iter"
 	"net"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -78,6 +79,7 @@ func dialect(schema string) *storesql.Dialect {
 		Engine:     migrations.Postgres,
 		Schema:     schema,
 		Now:        "now()",
+		Clock:      "clock_timestamp()",
 		Ms:         "interval '1 millisecond'",
 		TimeType:   "timestamptz",
 		ForUpdate:  " FOR UPDATE",
@@ -249,6 +251,17 @@ func (d pgDriver) Notify(ctx context.Context, q storesql.Querier) error {
 // channel is the LISTEN/NOTIFY channel of the schema's work.
 func (s *Store) channel() string { return "rowfate_work_" + s.schema }
 
+// NotifyEvent sends "batch:seq" on the schema's events channel, delivered
+// on commit: the id and sequence only, never the payload, so the
+// notification stays small and the log stays the one source.
+func (d pgDriver) NotifyEvent(ctx context.Context, q storesql.Querier, batchID, seq int64) error {
+	_, err := q.Exec(ctx, `SELECT pg_notify($1, $2)`, d.s.eventsChannel(), strconv.FormatInt(batchID, 10)+":"+strconv.FormatInt(seq, 10))
+	return err
+}
+
+// eventsChannel is the LISTEN/NOTIFY channel of the schema's batch events.
+func (s *Store) eventsChannel() string { return "rowfate_events_" + s.schema }
+
 // InsertRows streams a batch's rows with COPY.
 func (d pgDriver) InsertRows(ctx context.Context, q storesql.Querier, p storesql.InsertRowsParams) error {
 	tx := q.(querier).tx
@@ -370,16 +383,36 @@ func (d pgDriver) UpdateOutcomes(ctx context.Context, q storesql.Querier, p stor
 
 // Listen calls wake on every notification of work in the store's schema
 // (sent when rows become due: an import, a retry, a resume) until ctx is
-// done. It holds one connection of the pool for LISTEN and, when that
-// connection breaks (a terminated backend, a server restart), takes
-// another and listens again, waiting 100ms doubling to 5s between tries.
-// Notifications are a hint only: workers poll as well, so one lost while
-// reconnecting delays work, never loses it. wake is also called after
+// done. Notifications are a hint only: workers poll as well, so one lost
+// while reconnecting delays work, never loses it. wake is also called after
 // every reconnect, in case something was sent meanwhile.
 func (s *Store) Listen(ctx context.Context, wake func()) error {
+	return s.listen(ctx, s.channel(), func(string) { wake() }, wake)
+}
+
+// NotifyEvents calls f with the batch and sequence number of every event
+// committed in the store's schema, by any process, until ctx is done; and
+// with batch 0 after every reconnect, since notifications sent meanwhile
+// are lost.
+func (s *Store) NotifyEvents(ctx context.Context, f func(batchID, seq int64)) error {
+	return s.listen(ctx, s.eventsChannel(), func(payload string) {
+		id, seq, ok := strings.Cut(payload, ":")
+		b, err1 := strconv.ParseInt(id, 10, 64)
+		n, err2 := strconv.ParseInt(seq, 10, 64)
+		if ok && err1 == nil && err2 == nil {
+			f(b, n)
+		}
+	}, func() { f(0, 0) })
+}
+
+// listen holds one connection of the pool for LISTEN on a channel and,
+// when that connection breaks (a terminated backend, a server restart),
+// takes another and listens again, waiting 100ms doubling to 5s between
+// tries; it calls listening each time it listens anew.
+func (s *Store) listen(ctx context.Context, channel string, got func(payload string), listening func()) error {
 	delay := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		err := s.listenOnce(ctx, wake)
+		err := s.listenOnce(ctx, channel, got, listening)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -394,7 +427,7 @@ func (s *Store) Listen(ctx context.Context, wake func()) error {
 	return nil
 }
 
-func (s *Store) listenOnce(ctx context.Context, wake func()) error {
+func (s *Store) listenOnce(ctx context.Context, channel string, got func(string), listening func()) error {
 	pooled, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -403,14 +436,15 @@ func (s *Store) listenOnce(ctx context.Context, wake func()) error {
 	// it is taken out of the pool and closed when done.
 	conn := pooled.Hijack()
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel()}.Sanitize()); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
 		return err
 	}
-	wake()
+	listening()
 	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
 			return err
 		}
-		wake()
+		got(n.Payload)
 	}
 }

@@ -256,6 +256,10 @@ func (d liteDriver) InTx(ctx context.Context, f func(storesql.Querier) error) er
 // its own workers.
 func (liteDriver) Notify(context.Context, storesql.Querier) error { return nil }
 
+// NotifyEvent has no other process to tell either: the shared store tells
+// this process's subscribers once the transaction commits.
+func (liteDriver) NotifyEvent(context.Context, storesql.Querier, int64, int64) error { return nil }
+
 // LockMigrations has nothing to do: the transaction is BEGIN IMMEDIATE,
 // which already excludes every other writer of the file.
 func (liteDriver) LockMigrations(context.Context, storesql.Querier) error { return nil }

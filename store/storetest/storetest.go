@@ -53,6 +53,7 @@ func RunWith(t *testing.T, newStore NewStoreFunc, o Options) {
 	t.Run("RowsListPages", func(t *testing.T) { t.Parallel(); testRowsList(t, newStore(t)) })
 	t.Run("BatchListTotals", func(t *testing.T) { t.Parallel(); testBatchList(t, newStore(t)) })
 	runControl(t, newStore, o)
+	runEvents(t, newStore)
 	t.Run("SchemaStatus", func(t *testing.T) {
 		t.Parallel()
 		st, err := newStore(t).SchemaStatus(context.Background())

@@ -1,0 +1,268 @@
+package storesql
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/rows"
+)
+
+// rateWindow is how many events back the rate of an event is measured
+// against: enough flushes to smooth one chunk's burst, few enough to follow
+// a change of pace.
+const rateWindow = 8
+
+// eventPayload is the JSON of batch_events.payload: the batch's state right
+// after the change. Finished is how the first schema's events said Final.
+type eventPayload struct {
+	Status        driver.Status `json:"status,omitempty"`
+	Paused        bool          `json:"paused,omitempty"`
+	Counts        rows.Counts   `json:"counts"`
+	Total         int64         `json:"total"`
+	Done          int64         `json:"done"`
+	RowsPerSecond float64       `json:"rows_per_second,omitempty"`
+	ETASeconds    *float64      `json:"eta_seconds,omitempty"`
+	Final         bool          `json:"final,omitempty"`
+	Finished      bool          `json:"finished,omitempty"`
+}
+
+type eventStatements struct {
+	insert, rateRef, head, list, trimAge, trimFinished string
+}
+
+func newEventStatements(d *Dialect) eventStatements {
+	return eventStatements{
+		insert: d.Expand(`INSERT INTO {t}batch_events (tenant_id, batch_id, seq, type, payload, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6)`),
+		rateRef: d.Expand(`SELECT payload, created_at FROM {t}batch_events WHERE batch_id = $1 AND seq = $2`),
+		// The batch's newest seq and the oldest kept, with the tenant check.
+		head: d.Expand(`SELECT b.event_seq, (SELECT min(seq) FROM {t}batch_events e WHERE e.batch_id = b.id)
+			FROM {t}batches b WHERE b.id = $1 AND b.tenant_id = $2`),
+		list: d.Expand(`SELECT seq, type, payload, created_at FROM {t}batch_events
+			WHERE batch_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`),
+		trimAge: d.Expand(`DELETE FROM {t}batch_events WHERE created_at < {now} - CAST($1 AS bigint) * {ms}`),
+		trimFinished: d.Expand(`DELETE FROM {t}batch_events WHERE batch_id IN
+				(SELECT id FROM {t}batches WHERE status IN ('finished', 'cancelled'))
+			AND seq < (SELECT b.event_seq FROM {t}batches b WHERE b.id = batch_id)`),
+	}
+}
+
+// appendEvent appends the batch's next event: it takes the batch row's
+// lock with the sequence-number UPDATE (see afterChange), and the time
+// there, after the lock, so that times follow the sequence; it measures the
+// rate against the event rateWindow back, which the index on (batch_id,
+// seq) finds in one probe.
+func (s *Store) appendEvent(ctx context.Context, q Querier, id int64, typ driver.EventType, status string, paused bool, counts rows.Counts, seq int64, tenant string, now Time) (*driver.Event, error) {
+	ev := &driver.Event{BatchID: id, Seq: seq, Type: typ, Status: driver.Status(status), Paused: paused,
+		Counts: counts, Total: counts.Total(), At: now.Time}
+	ev.Done = ev.Total - counts.Open()
+	switch ev.Status {
+	case driver.StatusFinished:
+		ev.Final = true
+		if typ == driver.EventProgress {
+			ev.Type = driver.EventFinished
+		}
+	case driver.StatusCancelled:
+		ev.Final = counts.Open() == 0
+	}
+	if ref := seq - rateWindow; ref >= 1 || seq > 1 {
+		var (
+			payload string
+			at      Time
+		)
+		err := q.QueryRow(ctx, s.e.rateRef, id, max(ref, 1)).Scan(&payload, &at)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			// Trimmed: no rate until the window refills.
+		case err != nil:
+			return nil, fmt.Errorf("read event for rate: %w", err)
+		default:
+			var p eventPayload
+			if err := json.Unmarshal([]byte(payload), &p); err != nil {
+				return nil, fmt.Errorf("event %d of batch %d: %w", max(ref, 1), id, err)
+			}
+			if secs := now.Time.Sub(at.Time).Seconds(); secs > 0 && ev.Done > p.Done {
+				ev.RowsPerSecond = float64(ev.Done-p.Done) / secs
+			}
+		}
+	}
+	if open := counts.Open(); ev.Status == driver.StatusRunning && !paused && ev.RowsPerSecond > 0 && open > 0 {
+		eta := float64(open) / ev.RowsPerSecond
+		ev.ETASeconds = &eta
+	}
+	payload, err := json.Marshal(eventPayload{Status: ev.Status, Paused: ev.Paused, Counts: counts, Total: ev.Total, Done: ev.Done,
+		RowsPerSecond: ev.RowsPerSecond, ETASeconds: ev.ETASeconds, Final: ev.Final})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := q.Exec(ctx, s.e.insert, tenant, id, seq, string(ev.Type), string(payload), timeArg(s.d, now)); err != nil {
+		return nil, fmt.Errorf("append event: %w", err)
+	}
+	return ev, nil
+}
+
+// timeArg renders a time for a time column: integer milliseconds where
+// the dialect stores them so.
+func timeArg(d *Dialect, t Time) any {
+	if d.TimeType == "INTEGER" {
+		return t.Time.UnixMilli()
+	}
+	return t.Time
+}
+
+// EventsList returns a batch's events after a cursor.
+func (s *Store) EventsList(ctx context.Context, p driver.EventsListParams) ([]driver.Event, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 500
+	}
+	var (
+		head   int64
+		oldest sql.NullInt64
+	)
+	err := s.drv.DB().QueryRow(ctx, s.e.head, p.BatchID, p.TenantID).Scan(&head, &oldest)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("events of batch %d: %w", p.BatchID, driver.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("events of batch %d: %w", p.BatchID, err)
+	}
+	if p.AfterSeq >= head {
+		return nil, nil
+	}
+	// Events after the cursor are missing when the oldest kept is beyond
+	// the next one the caller needs. The check runs before the read, and
+	// a trim between the two can only remove events older than the page's
+	// (they are trimmed oldest first), so the page, if not empty, starts
+	// where it should; an empty or short page is checked again below.
+	if !oldest.Valid || oldest.Int64 > p.AfterSeq+1 {
+		return nil, fmt.Errorf("events of batch %d after %d (oldest kept %d): %w", p.BatchID, p.AfterSeq, oldest.Int64, driver.ErrCursorExpired)
+	}
+	rs, err := s.drv.DB().Query(ctx, s.e.list, p.BatchID, p.AfterSeq, limit)
+	if err != nil {
+		return nil, fmt.Errorf("events of batch %d: %w", p.BatchID, err)
+	}
+	defer rs.Close()
+	var evs []driver.Event
+	for rs.Next() {
+		var (
+			ev      driver.Event
+			typ     string
+			payload string
+			at      Time
+		)
+		if err := rs.Scan(&ev.Seq, &typ, &payload, &at); err != nil {
+			return nil, err
+		}
+		var pl eventPayload
+		if err := json.Unmarshal([]byte(payload), &pl); err != nil {
+			return nil, fmt.Errorf("event %d of batch %d: %w", ev.Seq, p.BatchID, err)
+		}
+		ev.BatchID, ev.Type, ev.At = p.BatchID, driver.EventType(typ), at.Time
+		ev.Status, ev.Paused, ev.Counts, ev.Total, ev.Done = pl.Status, pl.Paused, pl.Counts, pl.Total, pl.Done
+		ev.RowsPerSecond, ev.ETASeconds, ev.Final = pl.RowsPerSecond, pl.ETASeconds, pl.Final || pl.Finished
+		if ev.Type == "ingested" { // the first schema's name for started
+			ev.Type = driver.EventStarted
+		}
+		if pl.Status == "" { // the first schema's payload had no status
+			ev.Status, ev.Total = driver.StatusRunning, pl.Counts.Total()
+			ev.Done = ev.Total - pl.Counts.Open()
+			if ev.Final {
+				ev.Status = driver.StatusFinished
+			}
+		}
+		evs = append(evs, ev)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, err
+	}
+	if len(evs) == 0 || evs[0].Seq != p.AfterSeq+1 {
+		return nil, fmt.Errorf("events of batch %d after %d: %w", p.BatchID, p.AfterSeq, driver.ErrCursorExpired)
+	}
+	return evs, nil
+}
+
+// EventsTrim deletes events older than the age, and those of finished
+// batches but their last.
+func (s *Store) EventsTrim(ctx context.Context, p driver.EventsTrimParams) (int64, error) {
+	var n int64
+	if p.OlderThan > 0 {
+		m, err := s.drv.DB().Exec(ctx, s.e.trimAge, p.OlderThan.Milliseconds())
+		if err != nil {
+			return n, fmt.Errorf("trim events: %w", err)
+		}
+		n += m
+	}
+	if p.FinishedKeepLast {
+		m, err := s.drv.DB().Exec(ctx, s.e.trimFinished)
+		if err != nil {
+			return n, fmt.Errorf("trim events of finished batches: %w", err)
+		}
+		n += m
+	}
+	return n, nil
+}
+
+// eventHub tells this process's subscribers of the events its store
+// committed: all a store that is one process's (SQLite) can do, and all
+// its callers need.
+type eventHub struct {
+	mu   sync.Mutex
+	next int
+	subs map[int]func(batchID, seq int64)
+}
+
+func (h *eventHub) publish(evs []committedEvent) {
+	if len(evs) == 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, f := range h.subs {
+		for _, e := range evs {
+			f(e.batchID, e.seq)
+		}
+	}
+}
+
+// NotifyEvents calls f with each event this process's store commits, until
+// ctx is done. A store of several processes (PostgreSQL) overrides it.
+func (s *Store) NotifyEvents(ctx context.Context, f func(batchID, seq int64)) error {
+	h := &s.hub
+	h.mu.Lock()
+	if h.subs == nil {
+		h.subs = make(map[int]func(int64, int64))
+	}
+	id := h.next
+	h.next++
+	h.subs[id] = f
+	h.mu.Unlock()
+	<-ctx.Done()
+	h.mu.Lock()
+	delete(h.subs, id)
+	h.mu.Unlock()
+	return nil
+}
+
+// committedEvent names an event appended in a transaction, to announce
+// once it commits.
+type committedEvent struct{ batchID, seq int64 }
+
+// changeTx runs f in a transaction and, once it commits, announces the
+// events f appended (through the events argument of afterChange).
+func (s *Store) changeTx(ctx context.Context, f func(q Querier, evs *[]committedEvent) error) error {
+	var evs []committedEvent
+	err := s.drv.InTx(ctx, func(q Querier) error {
+		evs = evs[:0] // a retried transaction starts over
+		return f(q, &evs)
+	})
+	if err == nil {
+		s.hub.publish(evs)
+	}
+	return err
+}
