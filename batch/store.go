@@ -71,6 +71,16 @@ type (
 	Worker = driver.Worker
 	// WorkerCreateParams are the parameters of Store.WorkerCreate.
 	WorkerCreateParams = driver.WorkerCreateParams
+	// Event is one entry of a batch's event log.
+	Event = driver.Event
+	// EventType says what changed a batch.
+	EventType = driver.EventType
+	// EventsListParams are the parameters of Store.EventsList.
+	EventsListParams = driver.EventsListParams
+	// EventsTrimParams are the parameters of Store.EventsTrim.
+	EventsTrimParams = driver.EventsTrimParams
+	// EventNotifier is a store that tells of events as they commit.
+	EventNotifier = driver.EventNotifier
 )
 
 // Effect key statuses (see driver.EffectStatus).
@@ -105,6 +115,10 @@ var (
 	ErrBatchStopped = driver.ErrBatchStopped
 	// ErrTransient: a database error a retry may clear.
 	ErrTransient = driver.ErrTransient
+	// ErrCursorExpired: events after the cursor were trimmed.
+	ErrCursorExpired = driver.ErrCursorExpired
+	// ErrCursorAhead: the cursor is beyond the batch's newest event.
+	ErrCursorAhead = driver.ErrCursorAhead
 	// ErrUnknownKind: the kind is not registered.
 	ErrUnknownKind = errors.New("unknown kind")
 	// ErrKeyReused: an idempotency key came back with other content.

@@ -11,6 +11,7 @@ package driver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"time"
 
@@ -607,8 +608,30 @@ type EventsListParams struct {
 
 // ErrCursorExpired is returned by EventsList when events after the cursor
 // were trimmed: the log can no longer be replayed from there, and the
-// caller must read the batch afresh.
+// caller must read the batch afresh. The error is a *CursorExpiredError.
 var ErrCursorExpired = errors.New("event cursor expired")
+
+// ErrCursorAhead is returned by EventsList for a cursor beyond the batch's
+// newest event: it was not read from this log.
+var ErrCursorAhead = errors.New("event cursor is ahead of the batch's log")
+
+// CursorExpiredError says where a batch's log stands when a cursor
+// expired: what is left of it, so the reader can go on from there.
+type CursorExpiredError struct {
+	BatchID int64
+	After   int64 // the cursor asked for
+	// Oldest is the oldest event kept, 0 when none is.
+	Oldest int64
+	// Head is the batch's newest sequence number.
+	Head int64
+}
+
+func (e *CursorExpiredError) Error() string {
+	return fmt.Sprintf("events of batch %d after %d (oldest kept %d, newest %d): %v", e.BatchID, e.After, e.Oldest, e.Head, ErrCursorExpired)
+}
+
+// Unwrap makes the error match ErrCursorExpired.
+func (e *CursorExpiredError) Unwrap() error { return ErrCursorExpired }
 
 // EventsTrimParams are the parameters of Store.EventsTrim.
 type EventsTrimParams struct {

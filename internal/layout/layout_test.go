@@ -40,6 +40,7 @@ func TestLayers(t *testing.T) {
 		{mod + "/batch/driver", append([]string{"github.com/go-playground/validator", mod + "/batch", mod + "/validate"}, formats...)},
 		{mod + "/store/...", append([]string{"github.com/go-playground/validator", mod + "/batch", mod + "/validate", mod + "/processors"}, formats...)},
 		{mod + "/migrations", []string{mod + "/"}},
+		{mod + "/progress", append([]string{"github.com/go-playground/validator", mod + "/batch", mod + "/validate", mod + "/processors", mod + "/store/"}, formats...)},
 	} {
 		for _, dep := range deps(t, tc.pattern) {
 			if dep == tc.pattern {

@@ -132,7 +132,10 @@ func (s *Store) EventsList(ctx context.Context, p driver.EventsListParams) ([]dr
 	if err != nil {
 		return nil, fmt.Errorf("events of batch %d: %w", p.BatchID, err)
 	}
-	if p.AfterSeq >= head {
+	if p.AfterSeq > head {
+		return nil, fmt.Errorf("events of batch %d after %d (newest %d): %w", p.BatchID, p.AfterSeq, head, driver.ErrCursorAhead)
+	}
+	if p.AfterSeq == head {
 		return nil, nil
 	}
 	// Events after the cursor are missing when the oldest kept is beyond
@@ -141,7 +144,7 @@ func (s *Store) EventsList(ctx context.Context, p driver.EventsListParams) ([]dr
 	// (they are trimmed oldest first), so the page, if not empty, starts
 	// where it should; an empty or short page is checked again below.
 	if !oldest.Valid || oldest.Int64 > p.AfterSeq+1 {
-		return nil, fmt.Errorf("events of batch %d after %d (oldest kept %d): %w", p.BatchID, p.AfterSeq, oldest.Int64, driver.ErrCursorExpired)
+		return nil, &driver.CursorExpiredError{BatchID: p.BatchID, After: p.AfterSeq, Oldest: oldest.Int64, Head: head}
 	}
 	rs, err := s.drv.DB().Query(ctx, s.e.list, p.BatchID, p.AfterSeq, limit)
 	if err != nil {
@@ -182,7 +185,13 @@ func (s *Store) EventsList(ctx context.Context, p driver.EventsListParams) ([]dr
 		return nil, err
 	}
 	if len(evs) == 0 || evs[0].Seq != p.AfterSeq+1 {
-		return nil, fmt.Errorf("events of batch %d after %d: %w", p.BatchID, p.AfterSeq, driver.ErrCursorExpired)
+		// Trimmed between the check and the read: the oldest kept is
+		// now at least the page's first.
+		e := &driver.CursorExpiredError{BatchID: p.BatchID, After: p.AfterSeq, Head: head}
+		if len(evs) > 0 {
+			e.Oldest = evs[0].Seq
+		}
+		return nil, e
 	}
 	return evs, nil
 }

@@ -124,6 +124,9 @@ func testEventsLog(t *testing.T, s driver.Store) {
 	if err != nil || len(page) != 1 || page[0].Seq != 5 {
 		t.Fatalf("events after 4 = %v, %v", page, err)
 	}
+	if _, err := s.EventsList(ctx, driver.EventsListParams{TenantID: tenant, BatchID: b.ID, AfterSeq: last.Seq + 1}); !errors.Is(err, driver.ErrCursorAhead) {
+		t.Fatalf("events after a cursor beyond the log: %v, want ErrCursorAhead", err)
+	}
 	if _, err := s.EventsList(ctx, driver.EventsListParams{TenantID: "t2", BatchID: b.ID}); !errors.Is(err, driver.ErrNotFound) {
 		t.Fatalf("events of another tenant's batch: %v, want ErrNotFound", err)
 	}
@@ -217,8 +220,10 @@ func testEventsTrim(t *testing.T, s driver.Store) {
 	if err != nil || n != 2 {
 		t.Fatalf("trim finished = %d, %v; want 2", n, err)
 	}
-	if _, err := s.EventsList(ctx, driver.EventsListParams{TenantID: tenant, BatchID: done.ID}); !errors.Is(err, driver.ErrCursorExpired) {
-		t.Fatalf("list from 0 after trim: %v, want ErrCursorExpired", err)
+	_, err = s.EventsList(ctx, driver.EventsListParams{TenantID: tenant, BatchID: done.ID})
+	var ce *driver.CursorExpiredError
+	if !errors.As(err, &ce) || !errors.Is(err, driver.ErrCursorExpired) || ce.Oldest != 3 || ce.Head != 3 {
+		t.Fatalf("list from 0 after trim: %v, want ErrCursorExpired, oldest 3 of 3", err)
 	}
 	page, err := s.EventsList(ctx, driver.EventsListParams{TenantID: tenant, BatchID: done.ID, AfterSeq: 2})
 	if err != nil || len(page) != 1 || !page[0].Final {
