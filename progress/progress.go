@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -67,7 +68,8 @@ type Message struct {
 // Config configures a Broadcaster. The zero value is usable.
 type Config struct {
 	// Rate is how many live messages a second a subscriber gets at most.
-	// Defaults to 4.
+	// Defaults to 4. math.Inf(1) sends every event as it comes, none
+	// coalesced: for machine readers that want the whole stream.
 	Rate float64
 	// PollInterval is how often a feed reads the log without being told
 	// of a change. Defaults to 1s.
@@ -202,7 +204,7 @@ func (b *Broadcaster) Subscribe(ctx context.Context, p SubscribeParams) (*Subscr
 	s := &Subscription{c: make(chan Message, b.cfg.Buffer), cancel: cancel, done: make(chan struct{})}
 	s.C = s.c
 	sub := &subscriber{b: b, f: f, s: s, tenant: p.TenantID, batch: p.BatchID, next: p.Cursor,
-		lim: rate.NewLimiter(rate.Limit(b.cfg.Rate), 1)}
+		lim: rate.NewLimiter(limit(b.cfg.Rate), 1)}
 	go func() {
 		defer close(s.done)
 		defer close(s.c)
@@ -225,6 +227,13 @@ func (b *Broadcaster) read(ctx context.Context, tenant string, batchID, after in
 		return nil, ce, nil
 	}
 	return evs, nil, err
+}
+
+func limit(perSecond float64) rate.Limit {
+	if math.IsInf(perSecond, 1) {
+		return rate.Inf
+	}
+	return rate.Limit(perSecond)
 }
 
 // pageSize is how many events one read of the log takes.
@@ -519,7 +528,10 @@ func (u *subscriber) live(ctx context.Context) error {
 		if len(evs) == 0 {
 			continue
 		}
-		ev := pick(evs)
+		ev := evs[0]
+		if u.lim.Limit() != rate.Inf {
+			ev = pick(evs)
+		}
 		if err := u.send(ctx, Message{Type: MessageEvent, Event: &ev, Cursor: ev.Seq}); err != nil {
 			return err
 		}
