@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/rowfate/rowfate/internal/testdb"
+	"github.com/rowfate/rowfate/progress"
+)
+
+// TestServeRefusesWithoutToken: serve starts only with a token, or with
+// --insecure-dev and a warning.
+func TestServeRefusesWithoutToken(t *testing.T) {
+	t.Setenv("ROWFATE_SERVE_TOKEN", "")
+	db := t.TempDir() + "/r.db"
+	if r := run(t, "serve", "--database", db); r.code != exitUsage || !strings.Contains(r.stderr, "serve needs a token") {
+		t.Fatalf("serve without a token: %s", r)
+	}
+	if r := run(t, "serve", "--database", db, "--insecure-dev", "--token", "x"); r.code != exitUsage || !strings.Contains(r.stderr, "exclude each other") {
+		t.Fatalf("serve with both: %s", r)
+	}
+}
+
+var servingOn = regexp.MustCompile(`serving on (http://\S+)`)
+
+// startServe runs `batchctl serve` as its own process and returns its URL.
+func startServe(t *testing.T, bin string, args ...string) (string, *strings.Builder) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(os.Environ(), "DATABASE_URL=")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	})
+	var log strings.Builder
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			log.WriteString(sc.Text() + "\n")
+			if m := servingOn.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+			}
+		}
+	}()
+	select {
+	case u := <-found:
+		return u, &log
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not start:\n%s", log.String())
+		return "", nil
+	}
+}
+
+// TestServeAcrossProcesses: a worker process writes, a separate serve
+// process streams: a client subscribed at the head before the work starts
+// receives the live events up to the final one, and /readyz says ready.
+func TestServeAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	dbURL := testdb.PostgresURL(t)
+	schema := testdb.PostgresSchemaName(t)
+	bin := buildBatchctl(t)
+	var csv strings.Builder
+	csv.WriteString("email,name,country,signup_date,amount\n")
+	for i := range 5000 {
+		fmt.Fprintf(&csv, "s%d@example.com,Customer %d,FR,2021-03-04,%d.50\n", i, i, i%500)
+	}
+	file := writeFile(t, "serve.csv", []byte(csv.String()))
+	db := []string{"--database", dbURL, "--schema", schema}
+	imp := exec.Command(bin, append([]string{"import", "customers", file, "--no-work"}, db...)...)
+	if out, err := imp.CombinedOutput(); err != nil {
+		t.Fatalf("import: %v\n%s", err, out)
+	}
+	base, log := startServe(t, bin, append([]string{"--token", "tok", "--rate", "1000"}, db...)...)
+	resp, err := http.Get(base + "/readyz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("readyz: %v %v", resp, err)
+	}
+	resp.Body.Close()
+
+	ws := "ws" + strings.TrimPrefix(base, "http")
+	c, resp, err := websocket.DefaultDialer.Dial(ws+"/v1/batches/1/events?cursor=1", http.Header{"Authorization": {"Bearer tok"}})
+	if err != nil {
+		t.Fatalf("dial: %v %v\n%s", err, resp, log.String())
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	w := exec.CommandContext(ctx, bin, append([]string{"worker", "--until-done", "--worker-token", "dev", "--batch", "1"}, db...)...)
+	w.Env = append(os.Environ(), "DATABASE_URL=")
+	workerOut := make(chan []byte, 1)
+	go func() { out, _ := w.CombinedOutput(); workerOut <- out }()
+	_ = c.SetReadDeadline(time.Now().Add(2 * time.Minute))
+	var last int64 = 1
+	for {
+		var m progress.Message
+		if err := c.ReadJSON(&m); err != nil {
+			t.Fatalf("after seq %d: %v\nserve:\n%s\nworker:\n%s", last, err, log.String(), <-workerOut)
+		}
+		if m.Replay || m.Event.Seq <= last {
+			t.Fatalf("message %+v after seq %d", m, last)
+		}
+		last = m.Event.Seq
+		if m.Event.Final {
+			if m.Event.Done != 5000 {
+				t.Fatalf("final event: %+v", m.Event)
+			}
+			break
+		}
+	}
+	<-workerOut
+	if last < 3 {
+		t.Fatalf("only %d events: the run was not watched live", last)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a writer and a reader.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestServeInsecureDev: --insecure-dev serves without a token, after a
+// warning that says so; SIGINT stops it cleanly.
+func TestServeInsecureDev(t *testing.T) {
+	t.Parallel()
+	db := testdb.SQLitePath(t)
+	if r := run(t, "import", "customers", "../../fixtures/customers.csv", "--database", db); r.code != exitRows {
+		t.Fatalf("import: %s", r)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr lockedBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- Run(ctx, []string{"serve", "--insecure-dev", "--addr", "127.0.0.1:0", "--database", db}, strings.NewReader(""), io.Discard, &stderr)
+	}()
+	var base string
+	for deadline := time.Now().Add(30 * time.Second); base == ""; time.Sleep(20 * time.Millisecond) {
+		if m := servingOn.FindStringSubmatch(stderr.String()); m != nil {
+			base = m[1]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start: %s", stderr.String())
+		}
+	}
+	if !strings.Contains(stderr.String(), "WARNING: --insecure-dev: no token is checked") {
+		t.Fatalf("no warning: %s", stderr.String())
+	}
+	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(base, "http")+"/v1/batches/1/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m progress.Message
+	if err := c.ReadJSON(&m); err != nil || m.Event.Seq != 1 {
+		t.Fatalf("first message %+v, %v", m, err)
+	}
+	cancel()
+	if got := <-code; got != exitOK {
+		t.Fatalf("serve exit %d: %s", got, stderr.String())
+	}
+	for {
+		_, _, err := c.ReadMessage()
+		if err == nil {
+			continue // the rest of the log
+		}
+		if !websocket.IsCloseError(err, websocket.CloseGoingAway) {
+			t.Fatalf("stream after stop: %v, want 1001", err)
+		}
+		break
+	}
+}
