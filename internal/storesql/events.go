@@ -70,12 +70,13 @@ func (s *Store) appendEvent(ctx context.Context, q Querier, id int64, typ driver
 	case driver.StatusCancelled:
 		ev.Final = counts.Open() == 0
 	}
-	if ref := seq - rateWindow; ref >= 1 || seq > 1 {
+	if seq > 1 {
+		ref := max(seq-rateWindow, 1)
 		var (
 			payload string
 			at      Time
 		)
-		err := q.QueryRow(ctx, s.e.rateRef, id, max(ref, 1)).Scan(&payload, &at)
+		err := q.QueryRow(ctx, s.e.rateRef, id, ref).Scan(&payload, &at)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			// Trimmed: no rate until the window refills.
@@ -84,7 +85,7 @@ func (s *Store) appendEvent(ctx context.Context, q Querier, id int64, typ driver
 		default:
 			var p eventPayload
 			if err := json.Unmarshal([]byte(payload), &p); err != nil {
-				return nil, fmt.Errorf("event %d of batch %d: %w", max(ref, 1), id, err)
+				return nil, fmt.Errorf("event %d of batch %d: %w", ref, id, err)
 			}
 			if secs := now.Time.Sub(at.Time).Seconds(); secs > 0 && ev.Done > p.Done {
 				ev.RowsPerSecond = float64(ev.Done-p.Done) / secs
