@@ -45,16 +45,8 @@ bench: ## Benchmarks (-count 6, for benchstat) against PostgreSQL; output also s
 bench-xlsx: ## Read/write 1,000,000 rows as XLSX and CSV, and export them: rows/s and peak RSS, 3 runs each
 	bench/xlsx/run.sh 1000000 3
 
-fuzz: ## Run every Fuzz* target for FUZZTIME each (default 60s)
-	@set -euo pipefail; \
-	found=$$(grep -rHoE --include='*_test.go' --exclude-dir=.git --exclude-dir=vendor --exclude-dir=testdata \
-		'^func Fuzz[A-Za-z0-9_]*' . | sort -u || true); \
-	if [ -z "$$found" ]; then echo "fuzz: no fuzz targets found, nothing to do"; exit 0; fi; \
-	while IFS= read -r line; do \
-		file=$${line%%:*}; name=$${line#*:func }; dir=$$(dirname "$$file"); \
-		echo "==> $$dir: $$name (fuzztime $(FUZZTIME))"; \
-		(cd "$$dir" && $(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime "$(FUZZTIME)" -fuzzminimizetime 5s .); \
-	done <<< "$$found"
+fuzz: ## Run every Fuzz* target for FUZZTIME each (default 60s); see scripts/fuzz.sh
+	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
 lint: ## gofmt -l must report nothing, go vet, and the packages keep their layers (internal/layout)
 	@out=$$($(GOFMT) -l .) || exit 1; \
