@@ -179,7 +179,7 @@ func (c *cli) rootCommand() *cobra.Command {
 	f.StringVar(&c.global.database, "database", "", "postgres://... or a libpq key=value string for PostgreSQL, or a SQLite file (.db, .sqlite, file:PATH)\n(default $DATABASE_URL, then ./rowfate.db)")
 	f.StringVar(&c.global.tenant, "tenant", batch.DefaultTenant, "tenant that owns the batches")
 	f.StringVar(&c.global.schema, "schema", "", "PostgreSQL schema of the engine's tables (default: the URL's search_path, then \"rowfate\")")
-	f.StringVarP(&c.global.output, "output", "o", "text", "output format: text or json")
+	f.StringVarP(&c.global.output, "output", "o", "text", "output format: text or json; watch and import also take jsonl (events as JSON lines)")
 	f.BoolVarP(&c.global.verbose, "verbose", "v", false, "verbose logs on stderr")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
 	root.AddGroup(&cobra.Group{ID: "files", Title: "Files in and out:"}, &cobra.Group{ID: "batches", Title: "Batches and their rows:"}, &cobra.Group{ID: "admin", Title: "Running the engine:"})
@@ -189,7 +189,7 @@ func (c *cli) rootCommand() *cobra.Command {
 		cmd.GroupID = "files"
 		root.AddCommand(cmd)
 	}
-	for _, cmd := range []*cobra.Command{c.statusCommand(), c.rowsCommand(), c.batchesCommand(),
+	for _, cmd := range []*cobra.Command{c.statusCommand(), c.watchCommand(), c.rowsCommand(), c.batchesCommand(),
 		c.cancelCommand(), c.pauseCommand(true), c.pauseCommand(false), c.retryCommand(), c.reconcileCommand()} {
 		cmd.GroupID = "batches"
 		root.AddCommand(cmd)
@@ -214,12 +214,21 @@ func usage(root *cobra.Command) string {
 
 // prepare checks the shared flags once they are parsed.
 func (c *cli) prepare(cmd *cobra.Command) error {
-	if o := c.global.output; o != "text" && o != "json" {
+	streaming := cmd.Annotations[streamsAnnotation] != ""
+	switch o := c.global.output; {
+	case o == "text", o == "json", o == "jsonl" && streaming:
+	case o == "jsonl":
+		return usagef("-o jsonl streams a batch's events: only batchctl watch and batchctl import take it; use -o json")
+	default:
+		formats := "text or json"
+		if streaming {
+			formats = "text, json or jsonl"
+		}
 		if strings.Contains(o, ".") {
 			// batchctl before 0.3 took -o FILE for errors, template and export.
-			return usagef("-o must be text or json, not %q: name a file with -f/--file", o)
+			return usagef("-o must be %s, not %q: name a file with -f/--file", formats, o)
 		}
-		return usagef("-o must be text or json, not %q", o)
+		return usagef("-o must be %s, not %q", formats, o)
 	}
 	c.global.databaseFlag = cmd.Flags().Changed("database")
 	c.global.schemaFlag = cmd.Flags().Changed("schema")
