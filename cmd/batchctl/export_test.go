@@ -27,7 +27,7 @@ func TestImportXLSX(t *testing.T) {
 		"  email        email       1\n" +
 		"  signup_date  bad_date    1\n" +
 		"list the invalid rows: batchctl rows 1 --state invalid --database " + c.database + "\n"
-	if r.code != exitRows || r.stdout != want || r.stderr != "" {
+	if r.code != exitRows || r.stdout != want || r.withoutProgress() != created(1, xlsxFixture) {
 		t.Fatalf("want exit %d and stdout\n%s\ngot %s", exitRows, want, r)
 	}
 	var rs []jsonRow

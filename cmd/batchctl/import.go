@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -20,6 +21,8 @@ type importOptions struct {
 	strict  bool
 	once    bool
 	read    readFlags
+	// interval is --progress-interval.
+	interval time.Duration
 }
 
 func (c *cli) importCommand() *cobra.Command {
@@ -52,6 +55,14 @@ a warning, with the --map that maps it.
 --dry-run validates every row exactly as an import would and reports the
 outcome, without opening a database or running a processor.
 
+The batch's id is printed on stderr as soon as the batch exists ("batch 12
+created"), so that another terminal can follow it with batchctl watch.
+While its rows are worked, a bar on stderr shows the rows done, the rate,
+the time left and the rows in each state when stderr is a terminal; a
+plain line every --progress-interval when it is not. -o jsonl prints the
+batch's events on stdout as JSON lines, as batchctl watch -o jsonl does,
+then the batch as the last line.
+
 Exit codes: 0 every row succeeded; 3 some rows are invalid, failed, dead
 or unknown; 4 the file was rejected (nothing was written).`,
 		Example: `  batchctl import customers customers.csv
@@ -60,9 +71,11 @@ or unknown; 4 the file was rejected (nothing was written).`,
   batchctl import customers customers.csv --dry-run
   batchctl import customers kunden.csv --locale de --date-order dmy --map 'Betrag=amount'
   batchctl import customers customers.csv --once --strict
-  batchctl import customers big.csv --no-work && batchctl worker --until-done`,
-		Args: args(2, "<kind> <file>"),
-		RunE: func(cmd *cobra.Command, a []string) error { return c.runImport(cmd.Context(), a[0], a[1], o) },
+  batchctl import customers big.csv --no-work && batchctl worker --until-done
+  batchctl import customers big.csv -o jsonl > events.jsonl`,
+		Args:        args(2, "<kind> <file>"),
+		Annotations: streams(),
+		RunE:        func(cmd *cobra.Command, a []string) error { return c.runImport(cmd.Context(), a[0], a[1], o) },
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.workers, "workers", 2, "concurrent workers for the batch's rows")
@@ -70,6 +83,7 @@ or unknown; 4 the file was rejected (nothing was written).`,
 	f.BoolVar(&o.dryRun, "dry-run", false, "validate every row and report; write nothing, run no processor")
 	f.BoolVar(&o.strict, "strict", false, "reject the file if it has a column the kind does not know, or lacks one of its optional columns")
 	f.BoolVar(&o.once, "once", false, "if this tenant already imported this file (same content) as this kind, return that batch instead of importing again")
+	addProgressInterval(f.DurationVar, &o.interval)
 	o.read.add(f)
 	return cmd
 }
@@ -84,6 +98,12 @@ func (c *cli) runImport(ctx context.Context, kind, path string, o importOptions)
 	}
 	if o.workers <= 0 {
 		return usagef("--workers must be 1 or more, not %d", o.workers)
+	}
+	if o.interval < 0 {
+		return usagef("--progress-interval must be 0 or more, not %v", o.interval)
+	}
+	if o.dryRun && c.global.output == "jsonl" {
+		return usagef("a dry run has no events to stream: use -o json")
 	}
 	p := batch.ImportParams{TenantID: c.global.tenant, Kind: kind, SourceName: path, Strict: o.strict, Once: o.once}
 	if err := o.read.apply(&p); err != nil {
@@ -121,25 +141,81 @@ func (c *cli) runImport(ctx context.Context, kind, path string, o importOptions)
 	}
 	if b.Reused {
 		fmt.Fprintf(c.stderr, "%s was already imported as batch %d (--once): nothing was imported again\n", path, b.ID)
+	} else {
+		fmt.Fprintf(c.stderr, "batch %d created (%s, %s)\n", b.ID, b.Kind, path)
 	}
 	if !o.noWork && !b.Reused {
-		_, err := app.engine.Work(ctx, batch.WorkParams{BatchID: b.ID, TenantIDs: []string{c.global.tenant}, Workers: o.workers, UntilDone: true})
-		left := fmt.Sprintf("batch %d was imported and its remaining rows stay open: run `batchctl worker --batch %d --until-done%s`", b.ID, b.ID, c.hint())
-		if err != nil {
-			return interrupted(ctx, err, left)
-		}
-		if ctx.Err() != nil {
-			return &interruptedError{msg: left}
-		}
-		if b, err = app.store.BatchGet(ctx, batch.BatchGetParams{TenantID: c.global.tenant, ID: b.ID}); err != nil {
+		if b, err = c.work(ctx, app, b, o); err != nil {
 			return err
 		}
 	}
-	if err := c.printBatch(c.stdout, b, true); err != nil {
-		return err
-	}
-	return exitWith(batchExit(b))
+	return c.printOutcome(b)
 }
+
+// work works a new batch's rows until none is left, showing its progress,
+// and returns the batch as it ends.
+func (c *cli) work(ctx context.Context, app *app, b *batch.Batch, o importOptions) (*batch.Batch, error) {
+	f, stop := c.follower(ctx, app.store)
+	defer stop()
+	show := c.newDisplay(b.ID, o.interval)
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type followed struct {
+		last *batch.Event
+		err  error
+	}
+	done := make(chan followed, 1)
+	go func() {
+		last, err := f.follow(fctx, show, b.ID, 0)
+		done <- followed{last, err}
+	}()
+
+	_, err := app.engine.Work(ctx, batch.WorkParams{BatchID: b.ID, TenantIDs: []string{c.global.tenant}, Workers: o.workers, UntilDone: true})
+	// The work wrote the final event when the batch settled: let the
+	// stream reach it (it is already written, so this takes a moment);
+	// stop it at once otherwise (a pause from elsewhere, an error).
+	if err != nil || ctx.Err() != nil || !c.settledNow(ctx, app.store, b.ID) {
+		cancel()
+	}
+	grace := time.NewTimer(followGrace)
+	defer grace.Stop()
+	var r followed
+	select {
+	case r = <-done:
+	case <-grace.C:
+		cancel()
+		r = <-done
+	}
+	show.stop(r.err == nil)
+
+	left := fmt.Sprintf("batch %d was imported and its remaining rows stay open: run `batchctl worker --batch %d --until-done%s`", b.ID, b.ID, c.hint())
+	if err != nil {
+		return nil, interrupted(ctx, err, left)
+	}
+	if ctx.Err() != nil {
+		return nil, &interruptedError{msg: left}
+	}
+	if r.err != nil && fctx.Err() == nil {
+		// The JSON lines are the output: a stream cut short is an error.
+		// The progress display is not: the summary says it all.
+		if c.global.output == "jsonl" {
+			return nil, r.err
+		}
+		fmt.Fprintf(c.stderr, "batch %d: progress display stopped: %v\n", b.ID, r.err)
+	}
+	return app.store.BatchGet(ctx, batch.BatchGetParams{TenantID: c.global.tenant, ID: b.ID})
+}
+
+// settledNow reports whether the batch is settled; an error reading it is
+// left to the read that follows.
+func (c *cli) settledNow(ctx context.Context, store batch.Store, id int64) bool {
+	b, err := store.BatchGet(ctx, batch.BatchGetParams{TenantID: c.global.tenant, ID: id})
+	return err == nil && settled(b)
+}
+
+// followGrace bounds how long an import waits, once its work is done, for
+// the event stream to deliver the final event the work wrote.
+const followGrace = 10 * time.Second
 
 // interrupted turns err into an interruptedError saying what is left when
 // ctx was cancelled (the user pressed Ctrl-C), and returns err otherwise.
