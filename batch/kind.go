@@ -123,6 +123,12 @@ type kind interface {
 	// check runs every phase for one record and returns the row's natural
 	// key, or "" when the kind has none or the row is invalid.
 	check(ctx context.Context, m *rows.Mapping, rec rows.Record) ([]rows.FieldError, string)
+	// key returns a stored row's natural key from its values as they
+	// bind, whatever the rules now say of them; "" when the kind has none
+	// or the key cannot be had.
+	key(m *rows.Mapping, values []string) string
+	// hasKey reports whether the kind has a natural key (Kind.KeyFunc).
+	hasKey() bool
 	// template returns the kind's columns and its example row (nil
 	// without one).
 	template() (header, example []string, err error)
@@ -246,6 +252,21 @@ func (r *registered[T]) check(ctx context.Context, m *rows.Mapping, rec rows.Rec
 		return []rows.FieldError{{Row: rec.Row, Code: rows.CodePanic, Message: err.Error()}}, ""
 	}
 	return nil, key
+}
+
+func (r *registered[T]) hasKey() bool { return r.k.KeyFunc != nil }
+
+func (r *registered[T]) key(m *rows.Mapping, values []string) string {
+	if r.k.KeyFunc == nil {
+		return ""
+	}
+	var t T
+	_ = m.Bind(0, values, &t) // a field that does not bind stays zero
+	key, err := callKey(r.k.KeyFunc, t)
+	if err != nil {
+		return ""
+	}
+	return key
 }
 
 // callKey turns a panic in a KeyFunc into the row's error.

@@ -104,7 +104,7 @@ func (e *Engine) ErrorReport(ctx context.Context, p ErrorReportParams, w io.Writ
 			after = page[len(page)-1].RowNo
 		}
 	}
-	return format.WriteErrorReport(w, header, src)
+	return format.WriteErrorReport(w, rows.ReportTitle(b.ID, b.Kind), header, src)
 }
 
 // reportColumns returns the indexes of the batch's columns the report

@@ -79,6 +79,14 @@ type (
 	EventsListParams = driver.EventsListParams
 	// EventsTrimParams are the parameters of Store.EventsTrim.
 	EventsTrimParams = driver.EventsTrimParams
+	// BatchRerunParams are the parameters of Store.BatchRerun.
+	BatchRerunParams = driver.BatchRerunParams
+	// RowReviewParams are the parameters of Store.RowReview.
+	RowReviewParams = driver.RowReviewParams
+	// HistoryEntry is one recorded re-run, edit or skip.
+	HistoryEntry = driver.HistoryEntry
+	// HistoryListParams are the parameters of Store.HistoryList.
+	HistoryListParams = driver.HistoryListParams
 	// EventNotifier is a store that tells of events as they commit.
 	EventNotifier = driver.EventNotifier
 )

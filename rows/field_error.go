@@ -34,6 +34,9 @@ const (
 	// CodeCancelledLate is a row whose processor finished after its batch
 	// was cancelled: the effect may have happened.
 	CodeCancelledLate Code = "cancelled_late"
+	// CodeSkipped is a row a reviewer skipped; the message says who and
+	// why.
+	CodeSkipped Code = "skipped"
 	// CodeKeyReused is a row whose effect key was claimed before with
 	// another payload.
 	CodeKeyReused Code = "key_reused"

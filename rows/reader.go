@@ -1,5 +1,10 @@
 package rows
 
+import (
+	"strings"
+	"unicode/utf8"
+)
+
 // Record is one data row of a file as read, before binding.
 type Record struct {
 	// Row is the row number as a spreadsheet program shows it: the header is
@@ -65,6 +70,30 @@ type SourceInfo struct {
 	// counts them (1 unless blank lines, a sep= line or title rows come
 	// first).
 	HeaderRow int64 `json:"header_row,omitempty"`
+	// Titles are the non-empty rows above the header that were passed
+	// over (titles, notes), each as its cells joined by spaces.
+	Titles []string `json:"titles,omitempty"`
+	// Subject is a workbook's document subject (its properties).
+	Subject string `json:"subject,omitempty"`
+}
+
+// TitleOf is a row above a header as SourceInfo.Titles keeps it.
+func TitleOf(cells []string) string {
+	var parts []string
+	for _, c := range cells {
+		if c = strings.TrimSpace(c); c != "" {
+			parts = append(parts, c)
+		}
+	}
+	t := strings.Join(parts, " ")
+	if len(t) > 500 {
+		cut := 500
+		for cut > 0 && !utf8.RuneStart(t[cut]) {
+			cut--
+		}
+		t = t[:cut]
+	}
+	return t
 }
 
 // HeaderScanRows is how many non-empty rows at the top of a file (of each

@@ -1,6 +1,11 @@
 package rows
 
-import "time"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
 
 // CellType is how a Cell's value is meant: it decides the cell type a
 // workbook stores. Text formats have only text.
@@ -77,6 +82,30 @@ const (
 	ReportRowColumn   = "row"
 	ReportErrorColumn = "error"
 )
+
+// ReportTitle is the line an error report carries above its header (CSV)
+// or as its document's subject (XLSX): it names the batch the report came
+// from, so that importing the fixed report re-runs that batch instead of
+// starting an unrelated one (see ParseReportTitle).
+func ReportTitle(batchID int64, kind string) string {
+	return fmt.Sprintf("%s%d (%s): fix the rows below and import this file again to re-run the batch", reportTitlePrefix, batchID, kind)
+}
+
+const reportTitlePrefix = "rowfate error report of batch "
+
+// ParseReportTitle returns the batch a report title names.
+func ParseReportTitle(title string) (int64, bool) {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(title), reportTitlePrefix)
+	if !ok {
+		return 0, false
+	}
+	end := strings.IndexFunc(rest, func(r rune) bool { return r < '0' || r > '9' })
+	if end <= 0 {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(rest[:end], 10, 64)
+	return id, err == nil && id > 0
+}
 
 // ReportRow is one row of an error report: its cells as the file had them,
 // its row number there, and why it was not accepted.

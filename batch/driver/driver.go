@@ -10,6 +10,7 @@ package driver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -90,7 +91,10 @@ type Row struct {
 	Errors   []rows.FieldError `json:"errors,omitempty"`
 	ResultID string            `json:"result_id,omitempty"`
 	Attempts int               `json:"attempts"`
-	Updated  time.Time         `json:"updated_at"`
+	// Reviewed is set once a reviewer edited the row: a re-run keeps it
+	// as it is, like a completed row.
+	Reviewed bool      `json:"reviewed,omitempty"`
+	Updated  time.Time `json:"updated_at"`
 }
 
 // IngestRow is a row as the engine hands it to the store at ingest: already
@@ -532,6 +536,17 @@ type Store interface {
 	EventsList(ctx context.Context, params EventsListParams) ([]Event, error)
 	// EventsTrim deletes old events and returns how many.
 	EventsTrim(ctx context.Context, params EventsTrimParams) (int64, error)
+	// BatchRerun writes a re-run in one transaction: the replaced rows,
+	// the added ones, a recount of every chunk, the history entry and an
+	// event; a cancelled batch runs again. ErrBatchBusy when rows are
+	// processing or unknown, ErrConflict when a replaced row changed.
+	BatchRerun(ctx context.Context, params BatchRerunParams) (*Batch, error)
+	// RowReview writes a reviewer's edit or skip of one row under its
+	// chunk's lock (a worker may hold other rows of it), the chunk's
+	// recount, the history entry and an event.
+	RowReview(ctx context.Context, params RowReviewParams) error
+	// HistoryList lists a batch's re-runs, edits and skips, oldest first.
+	HistoryList(ctx context.Context, params HistoryListParams) ([]HistoryEntry, error)
 	// Close releases the store's resources.
 	Close() error
 }
@@ -558,6 +573,11 @@ const (
 	EventRetried EventType = "retried"
 	// EventSettled: an unknown row was settled.
 	EventSettled EventType = "settled"
+	// EventRerun: the batch was re-run; EventEdited, EventSkipped: a
+	// reviewer edited or skipped a row.
+	EventRerun   EventType = "rerun"
+	EventEdited  EventType = "edited"
+	EventSkipped EventType = "skipped"
 )
 
 // Lifecycle reports whether events of type t must reach every subscriber:
@@ -653,4 +673,76 @@ type EventNotifier interface {
 	// may have changed (the notifications were interrupted). f must not
 	// block.
 	NotifyEvents(ctx context.Context, f func(batchID, seq int64)) error
+}
+
+// RerunRow is a row a re-run parsed again, with its new outcome.
+type RerunRow struct {
+	RowNo  int64
+	State  rows.State // valid or invalid
+	Values []string
+	Errors []rows.FieldError
+}
+
+// BatchRerunParams are the parameters of Store.BatchRerun.
+type BatchRerunParams struct {
+	TenantID string
+	BatchID  int64
+	// Replace are stored rows parsed again: each must still be neither
+	// protected (succeeded, skipped), reviewed, processing nor unknown, or
+	// the re-run writes nothing and is ErrConflict.
+	Replace []RerunRow
+	// Add are new rows, numbered and chunked after the batch's own.
+	Add []IngestRow
+	// Header, when set, replaces the batch's header: the file had a
+	// column of the kind the batch's header lacked, appended to it.
+	Header []string
+	// ErrorCounts, when set, replace the batch's counts of field errors.
+	ErrorCounts []rows.ErrorCount
+	// Actor and Detail are recorded in the batch's history.
+	Actor  string
+	Detail json.RawMessage
+}
+
+// ErrBatchBusy is returned by a re-run of a batch with rows under a
+// worker's lease (processing) or whose outcome is unknown: the first must
+// be waited for, the second reconciled.
+var ErrBatchBusy = errors.New("batch has rows processing or unknown")
+
+// RowReviewParams are the parameters of Store.RowReview: a reviewer's
+// edit (new values, validated again) or skip of one row.
+type RowReviewParams struct {
+	TenantID string
+	BatchID  int64
+	RowNo    int64
+	// From is the state the engine judged the row in: if the row is in
+	// another state by now, nothing is written (ErrConflict).
+	From rows.State
+	// State is valid or invalid for an edit, skipped for a skip.
+	State  rows.State
+	Values []string // nil keeps the stored values (a skip)
+	Errors []rows.FieldError
+	Actor  string
+	Action string // "edit" or "skip"
+	Detail json.RawMessage
+}
+
+// HistoryEntry is one recorded re-run, edit or skip.
+type HistoryEntry struct {
+	ID      int64           `json:"id"`
+	BatchID int64           `json:"batch_id"`
+	RowNo   int64           `json:"row_no,omitempty"` // 0 for the batch
+	Action  string          `json:"action"`
+	Actor   string          `json:"actor"`
+	Detail  json.RawMessage `json:"detail"`
+	At      time.Time       `json:"at"`
+}
+
+// HistoryListParams are the parameters of Store.HistoryList.
+type HistoryListParams struct {
+	TenantID string
+	BatchID  int64
+	// AfterID pages: entries with id > AfterID.
+	AfterID int64
+	// Limit caps the page. Defaults to 100.
+	Limit int
 }

@@ -27,6 +27,7 @@ type Store struct {
 	q   statements
 	c   control
 	e   eventStatements
+	r   reviewStatements
 	hub eventHub
 }
 
@@ -36,6 +37,7 @@ func New(drv Driver, d *Dialect) *Store {
 	s.q = newStatements(d)
 	s.c = newControl(d)
 	s.e = newEventStatements(d)
+	s.r = newReviewStatements(d)
 	return s
 }
 
@@ -182,7 +184,7 @@ func newStatements(d *Dialect) statements {
 		checkLease: d.Expand(`SELECT first_row_no, last_row_no FROM {t}batch_chunks
 			WHERE batch_id = $1 AND chunk_no = $2 AND lease_token = $3 AND tenant_id = $4
 			  AND lease_expires_at IS NOT NULL{for_update}`),
-		rowsList: d.Expand(`SELECT row_no, chunk_no, state, payload, errors, result_id, attempts, updated_at
+		rowsList: d.Expand(`SELECT row_no, chunk_no, state, payload, errors, result_id, attempts, reviewed, updated_at
 			FROM {t}batch_rows
 			WHERE tenant_id = $1 AND batch_id = $2 AND ($3 = '' OR state = $3) AND row_no > $4
 			ORDER BY row_no LIMIT $5`),
@@ -865,7 +867,7 @@ func (s *Store) RowsList(ctx context.Context, p driver.RowsListParams) ([]driver
 			resultID sql.NullString
 			updated  Time
 		)
-		if err := rs.Scan(&r.RowNo, &r.ChunkNo, &state, &payload, &errs, &resultID, &r.Attempts, &updated); err != nil {
+		if err := rs.Scan(&r.RowNo, &r.ChunkNo, &state, &payload, &errs, &resultID, &r.Attempts, &r.Reviewed, &updated); err != nil {
 			return nil, fmt.Errorf("list rows: %w", err)
 		}
 		r.BatchID, r.State, r.ResultID, r.Updated = p.BatchID, rows.State(state), resultID.String, updated.Time

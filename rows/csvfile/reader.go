@@ -140,6 +140,9 @@ type Reader struct {
 	// a sep= line and title rows. They are neither records nor skipped
 	// empty rows; the count lets a test account for every line.
 	above int64
+	// titles are the non-empty rows above the header, as
+	// rows.SourceInfo.Titles keeps them.
+	titles []string
 	// pending are records read while looking for the header that turned
 	// out to be data (HeaderFunc accepted none); Next returns them first.
 	pending []pendingRecord
@@ -286,6 +289,7 @@ func (c *Reader) headerAt(n int64) ([]string, int64, error) {
 			c.skipped++
 		default:
 			c.above++
+			c.titles = append(c.titles, rows.TitleOf(rec))
 		}
 	}
 }
@@ -324,6 +328,9 @@ func (c *Reader) headerBy(accept func([]string) bool) ([]string, int64, error) {
 		if accept(rec) {
 			c.hdrRow = c.row
 			c.above += int64(len(held))
+			for _, h := range held {
+				c.titles = append(c.titles, rows.TitleOf(h.values))
+			}
 			return rec, line, nil
 		}
 		held = append(held, pendingRecord{values: rec, row: c.row, line: line})
@@ -418,7 +425,7 @@ func (c *Reader) HeaderRow() int64 { return c.hdrRow }
 // and the row of its header.
 func (c *Reader) Info() rows.SourceInfo {
 	return rows.SourceInfo{Format: Name, Encoding: c.encoding, Delimiter: DelimiterName(c.opts.Comma),
-		SepLine: c.sepLine, HeaderRow: c.hdrRow}
+		SepLine: c.sepLine, HeaderRow: c.hdrRow, Titles: c.titles}
 }
 
 // Close does nothing: a CSV reader holds nothing but its source, which

@@ -9,18 +9,24 @@ import (
 )
 
 // WriteErrorReport writes an import's problem rows as a CSV file a user can
-// fix and import again: UTF-8 with a byte order mark, the file's columns
-// (header), then rows.ReportRowColumn (the row number in the original file)
+// fix and import again: UTF-8 with a byte order mark, the title (when not
+// "") alone on the first line, which a reader passes over as a title row
+// and keeps in SourceInfo.Titles, the file's columns (header), then rows.ReportRowColumn (the row number in the original file)
 // and rows.ReportErrorColumn (every message of the row, as
 // rows.FieldErrors joins them). Every cell goes through rows.SafeCell,
 // which Reader takes off again, so the fixed file imports as written.
 //
 // An error from src ends the report and is returned as it is; what was
 // written so far stays unflushed. It returns the number of rows written.
-func WriteErrorReport(w io.Writer, header []string, src iter.Seq2[rows.ReportRow, error]) (int64, error) {
+func WriteErrorReport(w io.Writer, title string, header []string, src iter.Seq2[rows.ReportRow, error]) (int64, error) {
 	cw, err := NewWriter(w, nil)
 	if err != nil {
 		return 0, err
+	}
+	if title != "" {
+		if err := cw.Write([]string{title}); err != nil {
+			return 0, err
+		}
 	}
 	rec := make([]string, 0, len(header)+2)
 	rec = append(append(rec, header...), rows.ReportRowColumn, rows.ReportErrorColumn)

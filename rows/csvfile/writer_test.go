@@ -63,22 +63,37 @@ func TestWriteErrorReport(t *testing.T) {
 		}
 	}
 	var buf bytes.Buffer
-	n, err := WriteErrorReport(&buf, []string{"email", "name"}, src)
+	title := rows.ReportTitle(7, "customers")
+	n, err := WriteErrorReport(&buf, title, []string{"email", "name"}, src)
 	if err != nil || n != 2 {
 		t.Fatalf("wrote %d rows: %v", n, err)
 	}
-	want := "\ufeffemail,name,row,error\r\n" +
+	want := "\ufeff" + title + "\r\nemail,name,row,error\r\n" +
 		"not-an-email,'=Ann,3,email: must be a valid email; repeats row 2\r\n" +
 		"b@x.io,Bob,12,failed\r\n"
 	if got := buf.String(); got != want {
 		t.Errorf("wrote %q, want %q", got, want)
+	}
+	// Read back, the title is a title row above the header, naming the
+	// batch.
+	r, err := NewReader(bytes.NewReader(buf.Bytes()), "errors.csv", &Options{HeaderFunc: func(c []string) bool { return len(c) > 1 && c[0] == "email" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info := r.Info(); len(info.Titles) != 1 || info.HeaderRow != 2 {
+		t.Fatalf("read back: %+v", info)
+	} else if id, ok := rows.ParseReportTitle(info.Titles[0]); !ok || id != 7 {
+		t.Fatalf("title %q names batch %d, %v", info.Titles[0], id, ok)
+	}
+	if rec, err := r.Next(); err != nil || rec.Values[1] != "=Ann" {
+		t.Fatalf("first row read back: %+v, %v", rec, err)
 	}
 	if report[0].Values[1] != "=Ann" || len(report[0].Values) != 2 {
 		t.Errorf("the source's row was changed: %q", report[0].Values)
 	}
 
 	broken := iter.Seq2[rows.ReportRow, error](func(yield func(rows.ReportRow, error) bool) { yield(rows.ReportRow{}, errors.New("db gone")) })
-	if _, err := WriteErrorReport(&bytes.Buffer{}, []string{"a"}, broken); err == nil || err.Error() != "db gone" {
+	if _, err := WriteErrorReport(&bytes.Buffer{}, "", []string{"a"}, broken); err == nil || err.Error() != "db gone" {
 		t.Errorf("broken source: %v", err)
 	}
 }

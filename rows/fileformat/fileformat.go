@@ -52,9 +52,11 @@ type Format interface {
 	// NewWriter writes header to w and returns the writer of the rows.
 	NewWriter(w io.Writer, header []string, o rows.WriteOptions) (rows.Writer, error)
 	// WriteErrorReport writes an import's problem rows as a file to fix
-	// and import again: header, then a row and an error column. It returns
-	// the number of rows written.
-	WriteErrorReport(w io.Writer, header []string, src iter.Seq2[rows.ReportRow, error]) (int64, error)
+	// and import again: header, then a row and an error column; title
+	// (rows.ReportTitle, when not "") names the batch the report came
+	// from, where a reader finds it again (SourceInfo.Titles or Subject).
+	// It returns the number of rows written.
+	WriteErrorReport(w io.Writer, title string, header []string, src iter.Seq2[rows.ReportRow, error]) (int64, error)
 	// WriteTemplate writes an empty file with the columns' header and the
 	// example row; sheet names a workbook's sheet.
 	WriteTemplate(w io.Writer, cols []rows.TemplateColumn, sheet string) error

@@ -54,8 +54,8 @@ func (Format) NewWriter(w io.Writer, header []string, o rows.WriteOptions) (rows
 }
 
 // WriteErrorReport is the package's WriteErrorReport.
-func (Format) WriteErrorReport(w io.Writer, header []string, src iter.Seq2[rows.ReportRow, error]) (int64, error) {
-	return WriteErrorReport(w, header, src)
+func (Format) WriteErrorReport(w io.Writer, title string, header []string, src iter.Seq2[rows.ReportRow, error]) (int64, error) {
+	return WriteErrorReport(w, title, header, src)
 }
 
 // WriteTemplate is the package's WriteTemplate.

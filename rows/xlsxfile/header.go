@@ -244,6 +244,7 @@ func (x *Reader) findHeader(merges []xlsxMerge, require bool) (*xlsxRow, error) 
 	if x.o.HeaderFunc != nil {
 		var (
 			held     []*xlsxRow
+			titles   []string
 			seen     int64
 			nonEmpty int
 		)
@@ -260,8 +261,10 @@ func (x *Reader) findHeader(merges []xlsxMerge, require bool) (*xlsxRow, error) 
 			if !l.empty {
 				nonEmpty++
 				if x.o.HeaderFunc(x.headerOf(l.typed, merges)) {
-					return l.typed, nil // the rows held are above it
+					x.titles = titles // the rows held are above it
+					return l.typed, nil
 				}
+				titles = append(titles, rows.TitleOf(l.typed.values))
 			}
 			held = hold(held, l)
 		}

@@ -196,12 +196,15 @@ type Reader struct {
 	pkg      *xlsxPackage
 	sheet    xlsxSheetInfo
 	file     *excelize.File
-	iter     *excelize.Rows
-	scan     *xlsxSheetScanner
-	exRow    int64 // rows excelize's iterator has moved through
-	header   []string
-	hdrRow   int64
-	width    int // header columns
+	// titles are the non-empty rows above the header, as
+	// rows.SourceInfo.Titles keeps them.
+	titles []string
+	iter   *excelize.Rows
+	scan   *xlsxSheetScanner
+	exRow  int64 // rows excelize's iterator has moved through
+	header []string
+	hdrRow int64
+	width  int // header columns
 	// pending are rows read while looking for the header that come after
 	// it, as read (untyped); Next returns them before reading on. A run
 	// of blank rows is held as its last row: what Next counts of it is the
@@ -547,7 +550,13 @@ func (x *Reader) HeaderRow() int64 { return x.hdrRow }
 // Info describes the workbook as read: format "xlsx", its sheets in tab
 // order, the sheet read and the sheet row of its header.
 func (x *Reader) Info() rows.SourceInfo {
-	return rows.SourceInfo{Format: Name, Sheets: x.Sheets(), Sheet: x.Sheet(), HeaderRow: x.HeaderRow()}
+	info := rows.SourceInfo{Format: Name, Sheets: x.Sheets(), Sheet: x.Sheet(), HeaderRow: x.HeaderRow(), Titles: x.titles}
+	if x.file != nil {
+		if p, err := x.file.GetDocProps(); err == nil {
+			info.Subject = p.Subject
+		}
+	}
+	return info
 }
 
 // Date1904 reports whether the workbook uses the 1904 date system.

@@ -26,14 +26,16 @@ const xlsxMaxComments = 20_000
 // its message (the first 20,000; the rest are only filled); an error of the
 // whole row marks the error cell. Text goes through rows.SafeCell, which
 // the readers undo, so the fixed file imports as typed. The sheet, named
-// "Errors", is written streaming. It returns the number of rows written.
-func WriteErrorReport(w io.Writer, header []string, src iter.Seq2[rows.ReportRow, error]) (int64, error) {
-	return writeErrorReport(w, header, src, nil)
+// "Errors", is written streaming. The title (when not "") is the
+// document's subject, which Reader returns in SourceInfo.Subject. It
+// returns the number of rows written.
+func WriteErrorReport(w io.Writer, title string, header []string, src iter.Seq2[rows.ReportRow, error]) (int64, error) {
+	return writeErrorReport(w, title, header, src, nil)
 }
 
 // writeErrorReport is WriteErrorReport with the writer's options, which
 // only tests set (a TmpDir of their own).
-func writeErrorReport(w io.Writer, header []string, src iter.Seq2[rows.ReportRow, error], opts *WriterOptions) (int64, error) {
+func writeErrorReport(w io.Writer, title string, header []string, src iter.Seq2[rows.ReportRow, error], opts *WriterOptions) (int64, error) {
 	var o WriterOptions
 	if opts != nil {
 		o = *opts
@@ -50,6 +52,12 @@ func writeErrorReport(w io.Writer, header []string, src iter.Seq2[rows.ReportRow
 	if err != nil {
 		xw.Abort()
 		return 0, fmt.Errorf("xlsx report: %w", err)
+	}
+	if title != "" {
+		if err := xw.f.SetDocProps(&excelize.DocProperties{Subject: title, Title: "Error report"}); err != nil {
+			xw.Abort()
+			return 0, fmt.Errorf("xlsx report: %w", err)
+		}
 	}
 	var n int64
 	for r, err := range src {

@@ -32,7 +32,7 @@ func TestWriteErrorReportXLSX(t *testing.T) {
 		}
 	}
 	var buf bytes.Buffer
-	n, err := writeErrorReport(&buf, header, src, &WriterOptions{TmpDir: t.TempDir()})
+	n, err := writeErrorReport(&buf, rows.ReportTitle(7, "customers"), header, src, &WriterOptions{TmpDir: t.TempDir()})
 	if err != nil || n != 2 {
 		t.Fatalf("wrote %d rows: %v", n, err)
 	}
@@ -41,6 +41,17 @@ func TestWriteErrorReportXLSX(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	if p, err := f.GetDocProps(); err != nil || p.Subject != rows.ReportTitle(7, "customers") {
+		t.Fatalf("subject = %+v, %v", p, err)
+	}
+	r, err := NewReader(bytes.NewReader(buf.Bytes()), "errors.xlsx", &Options{TmpDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, ok := rows.ParseReportTitle(r.Info().Subject); !ok || id != 7 {
+		t.Fatalf("read back, the subject names batch %d, %v (%+v)", id, ok, r.Info())
+	}
+	r.Close()
 	cells := map[string]string{
 		"A1": "email", "D1": "row", "E1": "error",
 		"A2": "not-an-email", "B2": "'=Ann", "C2": "'-5", "D2": "3",
@@ -99,7 +110,7 @@ func TestWriteErrorReportXLSX(t *testing.T) {
 
 	// A source error ends the report.
 	broken := iter.Seq2[rows.ReportRow, error](func(yield func(rows.ReportRow, error) bool) { yield(rows.ReportRow{}, errors.New("db gone")) })
-	if _, err := WriteErrorReport(&bytes.Buffer{}, header, broken); err == nil || err.Error() != "db gone" {
+	if _, err := WriteErrorReport(&bytes.Buffer{}, "", header, broken); err == nil || err.Error() != "db gone" {
 		t.Errorf("broken source: %v", err)
 	}
 }

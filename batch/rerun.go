@@ -1,0 +1,485 @@
+package batch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/rows"
+)
+
+// ErrBatchBusy: a re-run found rows processing (wait for the workers) or
+// unknown (reconcile them first).
+var ErrBatchBusy = driver.ErrBatchBusy
+
+// RerunParams describe a re-run of a batch.
+type RerunParams struct {
+	TenantID string
+	BatchID  int64
+	// Source, when set, is a corrected file: its rows replace the batch's
+	// rows that are not protected, matched by the report's row column (an
+	// error report of this batch), else by the kind's natural key, else by
+	// row number; a row that matches none is added. Without Source, the
+	// stored rows that are not protected are validated again under the
+	// kind's current rules.
+	Source     io.Reader
+	SourceName string
+	Format     Format
+	Read       rows.ReadOptions
+	// Conventions declared for the file; what they leave open is the
+	// batch's, then settled from the file.
+	Conventions rows.Conventions
+	// Actor is who re-runs, for the history. Defaults to "unknown".
+	Actor string
+}
+
+// RerunResult says what a re-run did.
+type RerunResult struct {
+	Batch *Batch `json:"batch"`
+	// Reparsed are stored rows parsed again; Added are new rows of the
+	// file. Valid and Invalid split the two by their new outcome.
+	Reparsed int64 `json:"reparsed"`
+	Added    int64 `json:"added"`
+	Valid    int64 `json:"valid"`
+	Invalid  int64 `json:"invalid"`
+	// Kept are rows the file had that match a completed, skipped or
+	// reviewed row: those were left as they are.
+	Kept int64 `json:"kept"`
+	// MatchedBy says how file rows were matched: "row" (an error report's
+	// row column), "key" (the kind's natural key) or "row number"; ""
+	// without a file.
+	MatchedBy string `json:"matched_by,omitempty"`
+}
+
+// reparsable reports whether a re-run parses a row in state s again: not
+// completed or reviewed work (protected), not one a worker holds, not one
+// whose effect may have happened (unknown).
+func reparsable(s rows.State, reviewed bool) bool {
+	return !s.Protected() && !reviewed && s != rows.StateProcessing && s != rows.StateUnknown
+}
+
+// stored is what a re-run needs of a batch's stored rows.
+type stored struct {
+	byRow map[int64]*storedRow
+	// byKey are the rows of each natural key, in row order.
+	byKey          map[[16]byte][]int64
+	maxRow         int64
+	maxChunk       int64
+	reviewedOrDone int64
+}
+
+type storedRow struct {
+	state    rows.State
+	reviewed bool
+	key      [16]byte
+	hasKey   bool
+	errors   []rows.FieldError
+	// values are kept for the rows a re-run may parse again only.
+	values []string
+}
+
+// Rerun parses a batch's rows again, keeping what is completed or was
+// reviewed: succeeded and skipped rows, and rows a reviewer edited, are
+// never touched, and a file row that matches one is passed over. The
+// counts afterwards come from a recount over all the batch's rows. A
+// cancelled batch runs again. Rows whose outcome is unknown must be
+// reconciled first, and rows a worker holds finished: either is
+// ErrBatchBusy, naming the rows.
+//
+// Rows parsed again and valid are worked by the next Work, under the same
+// effect keys: an effect that is done is not run again, and one that
+// failed for good is released, so a corrected row can claim it afresh.
+func (e *Engine) Rerun(ctx context.Context, p RerunParams) (*RerunResult, error) {
+	if p.TenantID == "" {
+		p.TenantID = DefaultTenant
+	}
+	if p.Actor == "" {
+		p.Actor = "unknown"
+	}
+	b, err := e.store.BatchGet(ctx, BatchGetParams{TenantID: p.TenantID, ID: p.BatchID})
+	if err != nil {
+		return nil, fmt.Errorf("re-run batch %d: %w", p.BatchID, err)
+	}
+	k, err := e.registry.lookup(b.Kind)
+	if err != nil {
+		return nil, fmt.Errorf("re-run batch %d: %w", b.ID, err)
+	}
+	if err := e.rerunnable(ctx, b); err != nil {
+		return nil, err
+	}
+	mb, err := k.mapHeader(b.Header, b.Conventions)
+	if err != nil {
+		return nil, fmt.Errorf("re-run batch %d: its header no longer maps onto kind %s: %w", b.ID, b.Kind, err)
+	}
+	st, err := e.scanStored(ctx, b, k, mb)
+	if err != nil {
+		return nil, err
+	}
+	plan := &rerunPlan{e: e, b: b, k: k, mb: mb, st: st, header: b.Header, res: &RerunResult{}}
+	if p.Source == nil {
+		err = plan.revalidate(ctx)
+	} else {
+		err = plan.fromFile(ctx, p)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return plan.commit(ctx, p)
+}
+
+// rerunnable refuses a re-run that would touch rows under a lease or whose
+// outcome is unknown, naming them and what to do.
+func (e *Engine) rerunnable(ctx context.Context, b *Batch) error {
+	for _, s := range []rows.State{rows.StateUnknown, rows.StateProcessing} {
+		n := b.Counts[s]
+		if n == 0 {
+			continue
+		}
+		some, err := e.store.RowsList(ctx, RowsListParams{TenantID: b.TenantID, BatchID: b.ID, State: s, Limit: 10})
+		if err != nil {
+			return err
+		}
+		nos := make([]string, len(some))
+		for i, r := range some {
+			nos[i] = strconv.FormatInt(r.RowNo, 10)
+		}
+		list := strings.Join(nos, ", ")
+		if int64(len(some)) < n {
+			list += ", ..."
+		}
+		if s == rows.StateUnknown {
+			return fmt.Errorf("re-run batch %d: %w: %d rows have an unknown outcome (rows %s): their effect may have happened; reconcile them first (batchctl reconcile %d)",
+				b.ID, ErrBatchBusy, n, list, b.ID)
+		}
+		return fmt.Errorf("re-run batch %d: %w: %d rows are being worked (rows %s): wait for the workers to finish (or cancel the batch), then re-run",
+			b.ID, ErrBatchBusy, n, list)
+	}
+	return nil
+}
+
+// scanStored reads the batch's rows once: their states, the natural keys
+// that take part in the duplicate check, and the values of the rows a
+// re-run may parse again.
+func (e *Engine) scanStored(ctx context.Context, b *Batch, k kind, m *rows.Mapping) (*stored, error) {
+	st := &stored{byRow: map[int64]*storedRow{}, byKey: map[[16]byte][]int64{}}
+	var after int64
+	for {
+		page, err := e.store.RowsList(ctx, RowsListParams{TenantID: b.TenantID, BatchID: b.ID, AfterRowNo: after, Limit: 1000})
+		if err != nil {
+			return nil, fmt.Errorf("re-run batch %d: %w", b.ID, err)
+		}
+		for _, r := range page {
+			sr := &storedRow{state: r.State, reviewed: r.Reviewed, errors: r.Errors}
+			if reparsable(r.State, r.Reviewed) {
+				sr.values = r.Values
+			} else {
+				st.reviewedOrDone++
+			}
+			if key := k.key(m, r.Values); key != "" {
+				sr.key, sr.hasKey = keyDigest(key), true
+				st.byKey[sr.key] = append(st.byKey[sr.key], r.RowNo)
+			}
+			st.byRow[r.RowNo] = sr
+			st.maxRow, st.maxChunk = max(st.maxRow, r.RowNo), max(st.maxChunk, r.ChunkNo)
+		}
+		if len(page) < 1000 {
+			return st, nil
+		}
+		after = page[len(page)-1].RowNo
+	}
+}
+
+// rerunPlan is a re-run being worked out: which rows get which values.
+type rerunPlan struct {
+	e      *Engine
+	b      *Batch
+	k      kind
+	mb     *rows.Mapping
+	st     *stored
+	header []string
+	res    *RerunResult
+	// replace and add are the rows to parse again and to add, in the
+	// batch's layout, before the checks.
+	replace []candidate
+	add     []candidate
+	// taken are the stored rows a file row already replaces.
+	taken map[int64]bool
+}
+
+type candidate struct {
+	row     int64
+	values  []string
+	readErr []rows.FieldError
+}
+
+// revalidate plans every row a re-run may parse again, with its values.
+func (pl *rerunPlan) revalidate(ctx context.Context) error {
+	nos := make([]int64, 0, len(pl.st.byRow))
+	for no, r := range pl.st.byRow {
+		if r.values != nil {
+			nos = append(nos, no)
+		}
+	}
+	slices.Sort(nos)
+	for _, no := range nos {
+		pl.replace = append(pl.replace, candidate{row: no, values: pl.st.byRow[no].values})
+	}
+	return ctx.Err()
+}
+
+// fromFile plans the rows of a corrected file.
+func (pl *rerunPlan) fromFile(ctx context.Context, p RerunParams) error {
+	conv := pl.b.Conventions
+	conv.CommaColumns = nil // settled again from this file
+	declared(&conv, p.Conventions)
+	ip := ImportParams{TenantID: pl.b.TenantID, Kind: pl.b.Kind, SourceName: p.SourceName, Source: p.Source,
+		Format: p.Format, Read: p.Read, Conventions: conv}
+	src, err := prepare(ctx, pl.k, ip)
+	if err != nil {
+		return importError(ip, err)
+	}
+	defer src.close()
+	r, err := src.open(nil)
+	if err != nil {
+		return importError(ip, err)
+	}
+	defer r.Close()
+	mf, err := src.mapping(r)
+	if err != nil {
+		return err
+	}
+	layout := pl.layout(mf, r.Header())
+	rowCol := -1
+	if id, ok := reportOf(r.Info()); ok && id == pl.b.ID {
+		for i, h := range r.Header() {
+			if rows.NormalizeHeader(h) == ReportRowColumn {
+				rowCol = i
+			}
+		}
+	}
+	switch {
+	case rowCol >= 0:
+		pl.res.MatchedBy = "row"
+	case pl.k.hasKey():
+		pl.res.MatchedBy = "key"
+	default:
+		pl.res.MatchedBy = "row number"
+	}
+	pl.taken = map[int64]bool{}
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return importError(ip, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if src.examples[rec.Row] {
+			continue
+		}
+		target := pl.match(rec, rowCol, mf)
+		if target == 0 {
+			pl.add = append(pl.add, candidate{values: layout(rec.Values, nil), readErr: rec.Errors})
+			continue
+		}
+		sr := pl.st.byRow[target]
+		pl.taken[target] = true
+		if sr.values == nil {
+			pl.res.Kept++ // completed, skipped or reviewed: left as it is
+			continue
+		}
+		pl.replace = append(pl.replace, candidate{row: target, values: layout(rec.Values, sr.values), readErr: rec.Errors})
+	}
+}
+
+// declared lays the conventions a re-run declares over the batch's.
+func declared(conv *rows.Conventions, d rows.Conventions) {
+	if d.Number.Decimal != 0 || len(d.Number.Groups) > 0 {
+		conv.Number = d.Number
+	}
+	if d.DateOrder != rows.DateOrderUnknown {
+		conv.DateOrder, conv.DateOrderRow = d.DateOrder, 0
+	}
+	if len(d.Renames) > 0 {
+		conv.Renames = d.Renames
+	}
+}
+
+// reportOf returns the batch an error report names, by its title.
+func reportOf(info rows.SourceInfo) (int64, bool) {
+	if id, ok := rows.ParseReportTitle(info.Subject); ok {
+		return id, true
+	}
+	for _, t := range info.Titles {
+		if id, ok := rows.ParseReportTitle(t); ok {
+			return id, true
+		}
+	}
+	return 0, false
+}
+
+// match finds the stored row a file row stands for: by the report's row
+// column, else by natural key, else by row number; 0 when none, or when
+// the one it names was already taken by an earlier row of the file.
+func (pl *rerunPlan) match(rec rows.Record, rowCol int, mf *rows.Mapping) int64 {
+	free := func(no int64) int64 {
+		if _, ok := pl.st.byRow[no]; ok && !pl.taken[no] {
+			return no
+		}
+		return 0
+	}
+	if rowCol >= 0 && rowCol < len(rec.Values) {
+		if no, err := strconv.ParseInt(strings.TrimSpace(rec.Values[rowCol]), 10, 64); err == nil {
+			return free(no)
+		}
+	}
+	if pl.k.hasKey() {
+		if key := pl.k.key(mf, rec.Values); key != "" {
+			for _, no := range pl.st.byKey[keyDigest(key)] {
+				if !pl.taken[no] {
+					return no
+				}
+			}
+			return 0
+		}
+	}
+	return free(rec.Row)
+}
+
+// layout returns how a file row's cells go into the batch's layout: each
+// column of the kind the file has replaces the batch's cell, a column the
+// file lacks keeps the stored cell (old; none for a new row). A kind
+// column the batch's header lacks is added to it.
+func (pl *rerunPlan) layout(mf *rows.Mapping, fileHeader []string) func(values, old []string) []string {
+	type move struct{ from, to int }
+	var moves []move
+	for _, mc := range mf.Matched() {
+		from := mf.Position(mc.Column)
+		to := pl.mb.Position(mc.Column)
+		if to < 0 {
+			to = len(pl.header)
+			pl.header = append(pl.header, fileHeader[from])
+		}
+		moves = append(moves, move{from, to})
+	}
+	return func(values, old []string) []string {
+		out := make([]string, max(len(pl.header), len(old)))
+		copy(out, old)
+		for _, mv := range moves {
+			if mv.from < len(values) {
+				out[mv.to] = values[mv.from]
+			} else {
+				out[mv.to] = ""
+			}
+		}
+		return out
+	}
+}
+
+// commit checks the planned rows, in row order, under the batch's
+// mapping, the duplicate check seeing every row that is kept, and writes
+// the re-run.
+func (pl *rerunPlan) commit(ctx context.Context, p RerunParams) (*RerunResult, error) {
+	mb := pl.mb
+	if len(pl.header) != len(pl.b.Header) {
+		m, err := pl.k.mapHeader(pl.header, pl.b.Conventions)
+		if err != nil {
+			return nil, fmt.Errorf("re-run batch %d: %w", pl.b.ID, err)
+		}
+		mb = m
+	}
+	replaced := map[int64]bool{}
+	for _, c := range pl.replace {
+		replaced[c.row] = true
+	}
+	// The keys of the rows that stay as they are, and are not invalid,
+	// are taken already.
+	keys := map[[16]byte]int64{}
+	for no, sr := range pl.st.byRow {
+		if !replaced[no] && sr.hasKey && sr.state != rows.StateInvalid {
+			if first, ok := keys[sr.key]; !ok || no < first {
+				keys[sr.key] = no
+			}
+		}
+	}
+	chk := newRowChecker(pl.k, mb)
+	var tally rows.ErrorTally
+	for no, sr := range pl.st.byRow {
+		if !replaced[no] && sr.state == rows.StateInvalid {
+			tally.Add(sr.errors)
+		}
+	}
+	check := func(c candidate) (rows.State, []rows.FieldError) {
+		errs, key := pl.k.check(ctx, mb, rows.Record{Row: c.row, Values: c.values, Errors: relabel(c.readErr, c.row)})
+		if len(errs) == 0 && key != "" {
+			d := keyDigest(key)
+			if first, dup := keys[d]; dup && first != c.row {
+				errs = []rows.FieldError{{Row: c.row, Column: chk.col.Header, Field: chk.col.Field, Code: rows.CodeDuplicateKey,
+					Message: fmt.Sprintf("same %s as row %d", chk.name, first)}}
+			} else {
+				keys[d] = c.row
+			}
+		}
+		tally.Add(errs)
+		if len(errs) > 0 {
+			pl.res.Invalid++
+			return rows.StateInvalid, errs
+		}
+		pl.res.Valid++
+		return rows.StateValid, nil
+	}
+	params := BatchRerunParams{TenantID: pl.b.TenantID, BatchID: pl.b.ID, Actor: p.Actor}
+	for _, c := range pl.replace {
+		state, errs := check(c)
+		params.Replace = append(params.Replace, driver.RerunRow{RowNo: c.row, State: state, Values: c.values, Errors: errs})
+	}
+	size := int64(pl.k.settings().chunkSize)
+	for i, c := range pl.add {
+		c.row = pl.st.maxRow + int64(i) + 1
+		state, errs := check(c)
+		params.Add = append(params.Add, IngestRow{RowNo: c.row, ChunkNo: pl.st.maxChunk + 1 + int64(i)/size, State: state, Values: c.values, Errors: errs})
+	}
+	pl.res.Reparsed, pl.res.Added = int64(len(params.Replace)), int64(len(params.Add))
+	if len(pl.header) != len(pl.b.Header) {
+		params.Header = pl.header
+	}
+	params.ErrorCounts = tally.Counts()
+	if params.ErrorCounts == nil {
+		params.ErrorCounts = []rows.ErrorCount{} // none left: clear them
+	}
+	detail, err := json.Marshal(map[string]any{"source": p.SourceName, "matched_by": pl.res.MatchedBy,
+		"reparsed": pl.res.Reparsed, "added": pl.res.Added, "valid": pl.res.Valid, "invalid": pl.res.Invalid, "kept": pl.res.Kept})
+	if err != nil {
+		return nil, err
+	}
+	params.Detail = detail
+	b, err := pl.e.store.BatchRerun(ctx, params)
+	if err != nil {
+		return nil, fmt.Errorf("re-run batch %d: %w", pl.b.ID, err)
+	}
+	pl.res.Batch = b
+	pl.e.logger.InfoContext(ctx, "batch re-run", "batch_id", b.ID, "reparsed", pl.res.Reparsed, "added", pl.res.Added, "kept", pl.res.Kept)
+	pl.e.bell.ring()
+	return pl.res, nil
+}
+
+// relabel moves a file row's read errors to the row it replaces.
+func relabel(errs []rows.FieldError, row int64) []rows.FieldError {
+	if len(errs) == 0 {
+		return nil
+	}
+	out := slices.Clone(errs)
+	for i := range out {
+		out[i].Row = row
+	}
+	return out
+}
