@@ -46,6 +46,24 @@ type ImportParams struct {
 	// the same kind not again but returns that batch (batchctl --once):
 	// an idempotency key made of the kind and the file's digest.
 	Once bool
+	// NewBatch imports an error report of one of the tenant's batches as
+	// a new batch; without it, such an import is a *ReportError, and the
+	// caller re-runs that batch with the file (Engine.Rerun).
+	NewBatch bool
+}
+
+// ReportError is the error of an import of an error report that names one
+// of the tenant's batches of the same kind: the fixed report belongs to
+// that batch, as a re-run (Engine.Rerun), so that the rows it completed
+// are kept and matched (importing it as a new batch would run again what
+// the first batch did). ImportParams.NewBatch imports it as a new batch.
+type ReportError struct {
+	SourceName string
+	BatchID    int64
+}
+
+func (e *ReportError) Error() string {
+	return fmt.Sprintf("%s is the error report of batch %d: re-run that batch with it, or import it as a new batch", e.SourceName, e.BatchID)
 }
 
 // Format names a file format of an import or an export, as package
@@ -119,6 +137,9 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*Batch, error) {
 		return nil, importError(p, err)
 	}
 	defer r.Close()
+	if err := e.reportCheck(ctx, p, src, r.Info()); err != nil {
+		return nil, err
+	}
 	m, err := src.mapping(r)
 	if err != nil {
 		return nil, err
@@ -179,6 +200,31 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*Batch, error) {
 	e.logger.InfoContext(ctx, "batch imported", "batch_id", b.ID, "kind", b.Kind, "tenant_id", b.TenantID, "rows", b.Counts.Total())
 	e.bell.ring()
 	return b, nil
+}
+
+// reportCheck refuses, unless NewBatch, the import of an error report of
+// one of the tenant's batches of the kind; a report of a batch the tenant
+// does not have (or of another kind) is imported with a warning.
+func (e *Engine) reportCheck(ctx context.Context, p ImportParams, src *source, info rows.SourceInfo) error {
+	id, ok := reportOf(info)
+	if !ok {
+		return nil
+	}
+	b, err := e.store.BatchGet(ctx, BatchGetParams{TenantID: p.TenantID, ID: id})
+	switch {
+	case errors.Is(err, ErrNotFound):
+		src.warn("this file is the error report of batch %d, which this tenant does not have: imported as a new batch", id)
+		return nil
+	case err != nil:
+		return fmt.Errorf("import %s: %w", p.SourceName, err)
+	case b.Kind != p.Kind:
+		src.warn("this file is the error report of batch %d, of kind %s: imported as a new batch of %s", id, b.Kind, p.Kind)
+		return nil
+	case p.NewBatch:
+		src.warn("this file is the error report of batch %d, imported as a new batch (rows that batch completed may run again)", id)
+		return nil
+	}
+	return &ReportError{SourceName: p.SourceName, BatchID: id}
 }
 
 // importError keeps a *rows.FileError as it is (it names the file and

@@ -334,7 +334,7 @@ func TestErrorReportKeepsCellsPastTheHeader(t *testing.T) {
 		if _, err := e.ErrorReport(context.Background(), batch.ErrorReportParams{BatchID: b.ID}, &out); err != nil {
 			t.Fatal(err)
 		}
-		want := "email,name,country,signup_date,amount,extra 1,extra 2,row,error\r\n" +
+		want := rows.ReportTitle(b.ID, "customers") + "\r\nemail,name,country,signup_date,amount,extra 1,extra 2,row,error\r\n" +
 			"r2@example.com,Bob,FR,2022-01-02,2,extra one,extra two,3,row has 7 cells, the header has 5\r\n"
 		if got := strings.TrimPrefix(out.String(), "\ufeff"); !strings.HasPrefix(strings.ReplaceAll(got, `"`, ""), want) {
 			t.Errorf("report\n%s\nwant\n%s", got, want)

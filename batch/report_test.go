@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -40,10 +41,7 @@ func TestErrorReportRoundTrip(t *testing.T) {
 		if !bytes.HasPrefix(report.Bytes(), []byte("\xEF\xBB\xBF")) {
 			t.Fatalf("report does not start with a UTF-8 BOM: %q", report.Bytes()[:8])
 		}
-		recs, err := csv.NewReader(bytes.NewReader(report.Bytes()[3:])).ReadAll()
-		if err != nil {
-			t.Fatal(err)
-		}
+		recs := reportRecords(t, report.Bytes(), b1.ID)
 		wantHeader := []string{"email", "name", "country", "signup_date", "amount", "row", "error"}
 		if !slices.Equal(recs[0], wantHeader) {
 			t.Fatalf("report header %q, want %q", recs[0], wantHeader)
@@ -74,6 +72,9 @@ func TestErrorReportRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if err := cw.Write([]string{rows.ReportTitle(b1.ID, customers.Name)}); err != nil {
+			t.Fatal(err)
+		}
 		if err := cw.Write(recs[0]); err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +101,14 @@ func TestErrorReportRoundTrip(t *testing.T) {
 			t.Fatalf("the saved file does not guard the formula: %s", fixed.Bytes())
 		}
 
-		b2, err := e.Import(ctx, batch.ImportParams{Kind: customers.Name, SourceName: "errors.csv", Source: bytes.NewReader(fixed.Bytes())})
+		// The report names its batch: importing it is refused as a new
+		// batch unless asked for (TestRerunFromErrorReport re-runs one).
+		_, err = e.Import(ctx, batch.ImportParams{Kind: customers.Name, SourceName: "errors.csv", Source: bytes.NewReader(fixed.Bytes())})
+		var re *batch.ReportError
+		if !errors.As(err, &re) || re.BatchID != b1.ID {
+			t.Fatalf("importing the fixed report: %v, want a ReportError naming batch %d", err, b1.ID)
+		}
+		b2, err := e.Import(ctx, batch.ImportParams{Kind: customers.Name, SourceName: "errors.csv", Source: bytes.NewReader(fixed.Bytes()), NewBatch: true})
 		if err != nil {
 			t.Fatalf("importing the fixed report: %v", err)
 		}
@@ -108,7 +116,8 @@ func TestErrorReportRoundTrip(t *testing.T) {
 			t.Errorf("fixed report counts %v, want 14 valid and 1 invalid", b2.Counts)
 		}
 		// The fixture's one amount with a decimal comma is still there.
-		if w := strings.Join(b2.Warnings, ";"); w != `column "amount" has 1 values written with a decimal comma: they are invalid; import with --decimal-comma (or --locale) to read them;unknown columns ignored: "row", "error"` {
+		if w := strings.Join(b2.Warnings, ";"); w != `column "amount" has 1 values written with a decimal comma: they are invalid; import with --decimal-comma (or --locale) to read them;unknown columns ignored: "row", "error";`+
+			fmt.Sprintf("this file is the error report of batch %d, imported as a new batch (rows that batch completed may run again)", b1.ID) {
 			t.Errorf("warnings %q", w)
 		}
 		stored, err := bd.store.RowsList(ctx, batch.RowsListParams{TenantID: "default", BatchID: b2.ID})
@@ -126,16 +135,14 @@ func TestErrorReportRoundTrip(t *testing.T) {
 		}
 
 		// The report of the second batch has the same columns, not a
-		// second row and error pair; its row is the row in errors.csv.
+		// second row and error pair; its row is the row in errors.csv
+		// (11: the title is row 1, the header row 2).
 		report.Reset()
 		if n, err := e.ErrorReport(ctx, batch.ErrorReportParams{BatchID: b2.ID}, &report); err != nil || n != 1 {
 			t.Fatalf("second report: %d rows, %v", n, err)
 		}
-		recs, err = csv.NewReader(bytes.NewReader(report.Bytes()[3:])).ReadAll()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(recs[0], wantHeader) || recs[1][0] != "dennis.wirth158@example.com" || recs[1][5] != "10" {
+		recs = reportRecords(t, report.Bytes(), b2.ID)
+		if !slices.Equal(recs[0], wantHeader) || recs[1][0] != "dennis.wirth158@example.com" || recs[1][5] != "11" {
 			t.Errorf("second report %q", recs)
 		}
 
@@ -144,6 +151,22 @@ func TestErrorReportRoundTrip(t *testing.T) {
 			t.Error("another tenant got the report")
 		}
 	})
+}
+
+// reportRecords parses a CSV error report: its title row names the batch,
+// the records follow.
+func reportRecords(t *testing.T, report []byte, batchID int64) [][]string {
+	t.Helper()
+	r := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(report, []byte("\xEF\xBB\xBF"))))
+	r.FieldsPerRecord = -1
+	recs, err := r.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, ok := rows.ParseReportTitle(recs[0][0]); !ok || id != batchID || len(recs[0]) != 1 {
+		t.Fatalf("report title %q, want one naming batch %d", recs[0], batchID)
+	}
+	return recs[1:]
 }
 
 func TestDryRunWritesNothing(t *testing.T) {

@@ -139,14 +139,15 @@ func TestErrorsReportAndReimport(t *testing.T) {
 
 	// Without -o the report goes to stdout.
 	r := c.run("errors", "1")
-	if r.code != exitOK || !strings.HasPrefix(r.stdout, bom+"email,name,country,signup_date,amount,row,error\r\n") || r.stderr != "" {
+	title := "rowfate error report of batch 1 (customers): fix the rows below and import this file again to re-run the batch\r\n"
+	if r.code != exitOK || !strings.HasPrefix(r.stdout, bom+title+"email,name,country,signup_date,amount,row,error\r\n") || r.stderr != "" {
 		t.Fatalf("errors 1: %s", r)
 	}
 	if !strings.Contains(r.stdout, "carol(at)example.com,Alan Hopper,US,2011-10-25,'-1,250,email: must be a valid email; amount: must be ≥ 0\r\n") {
 		t.Errorf("row 250 missing or wrong in:\n%s", r.stdout)
 	}
-	if n := strings.Count(r.stdout, "\r\n"); n != 16 {
-		t.Errorf("report has %d lines, want a header and 15 rows", n)
+	if n := strings.Count(r.stdout, "\r\n"); n != 17 {
+		t.Errorf("report has %d lines, want a title, a header and 15 rows", n)
 	}
 
 	out := filepath.Join(t.TempDir(), "errors.csv")
@@ -162,28 +163,46 @@ func TestErrorsReportAndReimport(t *testing.T) {
 		t.Error("the file differs from the report on stdout")
 	}
 	only := c.run("errors", "1", "--state", "succeeded")
-	if only.code != exitOK || strings.Count(only.stdout, "\r\n") != 286 {
+	if only.code != exitOK || strings.Count(only.stdout, "\r\n") != 287 {
 		t.Errorf("errors --state succeeded: %d lines", strings.Count(only.stdout, "\r\n"))
 	}
 
-	// Importing the report as it is: the row and error columns are
-	// ignored, the apostrophe of '-1 is removed again (so amount fails
-	// gte, not not_a_number), and row 300 is no longer a duplicate.
+	// Importing the report as it is re-runs batch 1 with it: its rows
+	// replace the ones they came from (matched by the row column), the
+	// apostrophe of '-1 is removed again (so amount fails gte, not
+	// not_a_number), and row 300 still repeats row 2's email, which
+	// succeeded: it stays invalid.
 	r = c.run("import", "customers", out)
-	if r.code != exitRows || !strings.Contains(r.stdout, "    succeeded   1\n") || !strings.Contains(r.stdout, "      invalid  14\n") {
+	if r.code != exitRows || !strings.Contains(r.stdout, "    succeeded  285\n") || !strings.Contains(r.stdout, "      invalid   15\n") {
 		t.Fatalf("import of the report: %s", r)
 	}
-	if !strings.Contains(r.stdout, "\nwarning: "+`unknown columns ignored: "row", "error"`+"\n") {
+	if !strings.Contains(r.stderr, out+" is the error report of batch 1: re-running batch 1 with it") ||
+		!strings.Contains(r.stderr, "batch 1 re-run with "+out+" (rows matched by row): 15 rows parsed again, 0 added (0 valid, 15 invalid)") {
 		t.Errorf("import of the report: %s", r)
 	}
 	var rs []jsonRow
-	c.runJSON(exitOK, &rs, "rows", "2", "--state", "invalid", "-o", "json")
+	c.runJSON(exitOK, &rs, "rows", "1", "--state", "invalid", "-o", "json")
 	for _, row := range rs {
-		if row.Values[0] == "carol(at)example.com" {
+		switch row.Values[0] {
+		case "carol(at)example.com":
 			if row.Values[4] != "-1" || len(row.Errors) != 2 || row.Errors[1].Code != "gte" {
 				t.Errorf("row of carol: %+v", row)
 			}
+		case "donald.liskov0@example.com":
+			if row.Errors[0].Code != "duplicate_key" {
+				t.Errorf("row 300: %+v", row)
+			}
 		}
+	}
+	if r := c.run("batches"); strings.Contains(r.stdout, "batch 2") || !strings.Contains(r.stdout, "batch 1") {
+		t.Errorf("a re-run made a new batch: %s", r)
+	}
+	// --new-batch imports it as a batch of its own.
+	if r := c.run("import", "customers", out, "--new-batch"); r.code != exitRows || !strings.Contains(r.stderr, "batch 2 created") {
+		t.Fatalf("import --new-batch: %s", r)
+	}
+	if r := c.run("history", "1"); r.code != exitOK || !strings.Contains(r.stdout, " rerun ") || !strings.Contains(r.stdout, "15 parsed again") {
+		t.Errorf("history: %s", r)
 	}
 
 	for _, tc := range []struct {
@@ -244,5 +263,48 @@ func TestTemplate(t *testing.T) {
 	}
 	if r := c.run("template", "suppliers"); r.code != exitUsage {
 		t.Errorf("template of an unknown kind: %s", r)
+	}
+}
+
+// TestReviewCommands: row set validates again and protects the row, row
+// skip needs a reason, rerun without a file keeps both, history tells.
+func TestReviewCommands(t *testing.T) {
+	t.Parallel()
+	c := setup(t)
+	in := writeFile(t, "m.csv", []byte("email,name,country,signup_date,amount\na@example.com,Ann,FR,2020-01-02,1\nb@example.com,,FR,2020-01-02,2\nc@example.com,Cy,FR,2020-01-02,-3\n"))
+	if r := c.run("import", "customers", in); r.code != exitRows {
+		t.Fatalf("import: %s", r)
+	}
+	if r := c.run("row", "set", "1", "2", "name=Zed"); r.code != exitError || !strings.Contains(r.stderr, "row 2 of batch 1 is succeeded: row cannot be changed") {
+		t.Errorf("set of a succeeded row: %s", r)
+	}
+	r := c.run("row", "set", "1", "3", "name=Bea", "email=A@example.com", "--actor", "ann")
+	if r.code != exitRows || !strings.Contains(r.stdout, "row 3  invalid") || !strings.Contains(r.stdout, "same email as row 2") {
+		t.Errorf("set to a taken email: %s", r)
+	}
+	if r := c.run("row", "set", "1", "3", "email=b@example.com", "--actor", "ann"); r.code != exitOK || !strings.Contains(r.stdout, "row 3  valid") {
+		t.Errorf("set: %s", r)
+	}
+	if r := c.run("row", "skip", "1", "4"); r.code != exitUsage || !strings.Contains(r.stderr, "--reason") {
+		t.Errorf("skip without a reason: %s", r)
+	}
+	if r := c.run("row", "skip", "1", "4", "--reason", "test row", "--actor", "bob"); r.code != exitOK {
+		t.Errorf("skip: %s", r)
+	}
+	if r := c.run("row", "set", "1", "x", "a=b"); r.code != exitUsage {
+		t.Errorf("bad row number: %s", r)
+	}
+	r = c.run("rerun", "1")
+	if r.code != exitOK || !strings.Contains(r.stderr, "0 rows parsed again") || !strings.Contains(r.stdout, "succeeded  2\n") {
+		t.Errorf("rerun: %s", r)
+	}
+	r = c.run("history", "1")
+	for _, want := range []string{"ann", "edit", `email: "A@example.com" -> "b@example.com" (invalid -> valid)`, "bob", "skip", `"test row" (was invalid)`, "rerun"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("history lacks %q: %s", want, r)
+		}
+	}
+	if r := c.run("history", "9"); r.code != exitError {
+		t.Errorf("history of an unknown batch: %s", r)
 	}
 }

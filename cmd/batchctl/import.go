@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -20,7 +21,9 @@ type importOptions struct {
 	dryRun  bool
 	strict  bool
 	once    bool
-	read    readFlags
+	// newBatch imports an error report as a new batch, not as a re-run.
+	newBatch bool
+	read     readFlags
 	// interval is --progress-interval.
 	interval time.Duration
 }
@@ -52,6 +55,11 @@ have is left alone by the kind (customers keeps a stored country or
 amount), and an unknown column that looks like a missing one is named in
 a warning, with the --map that maps it.
 
+An error report of one of the tenant's batches (batchctl errors), fixed
+and imported, is a re-run of that batch (see batchctl rerun): its
+completed rows are kept and the report's rows replace the ones they came
+from. --new-batch imports it as a new batch instead.
+
 --dry-run validates every row exactly as an import would and reports the
 outcome, without opening a database or running a processor.
 
@@ -82,6 +90,7 @@ or unknown; 4 the file was rejected (nothing was written).`,
 	f.BoolVar(&o.noWork, "no-work", false, "only import; leave the valid rows for `batchctl worker`")
 	f.BoolVar(&o.dryRun, "dry-run", false, "validate every row and report; write nothing, run no processor")
 	f.BoolVar(&o.strict, "strict", false, "reject the file if it has a column the kind does not know, or lacks one of its optional columns")
+	f.BoolVar(&o.newBatch, "new-batch", false, "import an error report of a batch as a new batch, not as a re-run of that batch")
 	f.BoolVar(&o.once, "once", false, "if this tenant already imported this file (same content) as this kind, return that batch instead of importing again")
 	addProgressInterval(f.DurationVar, &o.interval)
 	o.read.add(f)
@@ -135,7 +144,20 @@ func (c *cli) runImport(ctx context.Context, kind, path string, o importOptions)
 		return err
 	}
 	defer app.close()
+	p.NewBatch = o.newBatch
 	b, err := app.engine.Import(ctx, p)
+	var report *batch.ReportError
+	if errors.As(err, &report) {
+		// The fixed error report of a batch is a re-run of that batch: its
+		// completed rows are kept, its rows matched by the report's row.
+		fmt.Fprintf(c.stderr, "%s is the error report of batch %d: re-running batch %d with it (--new-batch imports it as a new batch instead)\n", path, report.BatchID, report.BatchID)
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		var actor actorFlag
+		return c.rerun(ctx, app, batch.RerunParams{TenantID: c.global.tenant, BatchID: report.BatchID, Source: f, SourceName: path,
+			Read: p.Read, Conventions: p.Conventions, Actor: actor.get()}, o)
+	}
 	if err != nil {
 		return interrupted(ctx, err, "nothing was written")
 	}

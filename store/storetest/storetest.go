@@ -54,6 +54,7 @@ func RunWith(t *testing.T, newStore NewStoreFunc, o Options) {
 	t.Run("BatchListTotals", func(t *testing.T) { t.Parallel(); testBatchList(t, newStore(t)) })
 	runControl(t, newStore, o)
 	runEvents(t, newStore)
+	runReview(t, newStore)
 	t.Run("SchemaStatus", func(t *testing.T) {
 		t.Parallel()
 		st, err := newStore(t).SchemaStatus(context.Background())
