@@ -117,6 +117,9 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*Batch, error) {
 	if err != nil {
 		return nil, err
 	}
+	if e.registry.IsRecalc(p.Kind) {
+		return nil, fmt.Errorf("import %s: kind %s is a recalculation: its rows come from its source (Engine.Recalc)", p.SourceName, p.Kind)
+	}
 	if p.TenantID == "" {
 		p.TenantID = DefaultTenant
 	}

@@ -169,6 +169,8 @@ const (
 	DirectionImport = "import"
 	// DirectionExport writes rows into a file.
 	DirectionExport = "export"
+	// DirectionRecalc recomputes rows a query yields (RecalcKind).
+	DirectionRecalc = "recalc"
 )
 
 // KindInfo describes a registered kind.
@@ -188,10 +190,16 @@ type registered[T any] struct {
 	s        kindSettings
 	// tx is the processor as a TxProcessor, when it is one.
 	tx TxProcessor[T]
+	// recalc marks a RecalcKind's: its rows come from its source.
+	recalc bool
 }
 
 func (r *registered[T]) info() KindInfo {
-	return KindInfo{Name: r.k.Name, Description: r.k.Description, Direction: DirectionImport, Guarantee: r.guarantee(),
+	dir := DirectionImport
+	if r.recalc {
+		dir = DirectionRecalc
+	}
+	return KindInfo{Name: r.k.Name, Description: r.k.Description, Direction: dir, Guarantee: r.guarantee(),
 		Columns: r.pipeline.Binder().Columns(), Required: r.pipeline.RequiredColumns()}
 }
 
@@ -444,6 +452,8 @@ func (r *registered[T]) reconcile(ctx context.Context, m *rows.Mapping, row int6
 type Registry struct {
 	kinds   map[string]kind
 	exports map[string]exportKind
+	// recalcs are the recalculation kinds' sources; each is also in kinds.
+	recalcs map[string]recalcKind
 }
 
 // NewRegistry returns an empty registry.
@@ -573,6 +583,13 @@ func (r *Registry) Kinds() []KindInfo { return infos(r.kinds) }
 // unknown kind before they open anything.
 func (r *Registry) Has(name string) bool {
 	_, ok := r.kinds[name]
+	return ok
+}
+
+// IsRecalc reports whether a kind is a recalculation (RegisterRecalc),
+// whose rows come from its source rather than a file.
+func (r *Registry) IsRecalc(name string) bool {
+	_, ok := r.recalcs[name]
 	return ok
 }
 

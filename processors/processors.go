@@ -57,6 +57,9 @@ func Register(reg *batch.Registry, cfg Config) error {
 			return err
 		}
 	}
+	if err := batch.RegisterRecalc(reg, customers.TierKind(cfg.DB, cfg.Dialect)); err != nil {
+		return err
+	}
 	return batch.RegisterExport(reg, customers.ExportKind(cfg.DB))
 }
 

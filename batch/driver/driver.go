@@ -74,6 +74,9 @@ type Batch struct {
 	// Width is the most cells a row of its file had (more than the
 	// header when rows were ragged).
 	Width int `json:"-"`
+	// Recalc, for a recalculation, are the parameters its rows were
+	// queried with; nil for an import or an export.
+	Recalc map[string]string `json:"recalc,omitzero"`
 	// Reused is set by an import that found this batch by its
 	// idempotency key instead of importing the file again. Not stored.
 	Reused     bool       `json:"reused,omitempty"`
@@ -140,6 +143,9 @@ type BatchIngestParams struct {
 	Rows iter.Seq2[IngestRow, error]
 	// SummaryFunc is called after Rows is drained.
 	SummaryFunc func() IngestSummary
+	// Recalc, for a recalculation, are its source's parameters: stored
+	// with the batch (Batch.Recalc).
+	Recalc map[string]string
 }
 
 // BatchGetParams are the parameters of Store.BatchGet.

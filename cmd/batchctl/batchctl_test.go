@@ -538,8 +538,10 @@ func TestKinds(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &ks); err != nil {
 		t.Fatalf("kinds -o json is not JSON: %v\n%s", err, r)
 	}
-	// customers is both an import kind and an export kind.
-	if len(ks) != 2 || ks[0].Name != "customers" || ks[0].Direction != "import" || ks[1].Name != "customers" || ks[1].Direction != "export" {
+	// customers is both an import kind and an export kind; customers-tier
+	// is a recalculation.
+	if len(ks) != 3 || ks[0].Name != "customers" || ks[0].Direction != "import" || ks[1].Name != "customers-tier" || ks[1].Direction != "recalc" ||
+		ks[2].Name != "customers" || ks[2].Direction != "export" {
 		t.Fatalf("kinds: %+v", ks)
 	}
 	var cols []string
@@ -558,6 +560,10 @@ func TestKinds(t *testing.T) {
 		"  columns: email, name, country, signup_date, amount\n" +
 		"  effects: exactly-once\n" +
 		"  required: email, name, signup_date\n" +
+		"customers-tier (recalc)\trecalculate the tenant's customers' lifetime-value tier from their amount (filter: --where 'country=DE and amount>=100')\n" +
+		"  columns: email, amount\n" +
+		"  effects: exactly-once\n" +
+		"  required: email\n" +
 		"customers (export)\tevery customer of the tenant, from the customers table, in id order\n" +
 		"  columns: email, name, country, signup_date, amount\n"
 	if r.code != exitOK || r.stdout != want {

@@ -102,6 +102,9 @@ func (c *cli) runImport(ctx context.Context, kind, path string, o importOptions)
 	if err != nil {
 		return err
 	}
+	if reg.IsRecalc(kind) {
+		return usagef("%s is a recalculation: its rows come from the database, not a file; run `batchctl recalc %s`", kind, kind)
+	}
 	if !reg.Has(kind) {
 		return usagef("unknown kind %q; known kinds: %s", kind, kindNames(reg.Kinds()))
 	}

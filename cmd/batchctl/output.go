@@ -131,9 +131,11 @@ func quoteAll(ss []string) []string {
 
 // kindNames lists names for "known kinds: ..." messages.
 func kindNames(ks []batch.KindInfo) string {
-	names := make([]string, len(ks))
-	for i, k := range ks {
-		names[i] = k.Name
+	var names []string
+	for _, k := range ks {
+		if k.Direction != batch.DirectionRecalc {
+			names = append(names, k.Name)
+		}
 	}
 	return strings.Join(names, ", ")
 }

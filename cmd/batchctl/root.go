@@ -184,7 +184,7 @@ func (c *cli) rootCommand() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
 	root.AddGroup(&cobra.Group{ID: "files", Title: "Files in and out:"}, &cobra.Group{ID: "batches", Title: "Batches and their rows:"}, &cobra.Group{ID: "admin", Title: "Running the engine:"})
 	for _, cmd := range []*cobra.Command{
-		c.importCommand(), c.previewCommand(), c.exportCommand(), c.errorsCommand(), c.templateCommand(),
+		c.importCommand(), c.previewCommand(), c.exportCommand(), c.errorsCommand(), c.templateCommand(), c.recalcCommand(),
 	} {
 		cmd.GroupID = "files"
 		root.AddCommand(cmd)

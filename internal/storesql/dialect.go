@@ -53,8 +53,14 @@ type Dialect struct {
 	IntListArg func([]int64) any
 	// JSONRecords renders a table u of the records of a JSON array
 	// parameter (an array of objects, JSONArg), with the given columns and
-	// SQL types, for UPDATE ... FROM and INSERT ... SELECT.
+	// SQL types, for INSERT ... SELECT.
 	JSONRecords func(param string, cols map[string]string) string
+	// WithRecords renders "WITH u AS (...)", the same table u as a common
+	// table expression, for UPDATE ... FROM u. SQLite must materialise it:
+	// as a FROM subquery its planner loops over the target's rows and
+	// re-parses the whole JSON array for each one (quadratic: a 20,000-row
+	// re-run took 7 minutes).
+	WithRecords func(param string, cols map[string]string) string
 	// JSONError renders a row's errors column: one field error of the row
 	// rowExpr, with the code and message parameters.
 	JSONError func(rowExpr, codeParam, msgParam string) string

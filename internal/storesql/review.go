@@ -34,11 +34,12 @@ func newReviewStatements(d *Dialect) reviewStatements {
 			WHERE id = $1 AND tenant_id = $2 AND status = 'cancelled'`),
 		// Only a row that is still neither protected, reviewed, under a
 		// lease nor unknown is replaced: the count tells the caller.
-		replace: d.Expand(`UPDATE {t}batch_rows AS r
+		replace: d.Expand(d.WithRecords("$3", map[string]string{"n": "bigint", "s": "text", "p": payloadType(d), "e": payloadType(d)}) + `
+			UPDATE {t}batch_rows AS r
 			SET state = u.s, payload = u.p, errors = u.e, result_id = NULL, attempts = 0,
 			    next_attempt_at = CASE WHEN u.s = 'valid' THEN {now} END, updated_at = {now}
-			FROM ` + d.JSONRecords("$3", map[string]string{"n": "bigint", "s": "text", "p": payloadType(d), "e": payloadType(d)}) + `
-			WHERE r.batch_id = $1 AND r.tenant_id = $2 AND r.row_no = u.n
+			FROM u
+			WHERE r.batch_id = $1 AND r.tenant_id = $2 AND r.row_no = u.n AND ` + d.InInt("r.row_no", "$4") + `
 			  AND r.state NOT IN ('succeeded', 'skipped', 'processing', 'unknown') AND NOT r.reviewed`),
 		// An effect that failed for good did not happen: the row parsed
 		// again may claim its key afresh, with its corrected payload.
@@ -118,12 +119,17 @@ func (s *Store) BatchRerun(ctx context.Context, p driver.BatchRerunParams) (*dri
 		if _, err := q.Exec(ctx, s.r.reopen, p.BatchID, p.TenantID); err != nil {
 			return fmt.Errorf("reopen batch: %w", err)
 		}
-		for part := range slices.Chunk(recs, rerunPart) {
+		for at := 0; at < len(recs); at += rerunPart {
+			part := recs[at:min(at+rerunPart, len(recs))]
 			arg, err := JSONArg(part)
 			if err != nil {
 				return err
 			}
-			n, err := q.Exec(ctx, s.r.replace, p.BatchID, p.TenantID, arg)
+			// The row numbers again, as a list the primary key is probed
+			// with: joined to the records alone, PostgreSQL's planner (whose
+			// statistics predate the ingest) scanned the whole batch for
+			// each record.
+			n, err := q.Exec(ctx, s.r.replace, p.BatchID, p.TenantID, arg, s.d.IntListArg(nos[at:at+len(part)]))
 			if err != nil {
 				return fmt.Errorf("replace rows: %w", err)
 			}

@@ -161,8 +161,8 @@ func newStatements(d *Dialect) statements {
 			SET state = CASE WHEN attempts > 1 THEN 'retrying' ELSE 'valid' END, attempts = attempts - 1, updated_at = {now}
 			WHERE batch_id = $1 AND tenant_id = $2 AND row_no BETWEEN $3 AND $4 AND state = 'processing'
 			  AND ` + d.InInt("row_no", "$5")),
-		recordEffects: d.Expand(`UPDATE {t}effects AS e SET state = u.s, result_id = u.r, done_at = {now}
-			FROM ` + d.JSONRecords("$3", map[string]string{"k": "text", "s": "text", "r": "text", "n": "bigint"}) + `
+		recordEffects: d.Expand(d.WithRecords("$3", map[string]string{"k": "text", "s": "text", "r": "text", "n": "bigint"}) + `
+			UPDATE {t}effects AS e SET state = u.s, result_id = u.r, done_at = {now} FROM u
 			WHERE e.tenant_id = $1 AND e.batch_id = $2 AND e.effect_key = u.k AND e.row_no = u.n`),
 		leaseChunk: d.Expand(`UPDATE {t}batch_chunks
 			SET lease_owner = $1, lease_token = lease_token + 1,
@@ -316,7 +316,7 @@ func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*d
 	if err != nil {
 		return nil, err
 	}
-	opts := BatchOptions{Warnings: p.Warnings, Conventions: p.Conventions}
+	opts := BatchOptions{Warnings: p.Warnings, Conventions: p.Conventions, Recalc: p.Recalc}
 	options, err := json.Marshal(opts)
 	if err != nil {
 		return nil, err
@@ -537,7 +537,7 @@ func scanBatch(r interface{ Scan(...any) error }) (*driver.Batch, error) {
 	if err := json.Unmarshal([]byte(options), &opts); err != nil {
 		return nil, fmt.Errorf("batch %d options: %w", b.ID, err)
 	}
-	b.Warnings, b.ErrorCounts, b.Conventions, b.Width = opts.Warnings, opts.ErrorCounts, opts.Conventions, opts.Width
+	b.Warnings, b.ErrorCounts, b.Conventions, b.Width, b.Recalc = opts.Warnings, opts.ErrorCounts, opts.Conventions, opts.Width, opts.Recalc
 	return &b, nil
 }
 

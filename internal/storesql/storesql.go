@@ -114,4 +114,5 @@ type BatchOptions struct {
 	ErrorCounts []rows.ErrorCount `json:"error_counts,omitempty"`
 	Conventions rows.Conventions  `json:"conventions,omitzero"`
 	Width       int               `json:"width,omitempty"`
+	Recalc      map[string]string `json:"recalc,omitzero"`
 }

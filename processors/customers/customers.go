@@ -116,6 +116,9 @@ func EnsureSchema(ctx context.Context, db *sql.DB, d Dialect) error {
 	if err := upgrade(ctx, tx, d); err != nil {
 		return fmt.Errorf("customers schema: %w", err)
 	}
+	if err := ensureTier(ctx, tx, d); err != nil {
+		return fmt.Errorf("customers schema: tier: %w", err)
+	}
 	return tx.Commit()
 }
 

@@ -103,6 +103,9 @@ func dialect(schema string) *storesql.Dialect {
 		JSONRecords: func(param string, cols map[string]string) string {
 			return fmt.Sprintf("jsonb_to_recordset(CAST(%s AS jsonb)) AS u(%s)", param, storesql.ColumnList(cols, func(name, typ string) string { return name + " " + typ }))
 		},
+		WithRecords: func(param string, cols map[string]string) string {
+			return fmt.Sprintf("WITH u AS (SELECT * FROM jsonb_to_recordset(CAST(%s AS jsonb)) AS x(%s))", param, storesql.ColumnList(cols, func(name, typ string) string { return name + " " + typ }))
+		},
 		JSONError: func(rowExpr, code, msg string) string {
 			return fmt.Sprintf("jsonb_build_array(jsonb_build_object('row', %s, 'code', CAST(%s AS text), 'message', CAST(%s AS text)))", rowExpr, code, msg)
 		},

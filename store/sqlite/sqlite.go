@@ -165,6 +165,11 @@ func dialect() *storesql.Dialect {
 				return fmt.Sprintf("json_extract(value, '$.%s') AS %s", name, name)
 			}), param)
 		},
+		WithRecords: func(param string, cols map[string]string) string {
+			return fmt.Sprintf("WITH u AS MATERIALIZED (SELECT %s FROM json_each(%s))", storesql.ColumnList(cols, func(name, _ string) string {
+				return fmt.Sprintf("json_extract(value, '$.%s') AS %s", name, name)
+			}), param)
+		},
 		JSONError: func(rowExpr, code, msg string) string {
 			return fmt.Sprintf("json_array(json_object('row', %s, 'code', %s, 'message', %s))", rowExpr, code, msg)
 		},
