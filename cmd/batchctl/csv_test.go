@@ -308,3 +308,28 @@ func TestReviewCommands(t *testing.T) {
 		t.Errorf("history of an unknown batch: %s", r)
 	}
 }
+
+// TestRecalcCommand: batchctl recalc works a tier recalculation over the
+// filtered customers, refuses a filter it cannot parse as a usage error,
+// and refuses an import kind.
+func TestRecalcCommand(t *testing.T) {
+	t.Parallel()
+	c := setup(t)
+	in := writeFile(t, "t.csv", []byte("email,name,country,signup_date,amount\na@example.com,Ann,DE,2020-01-02,5\nb@example.com,Bo,DE,2020-01-02,500\nc@example.com,Cy,FR,2020-01-02,5000\n"))
+	if r := c.run("import", "customers", in); r.code != exitOK {
+		t.Fatalf("import: %s", r)
+	}
+	r := c.run("recalc", "customers-tier", "--where", "country=DE")
+	if r.code != exitOK || !strings.Contains(r.stdout, "succeeded  2\n") {
+		t.Fatalf("recalc: %s", r)
+	}
+	if r := c.run("recalc", "customers-tier", "--where", "name=Ann"); r.code != exitUsage || !strings.Contains(r.stderr, "country, tier or amount") {
+		t.Errorf("recalc with a bad filter: %s", r)
+	}
+	if r := c.run("recalc", "customers"); r.code != exitUsage || !strings.Contains(r.stderr, "customers-tier") {
+		t.Errorf("recalc of an import kind: %s", r)
+	}
+	if r := c.run("rerun", "2"); r.code != exitOK {
+		t.Errorf("rerun of a finished recalculation: %s", r)
+	}
+}
