@@ -17,7 +17,7 @@ FUZZSHORT ?= 10s
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help test test-short bench bench-xlsx fuzz fuzz-short lint build
+.PHONY: help test test-short bench bench-xlsx bench-compare fuzz fuzz-short lint build
 
 help: ## Show this list of targets
 	@echo 'Usage: make TARGET [GO=go] [FUZZTIME=60s] [DATABASE_URL=...]'
@@ -44,6 +44,10 @@ bench: ## Benchmarks (-count 6, for benchstat) against PostgreSQL; output also s
 
 bench-xlsx: ## Read/write 1,000,000 rows as XLSX and CSV, and export them: rows/s and peak RSS, 3 runs each
 	bench/xlsx/run.sh 1000000 3
+
+bench-compare: ## rowfate vs psql \copy, pgloader, a naive loop and River on 1,000,000 rows (needs DATABASE_URL; flags in BENCH_COMPARE_ARGS, see bench/compare/README.md)
+	@test -n "$$DATABASE_URL" || { echo 'bench-compare: set DATABASE_URL to the PostgreSQL server to measure'; exit 1; }
+	cd bench/compare && ../../scripts/with-postgres.sh $(GO) run . $(BENCH_COMPARE_ARGS)
 
 fuzz: ## Run every Fuzz* target for FUZZTIME each (default 60s); see scripts/fuzz.sh
 	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh

@@ -168,9 +168,11 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*Batch, error) {
 				continue
 			}
 			row := IngestRow{RowNo: rec.Row, ChunkNo: n / chunkSize, State: rows.StateValid, Values: rec.Values}
-			if errs := chk.check(ctx, rec); len(errs) > 0 {
+			errs, digest := chk.checkStored(ctx, rec)
+			if len(errs) > 0 {
 				row.State, row.Errors = rows.StateInvalid, errs
 			}
+			row.KeyDigest = digest
 			n++
 			if !yield(row, nil) {
 				return
@@ -187,6 +189,7 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*Batch, error) {
 		IdempotencyKey: key,
 		MaxAttempts:    k.settings().maxAttempts,
 		Rows:           seq,
+		DuplicateKey:   chk.duplicateKey(),
 		SummaryFunc: func() IngestSummary {
 			return IngestSummary{SourceDigest: src.digest, SkippedEmpty: r.SkippedEmpty(), ErrorCounts: chk.tally.Counts(), Width: src.width}
 		},

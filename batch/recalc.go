@@ -194,8 +194,10 @@ func (e *Engine) Recalc(ctx context.Context, p RecalcParams) (*Batch, error) {
 				e.Row = rec.Row
 				row.State, row.Errors = rows.StateInvalid, []rows.FieldError{e}
 				chk.tally.Add(row.Errors)
-			} else if errs := chk.check(ctx, rec); len(errs) > 0 {
+			} else if errs, digest := chk.checkStored(ctx, rec); len(errs) > 0 {
 				row.State, row.Errors = rows.StateInvalid, errs
+			} else {
+				row.KeyDigest = digest
 			}
 			if !yield(row, nil) {
 				return
@@ -208,14 +210,15 @@ func (e *Engine) Recalc(ctx context.Context, p RecalcParams) (*Batch, error) {
 		name += fmt.Sprintf(" %s=%s", key, p.Params[key])
 	}
 	b, err := e.store.BatchIngest(ctx, BatchIngestParams{
-		TenantID:    p.TenantID,
-		Kind:        p.Kind,
-		SourceName:  name,
-		Header:      tmpl,
-		Recalc:      nonNilParams(p.Params),
-		MaxAttempts: k.settings().maxAttempts,
-		Rows:        seq,
-		SummaryFunc: func() IngestSummary { return IngestSummary{ErrorCounts: chk.tally.Counts()} },
+		TenantID:     p.TenantID,
+		Kind:         p.Kind,
+		SourceName:   name,
+		Header:       tmpl,
+		Recalc:       nonNilParams(p.Params),
+		MaxAttempts:  k.settings().maxAttempts,
+		Rows:         seq,
+		DuplicateKey: chk.duplicateKey(),
+		SummaryFunc:  func() IngestSummary { return IngestSummary{ErrorCounts: chk.tally.Counts()} },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("recalc %s: %w", p.Kind, err)

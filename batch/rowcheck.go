@@ -12,11 +12,13 @@ import (
 // and adds the file-wide check the phases cannot make: a natural key seen
 // on an earlier row.
 //
-// It remembers one 16-byte digest and a row number per valid row with a
-// key, about 50 bytes a row with the map's overhead: 50 MB for a million
-// rows. Digests rather than the keys themselves keep that flat however
-// long the keys are; a collision of 128-bit digests is not a practical
-// concern.
+// An import leaves that check to the store (checkStored): each valid row
+// carries its key's digest and one statement finds the duplicates, so the
+// importer's memory stays flat however long the file is. A dry run, which
+// writes nothing, remembers a 16-byte digest and a row number per keyed
+// row (check), about 50 bytes a row with the map's overhead. Digests
+// rather than the keys themselves keep that flat however long the keys
+// are; a collision of 128-bit digests is not a practical concern.
 type rowChecker struct {
 	k     kind
 	m     *rows.Mapping
@@ -46,6 +48,27 @@ func (c *rowChecker) check(ctx context.Context, rec rows.Record) []rows.FieldErr
 	errs := c.checkRow(ctx, rec)
 	c.tally.Add(errs)
 	return errs
+}
+
+// checkStored returns the errors of one record and, for a valid row with a
+// natural key, the key's digest for the store's duplicate check
+// (duplicateKey names the key in its errors).
+func (c *rowChecker) checkStored(ctx context.Context, rec rows.Record) ([]rows.FieldError, []byte) {
+	errs, key := c.k.check(ctx, c.m, rec)
+	c.tally.Add(errs)
+	if key == "" {
+		return errs, nil
+	}
+	d := keyDigest(key)
+	return nil, d[:]
+}
+
+// duplicateKey is how the store names the key in a duplicate's error.
+func (c *rowChecker) duplicateKey() DuplicateKey {
+	if !c.k.hasKey() {
+		return DuplicateKey{}
+	}
+	return DuplicateKey{Column: c.col.Header, Field: c.col.Field, Name: c.name}
 }
 
 func (c *rowChecker) checkRow(ctx context.Context, rec rows.Record) []rows.FieldError {

@@ -23,6 +23,8 @@ type (
 	IngestSummary = driver.IngestSummary
 	// BatchIngestParams are the parameters of Store.BatchIngest.
 	BatchIngestParams = driver.BatchIngestParams
+	// DuplicateKey is driver.DuplicateKey.
+	DuplicateKey = driver.DuplicateKey
 	// BatchGetParams are the parameters of Store.BatchGet.
 	BatchGetParams = driver.BatchGetParams
 	// BatchFindParams are the parameters of Store.BatchFind.

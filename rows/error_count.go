@@ -36,6 +36,18 @@ func (t *ErrorTally) Add(errs []FieldError) {
 	t.total += int64(len(errs))
 }
 
+// AddCount adds c.Count errors of c's column and code.
+func (t *ErrorTally) AddCount(c ErrorCount) {
+	if c.Count == 0 {
+		return
+	}
+	if t.n == nil {
+		t.n = map[ErrorCount]int64{}
+	}
+	t.n[ErrorCount{Column: c.Column, Code: c.Code}] += c.Count
+	t.total += c.Count
+}
+
 // Total returns the number of errors counted.
 func (t *ErrorTally) Total() int64 { return t.total }
 

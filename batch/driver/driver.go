@@ -108,6 +108,10 @@ type IngestRow struct {
 	State   rows.State // valid or invalid; an export's: succeeded (written) or failed
 	Values  []string
 	Errors  []rows.FieldError
+	// KeyDigest is the digest of a valid row's natural key, or nil. The
+	// store marks a row whose digest an earlier row of the batch has as
+	// invalid (BatchIngestParams.DuplicateKey).
+	KeyDigest []byte
 }
 
 // IngestSummary is known only once every row has been read.
@@ -146,6 +150,20 @@ type BatchIngestParams struct {
 	// Recalc, for a recalculation, are its source's parameters: stored
 	// with the batch (Batch.Recalc).
 	Recalc map[string]string
+	// DuplicateKey names the natural key in the error of a row whose
+	// KeyDigest an earlier row has. The store finds those rows with one
+	// statement before the batch is accepted, so an importer's memory
+	// does not grow with the file; it adds them to the error counts.
+	DuplicateKey DuplicateKey
+}
+
+// DuplicateKey is how a duplicate_key row error names the key: the column
+// as the file spells it, the struct field, and the key's name in the
+// message ("same email as row 12").
+type DuplicateKey struct {
+	Column string
+	Field  string
+	Name   string
 }
 
 // BatchGetParams are the parameters of Store.BatchGet.
@@ -381,7 +399,8 @@ type RowSettleParams struct {
 	Reason string
 }
 
-// Worker is a worker credential: a name, the tenants it may work.
+// Worker is a worker credential: a name, the tenants it may work (nil:
+// every tenant).
 type Worker struct {
 	Name      string   `json:"name"`
 	TenantIDs []string `json:"tenant_ids"`

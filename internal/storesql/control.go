@@ -447,5 +447,8 @@ func (s *Store) WorkerAuth(ctx context.Context, tokenHash string) (*driver.Worke
 	if err := json.Unmarshal([]byte(tenant), &w.TenantIDs); err != nil {
 		return nil, fmt.Errorf("worker %s tenants: %w", w.Name, err)
 	}
+	if len(w.TenantIDs) == 0 {
+		w.TenantIDs = nil // every tenant, stored as []
+	}
 	return &w, nil
 }

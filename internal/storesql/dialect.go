@@ -62,8 +62,9 @@ type Dialect struct {
 	// re-run took 7 minutes).
 	WithRecords func(param string, cols map[string]string) string
 	// JSONError renders a row's errors column: one field error of the row
-	// rowExpr, with the code and message parameters.
-	JSONError func(rowExpr, codeParam, msgParam string) string
+	// rowExpr, with text members given as name and expression pairs
+	// ("code", "$6", "message", "$7"); a NULL member is left out.
+	JSONError func(rowExpr string, text ...string) string
 	// HasTable returns a query whose one boolean answer says whether the
 	// engine's table exists.
 	HasTable func(table string) (string, []any)

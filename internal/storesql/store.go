@@ -46,7 +46,7 @@ func (s *Store) Dialect() *Dialect { return s.d }
 
 // statements are the shared statements, expanded once for the dialect.
 type statements struct {
-	insertBatch, ingestSummary, insertChunks                      string
+	insertBatch, ingestSummary, insertChunks, markDuplicates      string
 	nextSeq, finish, sumChunks                                    string
 	batchGet, batchList, batchFind                                string
 	findChunk, leaseChunk, markProcessing, recount, recountFree   string
@@ -82,6 +82,18 @@ func newStatements(d *Dialect) statements {
 			d.Expand(`DELETE FROM {t}batches WHERE id = $1`),
 		},
 		ingestSummary: d.Expand(`UPDATE {t}batches SET source_digest = $1, skipped_empty = $2, options = $3 WHERE id = $4`),
+		// A valid row whose key an earlier valid row of the batch has is a
+		// duplicate; the error names that first row. The window sorts the
+		// batch's digests in the database, not in the importer's memory.
+		markDuplicates: d.Expand(`UPDATE {t}batch_rows AS r
+			SET state = 'invalid', next_attempt_at = NULL,
+			    errors = ` + d.JSONError("r.row_no", "column", "NULLIF($2, '')", "field", "NULLIF($3, '')",
+			"code", "'"+string(rows.CodeDuplicateKey)+"'", "message", "'same ' || $4 || ' as row ' || d.first") + `
+			FROM (SELECT row_no, first FROM (
+				SELECT row_no, first_value(row_no) OVER (PARTITION BY key_digest ORDER BY row_no) AS first
+				FROM {t}batch_rows WHERE batch_id = $1 AND key_digest IS NOT NULL) w
+				WHERE first <> row_no) d
+			WHERE r.batch_id = $1 AND r.row_no = d.row_no`),
 		insertChunks: d.Expand(`INSERT INTO {t}batch_chunks
 			(batch_id, chunk_no, tenant_id, first_row_no, last_row_no, next_due_at, ` + CountColumns() + `)
 			SELECT batch_id, chunk_no, tenant_id, min(row_no), max(row_no),
@@ -146,7 +158,7 @@ func newStatements(d *Dialect) statements {
 		// with a reason, rather than retried forever.
 		killExhausted: d.Expand(`UPDATE {t}batch_rows
 			SET state = 'dead', next_attempt_at = NULL, updated_at = {now},
-			    errors = ` + d.JSONError("row_no", "$6", "$7") + `
+			    errors = ` + d.JSONError("row_no", "code", "$6", "message", "$7") + `
 			WHERE batch_id = $1 AND row_no BETWEEN $2 AND $3 AND tenant_id = $4
 			  AND state IN ` + ClaimableStates + ` AND next_attempt_at <= {now} AND attempts >= $5`),
 		batchStatus: d.Expand(`SELECT status FROM {t}batches WHERE id = $1`),
@@ -342,6 +354,13 @@ func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*d
 			sum = p.SummaryFunc()
 		}
 		opts.ErrorCounts, opts.Width = sum.ErrorCounts, sum.Width
+		if k := p.DuplicateKey; k.Name != "" {
+			n, err := q.Exec(ctx, s.q.markDuplicates, id, k.Column, k.Field, k.Name)
+			if err != nil {
+				return fmt.Errorf("find duplicate keys: %w", err)
+			}
+			opts.ErrorCounts = addErrorCount(opts.ErrorCounts, rows.ErrorCount{Column: k.Column, Code: rows.CodeDuplicateKey, Count: n})
+		}
 		final, err := json.Marshal(opts)
 		if err != nil {
 			return err
@@ -925,4 +944,17 @@ func sliceRows(rs []driver.IngestRow) iter.Seq2[driver.IngestRow, error] {
 			}
 		}
 	}
+}
+
+// addErrorCount adds c to counts, keeping the order ErrorTally.Counts
+// gives: most frequent first, then by column and code.
+func addErrorCount(counts []rows.ErrorCount, c rows.ErrorCount) []rows.ErrorCount {
+	if c.Count == 0 {
+		return counts
+	}
+	var t rows.ErrorTally
+	for _, e := range append(slices.Clone(counts), c) {
+		t.AddCount(e)
+	}
+	return t.Counts()
 }

@@ -106,8 +106,12 @@ func dialect(schema string) *storesql.Dialect {
 		WithRecords: func(param string, cols map[string]string) string {
 			return fmt.Sprintf("WITH u AS (SELECT * FROM jsonb_to_recordset(CAST(%s AS jsonb)) AS x(%s))", param, storesql.ColumnList(cols, func(name, typ string) string { return name + " " + typ }))
 		},
-		JSONError: func(rowExpr, code, msg string) string {
-			return fmt.Sprintf("jsonb_build_array(jsonb_build_object('row', %s, 'code', CAST(%s AS text), 'message', CAST(%s AS text)))", rowExpr, code, msg)
+		JSONError: func(rowExpr string, text ...string) string {
+			members := "'row', " + rowExpr
+			for i := 0; i+1 < len(text); i += 2 {
+				members += fmt.Sprintf(", '%s', CAST(%s AS text)", text[i], text[i+1])
+			}
+			return "jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(" + members + ")))"
 		},
 		HasTable: func(table string) (string, []any) {
 			return `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = $1 AND tablename = $2)`, []any{schema, table}
@@ -275,7 +279,7 @@ func (d pgDriver) InsertRows(ctx context.Context, q storesql.Querier, p storesql
 	src := newCopySource(p.Rows, p.BatchID, p.TenantID, now)
 	defer src.stop()
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{d.s.schema, "batch_rows"},
-		[]string{"batch_id", "row_no", "tenant_id", "chunk_no", "state", "payload", "errors", "next_attempt_at", "updated_at"},
+		[]string{"batch_id", "row_no", "tenant_id", "chunk_no", "state", "payload", "errors", "next_attempt_at", "updated_at", "key_digest"},
 		src); err != nil {
 		if src.err != nil {
 			return src.err // the source's own error, not COPY's wrapping of it
@@ -327,7 +331,7 @@ func (c *copySource) Next() bool {
 	if r.State.Open() {
 		next = c.now
 	}
-	c.vals = []any{c.batch, r.RowNo, c.tenant, r.ChunkNo, string(r.State), payload, errArg, next, c.now}
+	c.vals = []any{c.batch, r.RowNo, c.tenant, r.ChunkNo, string(r.State), payload, errArg, next, c.now, r.KeyDigest}
 	return true
 }
 

@@ -170,8 +170,13 @@ func dialect() *storesql.Dialect {
 				return fmt.Sprintf("json_extract(value, '$.%s') AS %s", name, name)
 			}), param)
 		},
-		JSONError: func(rowExpr, code, msg string) string {
-			return fmt.Sprintf("json_array(json_object('row', %s, 'code', %s, 'message', %s))", rowExpr, code, msg)
+		JSONError: func(rowExpr string, text ...string) string {
+			// json_patch with an object drops its NULL members.
+			members := "'row', " + rowExpr
+			for i := 0; i+1 < len(text); i += 2 {
+				members += fmt.Sprintf(", '%s', %s", text[i], text[i+1])
+			}
+			return "json_array(json_patch('{}', json_object(" + members + ")))"
 		},
 		HasTable: func(table string) (string, []any) {
 			return `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = $1)`, []any{table}
@@ -272,8 +277,8 @@ func (liteDriver) LockMigrations(context.Context, storesql.Querier) error { retu
 // InsertRows writes a batch's rows with one prepared INSERT.
 func (liteDriver) InsertRows(ctx context.Context, q storesql.Querier, p storesql.InsertRowsParams) error {
 	ins, err := q.(querier).q.PrepareContext(ctx, `INSERT INTO batch_rows
-		(batch_id, row_no, tenant_id, chunk_no, state, payload, errors, next_attempt_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, CASE WHEN ? THEN `+now+` END, `+now+`)`)
+		(batch_id, row_no, tenant_id, chunk_no, state, payload, errors, next_attempt_at, updated_at, key_digest)
+		VALUES (?, ?, ?, ?, ?, ?, ?, CASE WHEN ? THEN `+now+` END, `+now+`, ?)`)
 	if err != nil {
 		return err
 	}
@@ -294,7 +299,7 @@ func (liteDriver) InsertRows(ctx context.Context, q storesql.Querier, p storesql
 		if errs != nil {
 			errArg = string(errs)
 		}
-		if _, err := ins.ExecContext(ctx, p.BatchID, r.RowNo, p.TenantID, r.ChunkNo, string(r.State), string(payload), errArg, r.State.Open()); err != nil {
+		if _, err := ins.ExecContext(ctx, p.BatchID, r.RowNo, p.TenantID, r.ChunkNo, string(r.State), string(payload), errArg, r.State.Open(), nilIfEmpty(r.KeyDigest)); err != nil {
 			return fmt.Errorf("insert row %d: %w", r.RowNo, interpretError(err))
 		}
 	}
@@ -332,4 +337,12 @@ func (liteDriver) UpdateOutcomes(ctx context.Context, q storesql.Querier, p stor
 		}
 	}
 	return nil
+}
+
+// nilIfEmpty stores an absent digest as NULL, not as an empty BLOB.
+func nilIfEmpty(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
 }

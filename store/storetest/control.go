@@ -441,4 +441,14 @@ func testWorkers(t *testing.T, s driver.Store) {
 	if _, err := s.WorkerAuth(ctx, "nope"); !errors.Is(err, driver.ErrNotFound) {
 		t.Fatalf("auth with an unknown token = %v", err)
 	}
+	// A worker of every tenant must come back with nil tenants (any), not
+	// an empty list, which a claim reads as no tenant at all: such a
+	// worker claimed nothing and exited as if the work were done.
+	if err := s.WorkerCreate(ctx, driver.WorkerCreateParams{Name: "all", TokenHash: "h3"}); err != nil {
+		t.Fatal(err)
+	}
+	w, err = s.WorkerAuth(ctx, "h3")
+	if err != nil || w.TenantIDs != nil {
+		t.Fatalf("auth of an every-tenant worker = %#v, %v", w, err)
+	}
 }

@@ -1,0 +1,12 @@
+-- Natural keys are checked in the database: an import stores the digest of
+-- each valid row's key, and one statement at the end of the ingest marks a
+-- row whose key an earlier row has as a duplicate. Before, the importer
+-- kept every key in memory (54 MB live at 1,000,000 rows).
+ALTER TABLE batch_rows ADD COLUMN key_digest bytea;
+
+-- Every row is updated about twice after it is written (claimed, then its
+-- outcome). With room left on each page and no index on an updated column,
+-- those are HOT updates: no index entries, no table bloat. The 1,000,000-row
+-- import went from 30.9 s to 25.8 s with 99.9% HOT updates (was 0.9%).
+-- Pages written from now on keep the room; existing ones are unchanged.
+ALTER TABLE batch_rows SET (fillfactor = 45);
