@@ -31,6 +31,8 @@ test: ## Full test suite with -race against PostgreSQL (throwaway server unless 
 	$(GO) test -count=1 -run 'Memory' ./rows/...
 	@# The effect race on SQLite at full size (10,000 keys), which -race slows twentyfold.
 	$(GO) test -count=1 -run 'TestConformance/EffectKeysOneWinner' ./store/sqlite/
+	@# Every benchmark once, as a smoke test, so none of them rots.
+	ROWFATE_REQUIRE_POSTGRES=1 scripts/with-postgres.sh $(GO) test -short -count=1 -run '^$$' -bench . -benchtime=1x $(PKGS)
 	@$(MAKE) --no-print-directory fuzz-short
 
 fuzz-short: ## Run every Fuzz* target briefly, FUZZSHORT each (default 10s)

@@ -314,7 +314,7 @@ func (e *Engine) flushChunk(ctx context.Context, s *WorkStats, l *Lease, p Chunk
 // to flushRetryLimit, even when ctx is done: the work is done and its
 // outcomes must not be lost.
 func (e *Engine) flushResult(ctx context.Context, s *WorkStats, l *Lease, p ChunkFlushParams) (*FlushResult, error) {
-	p.TenantID, p.BatchID, p.ChunkNo, p.Token = l.TenantID, l.BatchID, l.ChunkNo, l.Token
+	p.TenantID, p.BatchID, p.ChunkNo, p.Token, p.Deferred = l.TenantID, l.BatchID, l.ChunkNo, l.Token, l.Deferred
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushRetryLimit)
 	defer cancel()
 	var res *FlushResult

@@ -576,6 +576,19 @@ func (r *Registry) names() []string {
 	return out
 }
 
+// transactionalNames lists the kinds whose processors write in the flush's
+// transaction: their claims may be deferred (ChunkClaimParams.DeferKinds).
+func (r *Registry) transactionalNames() []string {
+	var out []string
+	for n, k := range r.kinds {
+		if k.transactional() {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Kinds lists the registered import kinds by name.
 func (r *Registry) Kinds() []KindInfo { return infos(r.kinds) }
 

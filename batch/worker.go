@@ -70,6 +70,8 @@ type run struct {
 	p      WorkParams
 	tenant string // the batch's tenant, for a BatchID
 	kinds  []string
+	// deferKinds are the transactional kinds among them.
+	deferKinds []string
 	// hard is cancelled Grace after the caller's ctx: what processors see.
 	hard    context.Context
 	waiter  *waiter
@@ -82,7 +84,7 @@ type run struct {
 // connection, a restarting server) is retried with backoff, in claims,
 // renewals and flushes alike; any other database error ends the run.
 func (e *Engine) Work(ctx context.Context, p WorkParams) (WorkStats, error) {
-	r := &run{p: p, kinds: e.registry.names(), waiter: &waiter{f: p.WaitFunc, owner: e.owner}}
+	r := &run{p: p, kinds: e.registry.names(), deferKinds: e.registry.transactionalNames(), waiter: &waiter{f: p.WaitFunc, owner: e.owner}}
 	if p.BatchID != 0 {
 		// Find the batch before doing anything: a batch outside the
 		// tenant scope is ErrNotFound at once, not after its rows ran.
@@ -153,7 +155,7 @@ func (e *Engine) workLoop(ctx context.Context, r *run) (WorkStats, error) {
 		}
 		var lease *Lease
 		err := e.retry(ctx, &s, "claim", func(ctx context.Context) (err error) {
-			lease, err = e.store.ChunkClaim(ctx, ChunkClaimParams{Owner: e.owner, TenantIDs: r.p.TenantIDs, BatchID: r.p.BatchID, LeaseDuration: e.lease, Kinds: r.kinds})
+			lease, err = e.store.ChunkClaim(ctx, ChunkClaimParams{Owner: e.owner, TenantIDs: r.p.TenantIDs, BatchID: r.p.BatchID, LeaseDuration: e.lease, Kinds: r.kinds, DeferKinds: r.deferKinds})
 			return err
 		})
 		if errors.Is(err, ErrNoWork) {

@@ -207,6 +207,15 @@ type ChunkClaimParams struct {
 	// worker can process); nil means any. A batch of another kind is left
 	// to the workers that know it.
 	Kinds []string
+	// DeferKinds are kinds whose processors write in the flush's
+	// transaction (transactional kinds). A claim of such a chunk whose last
+	// lease ended in a flush leaves its rows as they are — no processing
+	// pass, no recount — and the flush moves them to their outcome and
+	// counts the attempt (Lease.Deferred): one write per row instead of
+	// two. A chunk whose last lease expired (its worker died or stalled)
+	// is claimed the usual way, attempts counted at the claim, so a row
+	// that crashes its worker still ends dead.
+	DeferKinds []string
 }
 
 // Lease is a claimed chunk: the fencing token and the rows that are due.
@@ -222,14 +231,18 @@ type Lease struct {
 	// sweep rows a dead worker left processing: flush it with no outcomes
 	// and they become cancelled.
 	Cancelled bool
-	Owner     string
+	// Deferred: the rows were not marked processing (ChunkClaimParams.
+	// DeferKinds); the flush must say so (ChunkFlushParams.Deferred).
+	Deferred bool
+	Owner    string
 	// Token is the fencing token: it grows with every claim of the chunk,
 	// and every write under the lease is a compare-and-set on it.
 	Token int64
 	Rows  []LeasedRow
 }
 
-// LeasedRow is a row handed to a worker, already marked processing.
+// LeasedRow is a row handed to a worker, marked processing unless the
+// lease is Deferred.
 type LeasedRow struct {
 	RowNo    int64
 	Values   []string
@@ -289,6 +302,9 @@ type ChunkFlushParams struct {
 	ChunkNo  int64
 	Token    int64
 	Outcomes []RowOutcome
+	// Deferred is Lease.Deferred: the outcomes apply to rows still due
+	// (valid or retrying), and each counts an attempt.
+	Deferred bool
 	// EffectFunc, when set, runs inside the flush's transaction after the
 	// fencing token is checked, and its outcomes join Outcomes: the writes
 	// of a transactional processor commit with the outcomes or not at all.

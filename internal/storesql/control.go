@@ -19,6 +19,7 @@ type control struct {
 	lockChunks, cancelBatch, cancelRows, recountBatch, batchOf string
 	pauseBatch, pauseAdd, pauseDrop, pausedList                string
 	retryRows, rowChunk, lockChunk, settleRow, settleEffect    string
+	lockChunkDeferred, deferredHeld                            string
 	kindsOpen, workerCreate, workerAuth                        string
 }
 
@@ -69,6 +70,12 @@ func newControl(d *Dialect) control {
 			WHERE batch_id = $1 AND tenant_id = $2 AND ` + d.InText("state", "$3")),
 		rowChunk:  d.Expand(`SELECT chunk_no, state FROM {t}batch_rows WHERE batch_id = $1 AND row_no = $2 AND tenant_id = $3`),
 		lockChunk: d.Expand(`SELECT 1 FROM {t}batch_chunks WHERE batch_id = $1 AND chunk_no = $2{for_update}`),
+		// A deferred lease not yet released (live, or left by a worker
+		// that died) holds rows that still look due.
+		lockChunkDeferred: d.Expand(`SELECT lease_deferred AND lease_expires_at IS NOT NULL FROM {t}batch_chunks
+			WHERE batch_id = $1 AND chunk_no = $2{for_update}`),
+		deferredHeld: d.Expand(`SELECT count(*) FROM {t}batch_chunks
+			WHERE batch_id = $1 AND tenant_id = $2 AND lease_deferred AND lease_expires_at IS NOT NULL`),
 		settleRow: d.Expand(`UPDATE {t}batch_rows
 			SET state = $4, result_id = $5, errors = $6,
 			    attempts = CASE WHEN $4 = 'valid' THEN 0 ELSE attempts END,

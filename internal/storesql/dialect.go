@@ -157,6 +157,19 @@ type UpdateOutcomesParams struct {
 	TenantID    string
 	First, Last int64
 	Outcomes    []driver.RowOutcome
+	// Deferred: the rows are still due, not processing, and the update
+	// counts their attempt (driver.ChunkFlushParams.Deferred).
+	Deferred bool
+}
+
+// OutcomeRows is the condition on a row an outcome may be written to, and
+// the attempts it then has: a row the claim marked processing, or, for a
+// deferred lease, a row still due (its attempt counted now).
+func (p UpdateOutcomesParams) OutcomeRows(alias string) (where, attempts string) {
+	if p.Deferred {
+		return alias + "state IN ('valid', 'retrying')", alias + "attempts + 1"
+	}
+	return alias + "state = 'processing'", alias + "attempts"
 }
 
 // Time scans a time column of either engine: a timestamptz (PostgreSQL)

@@ -208,7 +208,7 @@ func (s *Store) rerunBatchFields(ctx context.Context, q Querier, p driver.BatchR
 }
 
 // notBusy fails with ErrBatchBusy when rows of the batch are processing or
-// unknown.
+// unknown, or a deferred lease holds some.
 func (s *Store) notBusy(ctx context.Context, q Querier, tenant string, id int64) error {
 	rs, err := q.Query(ctx, s.r.busy, id, tenant)
 	if err != nil {
@@ -228,6 +228,14 @@ func (s *Store) notBusy(ctx context.Context, q Querier, tenant string, id int64)
 	}
 	if err := rs.Close(); err != nil {
 		return err
+	}
+	var held int64
+	if err := q.QueryRow(ctx, s.c.deferredHeld, id, tenant).Scan(&held); err != nil {
+		return fmt.Errorf("check leases: %w", err)
+	}
+	if held > 0 {
+		// Rows of a deferred lease look due but are being worked.
+		found = append(found, fmt.Sprintf("%d chunks being worked", held))
 	}
 	if len(found) > 0 {
 		slices.Sort(found)
@@ -275,9 +283,14 @@ func (s *Store) RowReview(ctx context.Context, p driver.RowReviewParams) error {
 		}
 		// The chunk's lock, as a flush takes it: a worker holding other
 		// rows of the chunk flushes before or after, never in between.
-		var one int
-		if err := q.QueryRow(ctx, s.c.lockChunk, p.BatchID, chunk).Scan(&one); err != nil {
+		var deferred bool
+		if err := q.QueryRow(ctx, s.c.lockChunkDeferred, p.BatchID, chunk).Scan(&deferred); err != nil {
 			return fmt.Errorf("lock chunk: %w", err)
+		}
+		if deferred && (state == string(rows.StateValid) || state == string(rows.StateRetrying)) {
+			// A deferred lease works its due rows without marking them:
+			// this one is being worked as surely as a processing row.
+			return fmt.Errorf("row %d of batch %d is being worked: %w", p.RowNo, p.BatchID, driver.ErrConflict)
 		}
 		var n int64
 		if p.State == rows.StateSkipped {

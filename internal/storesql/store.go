@@ -46,15 +46,15 @@ func (s *Store) Dialect() *Dialect { return s.d }
 
 // statements are the shared statements, expanded once for the dialect.
 type statements struct {
-	insertBatch, ingestSummary, insertChunks, markDuplicates      string
-	nextSeq, finish, sumChunks                                    string
-	batchGet, batchList, batchFind                                string
-	findChunk, leaseChunk, markProcessing, recount, recountFree   string
-	leaseRenew, checkLease, rowsList, rowsCount, migrationsTable  string
-	nextDue, killExhausted, batchStatus, leaseHeld, cancelLeft    string
-	giveBack, recordEffects, ingestRenew, ingestDone, deadIngests string
-	dropBatch                                                     []string
-	migrationsApplied, migrationInsert, schemaVersion             string
+	insertBatch, ingestSummary, insertChunks, markDuplicates             string
+	nextSeq, finish, sumChunks                                           string
+	batchGet, batchList, batchFind                                       string
+	findChunk, leaseChunk, markProcessing, dueRows, recount, recountFree string
+	leaseRenew, checkLease, rowsList, rowsCount, migrationsTable         string
+	nextDue, killExhausted, batchStatus, leaseHeld, cancelLeft           string
+	giveBack, recordEffects, ingestRenew, ingestDone, deadIngests        string
+	dropBatch                                                            []string
+	migrationsApplied, migrationInsert, schemaVersion                    string
 }
 
 // workable is the condition on a batch b whose rows workers may claim: it
@@ -135,7 +135,7 @@ func newStatements(d *Dialect) statements {
 		// worker's lease are left in it: its claim sweeps them to cancelled,
 		// so recovery needs no cleanup job.
 		findChunk: d.Expand(`SELECT ch.batch_id, ch.chunk_no, ch.tenant_id, b.kind, b.header, b.options, b.max_attempts, b.status,
-				ch.first_row_no, ch.last_row_no
+				ch.first_row_no, ch.last_row_no, ch.lease_expires_at IS NULL
 			FROM {t}batch_chunks ch JOIN {t}batches b ON b.id = ch.batch_id
 			WHERE ch.next_due_at IS NOT NULL AND ch.next_due_at <= {now}
 			  AND (ch.lease_expires_at IS NULL OR ch.lease_expires_at < {now})
@@ -178,15 +178,20 @@ func newStatements(d *Dialect) statements {
 			WHERE e.tenant_id = $1 AND e.batch_id = $2 AND e.effect_key = u.k AND e.row_no = u.n`),
 		leaseChunk: d.Expand(`UPDATE {t}batch_chunks
 			SET lease_owner = $1, lease_token = lease_token + 1,
-			    lease_expires_at = {now} + CAST($2 AS bigint) * {ms}, last_claimed_at = {now}
+			    lease_expires_at = {now} + CAST($2 AS bigint) * {ms}, last_claimed_at = {now}, lease_deferred = $5
 			WHERE batch_id = $3 AND chunk_no = $4 RETURNING lease_token`),
+		// A deferred claim reads the due rows and writes none of them.
+		dueRows: d.Expand(`SELECT row_no, payload, attempts + 1 FROM {t}batch_rows
+			WHERE batch_id = $1 AND row_no BETWEEN $2 AND $3 AND tenant_id = $4
+			  AND state IN ('valid', 'retrying') AND next_attempt_at <= {now}
+			ORDER BY row_no`),
 		markProcessing: d.Expand(`UPDATE {t}batch_rows
 			SET state = 'processing', attempts = attempts + 1, updated_at = {now}
 			WHERE batch_id = $1 AND row_no BETWEEN $2 AND $3 AND tenant_id = $4
 			  AND state IN ` + ClaimableStates + ` AND next_attempt_at <= {now}
 			RETURNING row_no, payload, attempts`),
 		recount:     d.Expand(recountSQL("")),
-		recountFree: d.Expand(recountSQL(", lease_owner = NULL, lease_expires_at = NULL")),
+		recountFree: d.Expand(recountSQL(", lease_owner = NULL, lease_expires_at = NULL, lease_deferred = false")),
 		leaseRenew: d.Expand(`UPDATE {t}batch_chunks SET lease_expires_at = {now} + CAST($1 AS bigint) * {ms}
 			WHERE batch_id = $2 AND chunk_no = $3 AND lease_token = $4 AND tenant_id = $5
 			  AND lease_expires_at IS NOT NULL
@@ -622,9 +627,10 @@ func (s *Store) ChunkClaim(ctx context.Context, p driver.ChunkClaimParams) (*dri
 			header, options string
 			maxAttempts     int
 			status          string
+			released        bool // the last lease ended in a flush
 		)
 		err := q.QueryRow(ctx, s.q.findChunk, p.BatchID, s.d.ListArg(p.TenantIDs), s.d.ListArg(p.Kinds)).
-			Scan(&l.BatchID, &l.ChunkNo, &l.TenantID, &l.Kind, &header, &options, &maxAttempts, &status, &first, &last)
+			Scan(&l.BatchID, &l.ChunkNo, &l.TenantID, &l.Kind, &header, &options, &maxAttempts, &status, &first, &last, &released)
 		if errors.Is(err, sql.ErrNoRows) {
 			return driver.ErrNoWork
 		}
@@ -640,47 +646,63 @@ func (s *Store) ChunkClaim(ctx context.Context, p driver.ChunkClaimParams) (*dri
 		}
 		l.Conventions = opts.Conventions
 		l.Cancelled = status == string(driver.StatusCancelled)
-		if err := q.QueryRow(ctx, s.q.leaseChunk, p.Owner, p.LeaseDuration.Milliseconds(), l.BatchID, l.ChunkNo).Scan(&l.Token); err != nil {
+		l.Deferred = released && !l.Cancelled && slices.Contains(p.DeferKinds, l.Kind)
+		if err := q.QueryRow(ctx, s.q.leaseChunk, p.Owner, p.LeaseDuration.Milliseconds(), l.BatchID, l.ChunkNo, l.Deferred).Scan(&l.Token); err != nil {
 			return fmt.Errorf("lease chunk: %w", err)
 		}
 		l.Owner = p.Owner
 		if l.Cancelled {
 			return nil // swept by the flush that follows
 		}
+		if l.Deferred {
+			// No worker died holding this chunk, so no row can have used
+			// its attempts without an outcome: nothing to kill, nothing
+			// to mark, nothing to recount.
+			return s.leasedRows(ctx, q, &l, s.q.dueRows, l.BatchID, first, last, l.TenantID)
+		}
 		msg := fmt.Sprintf("used all %d attempts: each time, its worker stopped (crashed, was killed, or lost its lease) before it recorded an outcome", maxAttempts)
 		if _, err := q.Exec(ctx, s.q.killExhausted, l.BatchID, first, last, l.TenantID, maxAttempts, string(rows.CodeExhausted), msg); err != nil {
 			return fmt.Errorf("rows out of attempts: %w", err)
 		}
-		rs, err := q.Query(ctx, s.q.markProcessing, l.BatchID, first, last, l.TenantID)
-		if err != nil {
+		if err := s.leasedRows(ctx, q, &l, s.q.markProcessing, l.BatchID, first, last, l.TenantID); err != nil {
 			return fmt.Errorf("mark rows processing: %w", err)
 		}
-		for rs.Next() {
-			var (
-				r       driver.LeasedRow
-				payload string
-			)
-			if err := rs.Scan(&r.RowNo, &payload, &r.Attempts); err != nil {
-				rs.Close()
-				return err
-			}
-			if r.Values, err = DecodeValues([]byte(payload)); err != nil {
-				rs.Close()
-				return err
-			}
-			l.Rows = append(l.Rows, r)
-		}
-		if err := rs.Close(); err != nil {
-			return fmt.Errorf("mark rows processing: %w", err)
-		}
-		// RETURNING gives no order.
-		slices.SortFunc(l.Rows, func(a, b driver.LeasedRow) int { return cmp.Compare(a.RowNo, b.RowNo) })
 		return s.recount(ctx, q, l.BatchID, l.ChunkNo, false)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &l, nil
+}
+
+// leasedRows reads a claim's rows (row, payload, attempts) into l, in row
+// order.
+func (s *Store) leasedRows(ctx context.Context, q Querier, l *driver.Lease, stmt string, args ...any) error {
+	rs, err := q.Query(ctx, stmt, args...)
+	if err != nil {
+		return err
+	}
+	for rs.Next() {
+		var (
+			r       driver.LeasedRow
+			payload string
+		)
+		if err := rs.Scan(&r.RowNo, &payload, &r.Attempts); err != nil {
+			rs.Close()
+			return err
+		}
+		if r.Values, err = DecodeValues([]byte(payload)); err != nil {
+			rs.Close()
+			return err
+		}
+		l.Rows = append(l.Rows, r)
+	}
+	if err := rs.Close(); err != nil {
+		return err
+	}
+	// RETURNING gives no order.
+	slices.SortFunc(l.Rows, func(a, b driver.LeasedRow) int { return cmp.Compare(a.RowNo, b.RowNo) })
+	return nil
 }
 
 // ChunkNextDue returns the open chunk due soonest, or driver.ErrNoWork.
@@ -770,7 +792,7 @@ func (s *Store) ChunkFlush(ctx context.Context, p driver.ChunkFlushParams) (*dri
 			outcomes = append(slices.Clip(outcomes), more...)
 		}
 		if len(outcomes) > 0 {
-			if err := s.drv.UpdateOutcomes(ctx, q, UpdateOutcomesParams{BatchID: p.BatchID, TenantID: p.TenantID, First: first, Last: last, Outcomes: outcomes}); err != nil {
+			if err := s.drv.UpdateOutcomes(ctx, q, UpdateOutcomesParams{BatchID: p.BatchID, TenantID: p.TenantID, First: first, Last: last, Outcomes: outcomes, Deferred: p.Deferred}); err != nil {
 				return fmt.Errorf("record outcomes: %w", err)
 			}
 			if err := s.recordEffects(ctx, q, p.TenantID, p.BatchID, outcomes); err != nil {

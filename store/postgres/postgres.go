@@ -372,14 +372,15 @@ func (d pgDriver) UpdateOutcomes(ctx context.Context, q storesql.Querier, p stor
 	if _, err := q.Exec(ctx, `SET LOCAL enable_nestloop = off`); err != nil {
 		return err
 	}
+	where, attempts := p.OutcomeRows("r.")
 	if _, err := q.Exec(ctx, `UPDATE `+storesql.QuoteIdent(d.s.schema)+`.batch_rows r
-		SET state = u.state, result_id = u.result_id, errors = u.errors::jsonb,
+		SET state = u.state, result_id = u.result_id, errors = u.errors::jsonb, attempts = `+attempts+`,
 		    next_attempt_at = CASE WHEN u.state IN `+storesql.OpenStates+`
 		        THEN now() + u.delay_ms * interval '1 millisecond' END,
 		    updated_at = now()
 		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::bigint[])
 		    AS u(row_no, state, result_id, errors, delay_ms)
-		WHERE r.batch_id = $6 AND r.tenant_id = $7 AND r.row_no = u.row_no AND r.state = 'processing'
+		WHERE r.batch_id = $6 AND r.tenant_id = $7 AND r.row_no = u.row_no AND `+where+`
 		  AND r.row_no BETWEEN $8 AND $9`,
 		rowNos, states, ids, errs, delays, p.BatchID, p.TenantID, p.First, p.Last); err != nil {
 		return err

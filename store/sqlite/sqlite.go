@@ -309,11 +309,12 @@ func (liteDriver) InsertRows(ctx context.Context, q storesql.Querier, p storesql
 // UpdateOutcomes writes a flush's outcomes with one prepared UPDATE per
 // row: in-process calls, so no round trips to save.
 func (liteDriver) UpdateOutcomes(ctx context.Context, q storesql.Querier, p storesql.UpdateOutcomesParams) error {
+	where, attempts := p.OutcomeRows("")
 	upd, err := q.(querier).q.PrepareContext(ctx, `UPDATE batch_rows
-		SET state = ?, result_id = ?, errors = ?,
+		SET state = ?, result_id = ?, errors = ?, attempts = `+attempts+`,
 		    next_attempt_at = CASE WHEN ? IN `+storesql.OpenStates+` THEN `+now+` + ? END,
 		    updated_at = `+now+`
-		WHERE batch_id = ? AND row_no = ? AND tenant_id = ? AND state = 'processing'
+		WHERE batch_id = ? AND row_no = ? AND tenant_id = ? AND `+where+`
 		  AND row_no BETWEEN ? AND ?`)
 	if err != nil {
 		return err

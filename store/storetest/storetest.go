@@ -55,6 +55,7 @@ func RunWith(t *testing.T, newStore NewStoreFunc, o Options) {
 	runControl(t, newStore, o)
 	runEvents(t, newStore)
 	runReview(t, newStore)
+	runDeferred(t, newStore)
 	t.Run("SchemaStatus", func(t *testing.T) {
 		t.Parallel()
 		st, err := newStore(t).SchemaStatus(context.Background())
