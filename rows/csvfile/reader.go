@@ -615,10 +615,14 @@ func (l *lineCounter) count() int64 {
 	return l.newlines
 }
 
-// isEmpty reports whether every cell of rec is blank.
+// isEmpty reports whether every cell of rec is blank. A cell that is only
+// a formula quote before blanks ("'\t", as the writer protects a cell
+// starting with a tab) is blank too: a spreadsheet shows nothing there, and
+// once the quote is removed the row would be a blank row handed on (found
+// by FuzzCSVReader).
 func isEmpty(rec []string) bool {
 	for _, v := range rec {
-		if strings.TrimSpace(v) != "" {
+		if strings.TrimSpace(rows.UnquoteFormula(v)) != "" {
 			return false
 		}
 	}
