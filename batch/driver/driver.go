@@ -189,6 +189,9 @@ type BatchListParams struct {
 	BeforeID int64
 	// Limit caps the page. Defaults to 20.
 	Limit int
+	// Status and Kind filter; empty is any.
+	Status Status
+	Kind   string
 }
 
 // ChunkClaimParams are the parameters of Store.ChunkClaim.

@@ -104,6 +104,9 @@ func (s *Store) appendEvent(ctx context.Context, q Querier, id int64, typ driver
 	if _, err := q.Exec(ctx, s.e.insert, tenant, id, seq, string(ev.Type), string(payload), timeArg(s.d, now)); err != nil {
 		return nil, fmt.Errorf("append event: %w", err)
 	}
+	if err := s.enqueueHooks(ctx, q, tenant, ev); err != nil {
+		return nil, err
+	}
 	return ev, nil
 }
 

@@ -28,6 +28,7 @@ type Store struct {
 	c   control
 	e   eventStatements
 	r   reviewStatements
+	sv  serviceStatements
 	hub eventHub
 }
 
@@ -38,6 +39,7 @@ func New(drv Driver, d *Dialect) *Store {
 	s.c = newControl(d)
 	s.e = newEventStatements(d)
 	s.r = newReviewStatements(d)
+	s.sv = newServiceStatements(d)
 	return s
 }
 
@@ -126,6 +128,7 @@ func newStatements(d *Dialect) statements {
 		// The page is chosen first, so the join sums only its batches' chunks.
 		batchList: d.Expand(`WITH page AS (
 				SELECT id FROM {t}batches WHERE tenant_id = $1 AND (CAST($2 AS bigint) = 0 OR id < $2)
+				  AND (CAST($4 AS text) = '' OR status = $4) AND (CAST($5 AS text) = '' OR kind = $5)
 				ORDER BY id DESC LIMIT $3)
 			SELECT ` + batchColumns + `, ` + prefixed(sums, "c.") + `
 			FROM page JOIN {t}batches b ON b.id = page.id
@@ -596,7 +599,7 @@ func (s *Store) BatchList(ctx context.Context, p driver.BatchListParams) ([]*dri
 	if p.Limit <= 0 {
 		p.Limit = 20
 	}
-	rs, err := s.drv.DB().Query(ctx, s.q.batchList, p.TenantID, p.BeforeID, p.Limit)
+	rs, err := s.drv.DB().Query(ctx, s.q.batchList, p.TenantID, p.BeforeID, p.Limit, string(p.Status), p.Kind)
 	if err != nil {
 		return nil, fmt.Errorf("list batches: %w", err)
 	}

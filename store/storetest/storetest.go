@@ -56,6 +56,7 @@ func RunWith(t *testing.T, newStore NewStoreFunc, o Options) {
 	runEvents(t, newStore)
 	runReview(t, newStore)
 	runDeferred(t, newStore)
+	runService(t, newStore)
 	t.Run("SchemaStatus", func(t *testing.T) {
 		t.Parallel()
 		st, err := newStore(t).SchemaStatus(context.Background())
