@@ -79,7 +79,9 @@ type Batch struct {
 	Recalc map[string]string `json:"recalc,omitzero"`
 	// Reused is set by an import that found this batch by its
 	// idempotency key instead of importing the file again. Not stored.
-	Reused     bool       `json:"reused,omitempty"`
+	Reused bool `json:"reused,omitempty"`
+	// Paused is set while the batch is paused: no chunk of it is claimed.
+	Paused     bool       `json:"paused"`
 	CreatedAt  time.Time  `json:"created_at"`
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 }

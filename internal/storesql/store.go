@@ -67,7 +67,7 @@ const workable = `b.status = 'running' AND NOT b.paused AND NOT EXISTS (SELECT 1
 // batchColumns and batchFrom select a batch with its totals, summed over
 // its chunks in the same query; scanBatch reads them.
 const batchColumns = `b.id, b.tenant_id, b.kind, b.source_name, b.source_digest, b.status, b.header,
-	b.options, b.skipped_empty, b.created_at, b.finished_at`
+	b.options, b.skipped_empty, b.created_at, b.finished_at, b.paused`
 
 func newStatements(d *Dialect) statements {
 	sums := SumColumns()
@@ -551,7 +551,7 @@ func scanBatch(r interface{ Scan(...any) error }) (*driver.Batch, error) {
 	)
 	dests, counts := CountDests()
 	err := r.Scan(append([]any{&b.ID, &b.TenantID, &b.Kind, &b.SourceName, &b.SourceDigest, &status, &header,
-		&options, &b.SkippedEmpty, &created, &finished}, dests...)...)
+		&options, &b.SkippedEmpty, &created, &finished, &b.Paused}, dests...)...)
 	if err != nil {
 		return nil, err
 	}
