@@ -59,7 +59,7 @@ func (e *Engine) Retry(ctx context.Context, p RowsRetryParams) (int64, error) {
 	}
 	for _, s := range p.States {
 		if s != rows.StateFailed && s != rows.StateDead && s != rows.StateUnknown {
-			return 0, fmt.Errorf("retry rows in state %s: only failed, dead and unknown rows can be retried", s)
+			return 0, fmt.Errorf("retry rows in state %s: %w: only failed, dead and unknown rows can be retried", s, ErrInvalidRequest)
 		}
 	}
 	n, err := e.store.RowsRetry(ctx, p)

@@ -15,6 +15,12 @@ import (
 // skipped (protected), worked right now, or of unknown outcome.
 var ErrRowLocked = errors.New("row cannot be changed")
 
+// ErrInvalidRequest: the engine refused a caller's request as malformed
+// (an edit that sets nothing or names no column of the file, a skip
+// without a reason, a retry of rows in a state that cannot be retried).
+// Nothing was changed.
+var ErrInvalidRequest = errors.New("invalid request")
+
 // EditRowParams are the parameters of Engine.EditRow.
 type EditRowParams struct {
 	TenantID string
@@ -81,7 +87,7 @@ func (e *Engine) EditRow(ctx context.Context, p EditRowParams) (*Row, error) {
 		p.Actor = "unknown"
 	}
 	if len(p.Set) == 0 {
-		return nil, errors.New("edit row: nothing to set")
+		return nil, fmt.Errorf("edit row: %w: nothing to set", ErrInvalidRequest)
 	}
 	b, r, err := e.row(ctx, p.TenantID, p.BatchID, p.RowNo)
 	if err != nil {
@@ -108,7 +114,7 @@ func (e *Engine) EditRow(ctx context.Context, p EditRowParams) (*Row, error) {
 	for col, v := range p.Set {
 		i := columnIndex(m, b.Header, col)
 		if i < 0 {
-			return nil, fmt.Errorf("edit row %d of batch %d: no column %q in its file; its columns: %s", p.RowNo, b.ID, col, strings.Join(b.Header, ", "))
+			return nil, fmt.Errorf("edit row %d of batch %d: %w: no column %q in its file; its columns: %s", p.RowNo, b.ID, ErrInvalidRequest, col, strings.Join(b.Header, ", "))
 		}
 		changes[strings.TrimSpace(b.Header[i])] = change{Old: values[i], New: v}
 		values[i] = v
@@ -190,7 +196,7 @@ func (e *Engine) SkipRow(ctx context.Context, p SkipRowParams) error {
 		p.Actor = "unknown"
 	}
 	if strings.TrimSpace(p.Reason) == "" {
-		return errors.New("skip row: a reason is required")
+		return fmt.Errorf("skip row: %w: a reason is required", ErrInvalidRequest)
 	}
 	b, r, err := e.row(ctx, p.TenantID, p.BatchID, p.RowNo)
 	if err != nil {

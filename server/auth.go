@@ -1,17 +1,40 @@
 package server
 
 import (
+	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/rowfate/rowfate/batch/driver"
 )
 
 // Principal is who a request acts for.
 type Principal struct {
 	// TenantID scopes everything the request reads.
 	TenantID string
+	// Role is driver.RoleAdmin (reads and acts) or driver.RoleViewer
+	// (reads only).
+	Role string
+	// Name names the credential, for the history of what it changed.
+	Name string
+}
+
+// CanAct reports whether the principal may change anything.
+func (p Principal) CanAct() bool { return p.Role == driver.RoleAdmin }
+
+// Actor is how the principal is recorded in a batch's history.
+func (p Principal) Actor() string {
+	if p.Name == "" {
+		return "api"
+	}
+	return "api:" + p.Name
 }
 
 // Authenticator says who a request acts for, or fails.
@@ -47,7 +70,73 @@ func (a *StaticToken) Authenticate(r *http.Request) (Principal, error) {
 	if subtle.ConstantTimeCompare(d[:], a.digest[:]) != 1 {
 		return Principal{}, ErrUnauthenticated
 	}
-	return Principal{TenantID: a.tenant}, nil
+	return Principal{TenantID: a.tenant, Role: driver.RoleAdmin, Name: "static"}, nil
+}
+
+// TokenPrefix starts every API token, so that a token pasted where it
+// does not belong (a log, a ticket) is recognised for what it is.
+const TokenPrefix = "rft_"
+
+// NewToken returns a new random API token: TokenPrefix and 32 random bytes
+// in URL-safe base64, which is also a valid websocket subprotocol name.
+func NewToken() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("new token: %w", err)
+	}
+	return TokenPrefix + base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+// TokenHash is how an API token is stored and looked up: the hex SHA-256
+// of the token, never the token. A token has 256 random bits, so a fast
+// hash is enough: there is nothing to guess.
+func TokenHash(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// TokenStore is what StoreTokens reads of the store.
+type TokenStore interface {
+	TokenAuth(ctx context.Context, tokenHash string) (*driver.Token, error)
+}
+
+// StoreTokens authenticates the API tokens kept in the store (`batchctl
+// token create`): each maps to a tenant and a role. A revoked token fails
+// from the next request on.
+type StoreTokens struct {
+	Store TokenStore
+}
+
+// Authenticate implements Authenticator.
+func (a StoreTokens) Authenticate(r *http.Request) (Principal, error) {
+	tok, ok := bearer(r)
+	if !ok {
+		return Principal{}, ErrUnauthenticated
+	}
+	t, err := a.Store.TokenAuth(r.Context(), TokenHash(tok))
+	if errors.Is(err, driver.ErrNotFound) {
+		return Principal{}, ErrUnauthenticated
+	}
+	if err != nil {
+		return Principal{}, fmt.Errorf("authenticate: %w", err)
+	}
+	return Principal{TenantID: t.TenantID, Role: t.Role, Name: t.Name}, nil
+}
+
+// AnyOf authenticates with the first authenticator that accepts the
+// request; a failure other than ErrUnauthenticated (the database is down)
+// is returned at once.
+type AnyOf []Authenticator
+
+// Authenticate implements Authenticator.
+func (as AnyOf) Authenticate(r *http.Request) (Principal, error) {
+	for _, a := range as {
+		p, err := a.Authenticate(r)
+		if err == nil || !errors.Is(err, ErrUnauthenticated) {
+			return p, err
+		}
+	}
+	return Principal{}, ErrUnauthenticated
 }
 
 // subprotocol is the websocket protocol the event stream speaks.
@@ -78,5 +167,5 @@ type Insecure struct{ TenantID string }
 
 // Authenticate implements Authenticator.
 func (a Insecure) Authenticate(*http.Request) (Principal, error) {
-	return Principal{TenantID: a.TenantID}, nil
+	return Principal{TenantID: a.TenantID, Role: driver.RoleAdmin, Name: "insecure-dev"}, nil
 }

@@ -1,10 +1,20 @@
-// Package server is Rowfate's HTTP service: the live progress of batches
-// over a websocket, and health endpoints. `batchctl serve` runs it.
+// Package server is Rowfate's HTTP service, which `batchctl serve` runs:
+// the JSON API under /v1 (uploads, batches, rows, actions, downloads,
+// webhooks), the live progress of batches over a websocket, the admin page,
+// an OpenAPI document, health checks and Prometheus metrics.
 //
-// Every request is authenticated before anything else, and every batch is
-// looked up with the caller's tenant, so another tenant's batch is
-// indistinguishable from one that does not exist. Routes are registered on
-// one http.ServeMux in routes, so that the API grows there.
+// Every request but the health checks, the OpenAPI document, the admin
+// page's static files and the signed incoming webhook is authenticated
+// before anything else, and every batch is looked up with the caller's
+// tenant, so another tenant's batch is indistinguishable from one that
+// does not exist. The request's context carries the tenant
+// (driver.WithTenant), so that a store that enforces tenants in the
+// database (PostgreSQL's row-level security) does so underneath the
+// queries' own filters. A viewer reads; only an admin acts.
+//
+// Routes are one table (routes), from which the mux is built and against
+// which the OpenAPI document is checked. Errors are RFC 9457 problem
+// details with a stable code (Problem, ProblemCodes).
 package server
 
 import (
@@ -16,11 +26,14 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/filestore"
 	"github.com/rowfate/rowfate/progress"
 )
 
-// Store is what the server reads of the store.
+// Store is what the server reads of the store for the event stream and
+// readiness.
 type Store interface {
 	EventsList(ctx context.Context, params driver.EventsListParams) ([]driver.Event, error)
 	SchemaStatus(ctx context.Context) (driver.SchemaStatus, error)
@@ -28,8 +41,24 @@ type Store interface {
 
 // Config configures a Server.
 type Config struct {
-	// Store is read for readiness. Required.
+	// Engine serves the API: uploads, batches, rows and actions. Without
+	// it only the event stream and the health checks are served.
+	Engine *batch.Engine
+	// Store is read for readiness and events. Defaults to Engine's store.
 	Store Store
+	// Service keeps the webhook endpoints and deliveries. Defaults to
+	// Engine's store when it implements driver.ServiceStore.
+	Service driver.ServiceStore
+	// Files keeps uploaded files and exports, content-addressed: the
+	// original file of a batch is downloadable while it is kept. Without
+	// it uploads are spooled to temporary files and not kept.
+	Files *filestore.Store
+	// TmpDir holds temporary files (spooled uploads, workbooks being
+	// read). Defaults to the system's.
+	TmpDir string
+	// MaxUpload is the largest file a request may upload. Defaults to
+	// 1 GiB.
+	MaxUpload int64
 	// Broadcaster streams batch events. Required.
 	Broadcaster *progress.Broadcaster
 	// Auth authenticates every request but the health checks. Required.
@@ -38,6 +67,12 @@ type Config struct {
 	// whose pages may open a websocket, besides the server's own. A
 	// request with no Origin header (not a browser) is not checked.
 	AllowedOrigins []string
+	// Hooks configures the incoming webhook that starts an import.
+	Hooks HooksConfig
+	// Metrics, when set, is served at GET /metrics.
+	Metrics http.Handler
+	// NoAdmin leaves the admin page out.
+	NoAdmin bool
 	// Logger defaults to discarding.
 	Logger *slog.Logger
 	// Websocket tunes the event streams; zero values take defaults.
@@ -84,11 +119,20 @@ type Server struct {
 
 // New returns a Server for a config.
 func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil && cfg.Engine != nil {
+		cfg.Store = cfg.Engine.Store()
+	}
+	if cfg.Service == nil && cfg.Engine != nil {
+		cfg.Service, _ = cfg.Engine.Store().(driver.ServiceStore)
+	}
 	if cfg.Store == nil || cfg.Broadcaster == nil || cfg.Auth == nil {
-		return nil, errors.New("server: Config.Store, Broadcaster and Auth are required")
+		return nil, errors.New("server: Config.Store (or Engine), Broadcaster and Auth are required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.MaxUpload <= 0 {
+		cfg.MaxUpload = 1 << 30
 	}
 	ws := &cfg.Websocket
 	if ws.PingInterval <= 0 {
@@ -103,79 +147,215 @@ func New(cfg Config) (*Server, error) {
 	if ws.ReadLimit <= 0 {
 		ws.ReadLimit = 4 << 10
 	}
+	if err := cfg.Hooks.validate(); err != nil {
+		return nil, err
+	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux()}
 	s.base, s.shutdown = context.WithCancel(context.Background())
-	s.routes()
+	for _, rt := range s.routes() {
+		s.mux.Handle(rt.Method+" "+rt.Path, s.handler(rt))
+	}
 	return s, nil
 }
 
-func (s *Server) routes() {
-	s.mux.HandleFunc("GET /livez", s.livez)
-	s.mux.HandleFunc("GET /readyz", s.readyz)
-	s.mux.Handle("GET /v1/batches/{id}/events", s.authed(s.events))
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
-	})
+// Access says who may call a route.
+type Access int
+
+// The access levels.
+const (
+	// Public: anyone (health checks, the OpenAPI document, the page).
+	Public Access = iota
+	// Viewer: any valid token.
+	Viewer
+	// Admin: a token with the admin role.
+	Admin
+	// Signed: a request signed with a webhook secret (incoming hooks).
+	Signed
+)
+
+// Route is one endpoint: its method, its path pattern (http.ServeMux's
+// syntax), who may call it, and its OpenAPI operation id.
+type Route struct {
+	Method      string
+	Path        string
+	Access      Access
+	OperationID string
+	h           func(w http.ResponseWriter, r *http.Request, p Principal) error
 }
 
-// ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// Routes lists the server's endpoints, in the order they are documented.
+func (s *Server) Routes() []Route { return s.routes() }
+
+func (s *Server) routes() []Route {
+	rs := []Route{
+		{"GET", "/livez", Public, "livez", s.livez},
+		{"GET", "/readyz", Public, "readyz", s.readyz},
+		{"GET", "/v1/openapi.json", Public, "openapi", s.openapi},
+		{"GET", "/v1/batches/{id}/events", Viewer, "streamEvents", s.eventsRoute},
+	}
+	if s.cfg.Metrics != nil {
+		rs = append(rs, Route{"GET", "/metrics", Public, "metrics", func(w http.ResponseWriter, r *http.Request, _ Principal) error {
+			s.cfg.Metrics.ServeHTTP(w, r)
+			return nil
+		}})
+	}
+	if s.cfg.Engine == nil {
+		return rs
+	}
+	rs = append(rs,
+		Route{"GET", "/v1/me", Viewer, "getMe", s.me},
+		Route{"GET", "/v1/kinds", Viewer, "listKinds", s.kinds},
+		Route{"GET", "/v1/kinds/{kind}/template", Viewer, "getTemplate", s.template},
+		Route{"GET", "/v1/batches", Viewer, "listBatches", s.listBatches},
+		Route{"POST", "/v1/batches", Admin, "createBatch", s.createBatch},
+		Route{"POST", "/v1/batches/preview", Viewer, "previewBatch", s.preview},
+		Route{"GET", "/v1/batches/{id}", Viewer, "getBatch", s.getBatch},
+		Route{"POST", "/v1/batches/{id}/cancel", Admin, "cancelBatch", s.cancel},
+		Route{"POST", "/v1/batches/{id}/pause", Admin, "pauseBatch", s.pause},
+		Route{"POST", "/v1/batches/{id}/resume", Admin, "resumeBatch", s.resume},
+		Route{"POST", "/v1/batches/{id}/retry", Admin, "retryBatch", s.retry},
+		Route{"POST", "/v1/batches/{id}/rerun", Admin, "rerunBatch", s.rerun},
+		Route{"GET", "/v1/batches/{id}/rows", Viewer, "listRows", s.listRows},
+		Route{"GET", "/v1/batches/{id}/rows/{row}", Viewer, "getRow", s.getRow},
+		Route{"POST", "/v1/batches/{id}/rows/{row}/edit", Admin, "editRow", s.editRow},
+		Route{"POST", "/v1/batches/{id}/rows/{row}/skip", Admin, "skipRow", s.skipRow},
+		Route{"GET", "/v1/batches/{id}/history", Viewer, "listHistory", s.history},
+		Route{"GET", "/v1/batches/{id}/report", Viewer, "getErrorReport", s.report},
+		Route{"GET", "/v1/batches/{id}/file", Viewer, "getBatchFile", s.file},
+		Route{"POST", "/v1/exports", Admin, "createExport", s.export},
+		Route{"POST", "/v1/recalculations", Admin, "createRecalculation", s.recalc},
+		Route{"POST", "/v1/hooks/import", Signed, "hookImport", s.hookImport},
+	)
+	if s.cfg.Service != nil {
+		rs = append(rs,
+			Route{"GET", "/v1/webhooks", Viewer, "listWebhooks", s.listEndpoints},
+			Route{"POST", "/v1/webhooks", Admin, "createWebhook", s.createEndpoint},
+			Route{"DELETE", "/v1/webhooks/{id}", Admin, "deleteWebhook", s.deleteEndpoint},
+			Route{"GET", "/v1/webhooks/deliveries", Viewer, "listDeliveries", s.listDeliveries},
+		)
+	}
+	if !s.cfg.NoAdmin {
+		rs = append(rs,
+			Route{"GET", "/{$}", Public, "adminPage", s.adminIndex},
+			Route{"GET", "/assets/{file}", Public, "adminAsset", s.adminAsset},
+		)
+	}
+	return rs
+}
+
+// ServeHTTP implements http.Handler. A request no route takes is
+// answered as a problem too: 404, or 405 with the Allow header when the
+// path exists with other methods.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h, pattern := s.mux.Handler(r)
+	if pattern != "" {
+		s.mux.ServeHTTP(w, r) // which sets the path values
+		return
+	}
+	c := &captured{header: http.Header{}}
+	h.ServeHTTP(c, r)
+	switch c.status {
+	case http.StatusMethodNotAllowed:
+		w.Header().Set("Allow", c.header.Get("Allow"))
+		writeProblem(w, r, Problem{Status: http.StatusMethodNotAllowed, Code: "method_not_allowed", Detail: r.Method + " " + r.URL.Path + ": allowed: " + c.header.Get("Allow")})
+	case 0, http.StatusNotFound:
+		writeProblem(w, r, Problem{Status: http.StatusNotFound, Code: "not_found", Detail: "no such endpoint: " + r.Method + " " + r.URL.Path})
+	default:
+		// A redirect (a cleaned path): pass it on.
+		for k, v := range c.header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(c.status)
+	}
+}
+
+// captured takes the answer of the mux's own error handlers, to answer
+// as a problem instead.
+type captured struct {
+	header http.Header
+	status int
+}
+
+func (c *captured) Header() http.Header         { return c.header }
+func (c *captured) Write(b []byte) (int, error) { return len(b), nil }
+func (c *captured) WriteHeader(status int)      { c.status = status }
 
 // Shutdown closes the event streams (code 1001, going away); their clients
 // resume from their cursors elsewhere. Call it with http.Server.Shutdown.
 func (s *Server) Shutdown() { s.shutdown() }
 
-func (s *Server) livez(w http.ResponseWriter, _ *http.Request) {
+// handler authenticates and authorises a route's requests, puts the
+// tenant in their context and turns a handler's error into its problem.
+func (s *Server) handler(rt Route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p Principal
+		if rt.Access == Viewer || rt.Access == Admin {
+			var err error
+			p, err = s.cfg.Auth.Authenticate(r)
+			if err != nil {
+				if !errors.Is(err, ErrUnauthenticated) {
+					s.cfg.Logger.Error("authenticate", "err", err)
+					writeProblem(w, r, Problem{Status: http.StatusServiceUnavailable, Code: "unavailable", Detail: "credentials cannot be checked now"})
+					return
+				}
+				w.Header().Set("WWW-Authenticate", `Bearer realm="rowfate"`)
+				writeProblem(w, r, Problem{Status: http.StatusUnauthorized, Code: "unauthorized", Detail: "a valid bearer token is required (Authorization: Bearer TOKEN; batchctl token create makes one)"})
+				return
+			}
+			if rt.Access == Admin && !p.CanAct() {
+				writeProblem(w, r, Problem{Status: http.StatusForbidden, Code: "forbidden", Detail: "this token's role is " + p.Role + ": it reads, an admin token acts"})
+				return
+			}
+			r = r.WithContext(driver.WithTenant(r.Context(), p.TenantID))
+		}
+		if err := rt.h(w, r, p); err != nil {
+			s.fail(w, r, err)
+		}
+	})
+}
+
+// fail answers with err's problem, and logs an error nobody expected.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	pr, ok := problemFor(err)
+	if !ok {
+		s.cfg.Logger.Error("request", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	writeProblem(w, r, pr)
+}
+
+func (s *Server) livez(w http.ResponseWriter, _ *http.Request, _ Principal) error {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
 }
 
 // readyz is ready when the database answers and its schema is the one this
 // build knows.
-func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ Principal) error {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
 	st, err := s.cfg.Store.SchemaStatus(ctx)
 	switch {
 	case err != nil:
 		s.cfg.Logger.Warn("readiness: database", "err", err)
-		writeError(w, http.StatusServiceUnavailable, "database_unreachable", "the database does not answer")
+		writeProblem(w, r, Problem{Status: http.StatusServiceUnavailable, Code: "database_unreachable", Detail: "the database does not answer"})
 	case st.Current != st.Latest:
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "schema_not_current", "schema_version": st.Current, "latest": st.Latest})
 	default:
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "schema_version": st.Current})
 	}
+	return nil
 }
 
-// principalKey carries the authenticated Principal in a request's context.
-type principalKey struct{}
-
-// authed runs h for authenticated requests only.
-func (s *Server) authed(h func(http.ResponseWriter, *http.Request, Principal)) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := s.cfg.Auth.Authenticate(r)
-		if err != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="rowfate"`)
-			writeError(w, http.StatusUnauthorized, "unauthorized", "a valid bearer token is required")
-			return
-		}
-		h(w, r, p)
-	})
+// eventsRoute adapts the websocket handler, which answers its own errors.
+func (s *Server) eventsRoute(w http.ResponseWriter, r *http.Request, p Principal) error {
+	s.events(w, r, p)
+	return nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-// apiError is the body of every error response: a stable code and a
-// message for people.
-type apiError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, map[string]apiError{"error": {Code: code, Message: msg}})
 }

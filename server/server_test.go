@@ -34,7 +34,7 @@ type store interface {
 	driver.Store
 }
 
-func sqliteStore(t testing.TB) store {
+func sqliteStore(t testing.TB) *sqlite.Store {
 	t.Helper()
 	s, err := sqlite.Open(testdb.SQLitePath(t))
 	if err != nil {
@@ -226,11 +226,12 @@ func TestRefusedBeforeUpgrade(t *testing.T) {
 			if resp == nil || resp.StatusCode != tc.status {
 				t.Fatalf("status = %s, want %d", body(resp), tc.status)
 			}
-			var e struct {
-				Error struct{ Code string } `json:"error"`
+			if ct := resp.Header.Get("Content-Type"); ct != "application/problem+json" {
+				t.Errorf("Content-Type %q, want application/problem+json", ct)
 			}
-			if err := json.NewDecoder(resp.Body).Decode(&e); err != nil || e.Error.Code != tc.code {
-				t.Fatalf("body code = %q (%v), want %q", e.Error.Code, err, tc.code)
+			var e server.Problem
+			if err := json.NewDecoder(resp.Body).Decode(&e); err != nil || e.Code != tc.code || e.Status != tc.status {
+				t.Fatalf("problem = %+v (%v), want code %q", e, err, tc.code)
 			}
 		})
 	}

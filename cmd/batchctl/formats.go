@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"io"
 	"strings"
 
@@ -8,7 +9,6 @@ import (
 
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/rows"
-	"github.com/rowfate/rowfate/rows/csvfile"
 	"github.com/rowfate/rowfate/rows/fileformat"
 )
 
@@ -46,53 +46,24 @@ func (f *readFlags) declared() (encoding, delimiter bool) {
 
 // apply checks the flags and sets them on p.
 func (f *readFlags) apply(p *batch.ImportParams) error {
-	d, err := csvfile.ParseDelimiter(f.delimiter)
-	if err != nil {
-		return usagef("--delimiter: %v", err)
-	}
-	if _, err := csvfile.CanonicalEncoding(f.encoding); err != nil {
-		return usagef("--encoding: %v", err)
-	}
-	if f.headerRow < 0 {
-		return usagef("--header-row must be 1 or more, not %d", f.headerRow)
-	}
-	p.Read = rows.ReadOptions{Encoding: f.encoding, Delimiter: d, Sheet: f.sheet, HeaderRow: f.headerRow}
-	conv, err := f.conventions()
-	if err != nil {
-		return err
-	}
-	p.Conventions = conv
-	return nil
-}
-
-// conventions are the declared number format, date order and renames.
-func (f *readFlags) conventions() (rows.Conventions, error) {
-	var c rows.Conventions
-	switch {
-	case f.locale != "" && f.decimalComma:
-		return c, usagef("--locale and --decimal-comma both say how numbers are written: give one")
-	case f.locale != "":
-		nf, err := rows.LocaleNumberFormat(f.locale)
-		if err != nil {
-			return c, usagef("--locale: %v", err)
-		}
-		c.Number = nf
-	case f.decimalComma:
-		c.Number = rows.DecimalComma
-	}
-	order, err := rows.ParseDateOrder(f.dateOrder)
-	if err != nil {
-		return c, usagef("--date-order: %v", err)
-	}
-	c.DateOrder = order
+	o := batch.FileOptions{Encoding: f.encoding, Delimiter: f.delimiter, Sheet: f.sheet, HeaderRow: f.headerRow,
+		Locale: f.locale, DecimalComma: f.decimalComma, DateOrder: f.dateOrder}
 	for _, m := range f.renames {
 		from, to, ok := strings.Cut(m, "=")
 		if !ok || strings.TrimSpace(from) == "" || strings.TrimSpace(to) == "" {
-			return c, usagef("--map %q: want 'file column=kind column', as in --map 'Amount (EUR)=amount'", m)
+			return usagef("--map %q: want 'file column=kind column', as in --map 'Amount (EUR)=amount'", m)
 		}
-		c.Renames = append(c.Renames, rows.Rename{From: strings.TrimSpace(from), To: strings.TrimSpace(to)})
+		o.Renames = append(o.Renames, rows.Rename{From: strings.TrimSpace(from), To: strings.TrimSpace(to)})
 	}
-	return c, nil
+	err := o.Apply(p)
+	var oe *batch.OptionError
+	if errors.As(err, &oe) {
+		if oe.Option == "locale" && f.locale != "" && f.decimalComma {
+			return usagef("--locale and --decimal-comma both say how numbers are written: give one")
+		}
+		return usagef("--%s: %v", strings.ReplaceAll(oe.Option, "_", "-"), oe.Err)
+	}
+	return err
 }
 
 // fileFormat is the format of a file to write: --format when given, else

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -24,30 +23,8 @@ type previewResult struct {
 	Kind   *previewKind  `json:"kind,omitempty"`
 }
 
-type previewKind struct {
-	Name    string              `json:"name"`
-	Matched []rows.MappedColumn `json:"matched"`
-	Unknown []string            `json:"unknown"`
-	Missing []previewMissing    `json:"missing"`
-	// Error is a header the kind rejects (duplicate names, a --map of a
-	// column the file lacks).
-	Error string `json:"error,omitempty"`
-	// Suggestions are unknown columns that look like missing ones.
-	Suggestions []rows.Suggestion `json:"suggestions,omitempty"`
-}
-
-type previewMissing struct {
-	Column   string `json:"column"`
-	Required bool   `json:"required"`
-}
-
-// rejected reports whether an import of the kind would reject the header.
-func (k *previewKind) rejected() bool {
-	if k == nil {
-		return false
-	}
-	return k.Error != "" || slices.ContainsFunc(k.Missing, func(m previewMissing) bool { return m.Required })
-}
+// previewKind is how the header maps onto --kind's columns.
+type previewKind = batch.HeaderMapping
 
 type previewOptions struct {
 	kind string
@@ -126,7 +103,7 @@ func (c *cli) preview(_ context.Context, path string, o previewOptions) error {
 	} else {
 		c.printPreview(&res, &o.read)
 	}
-	if res.Kind.rejected() {
+	if res.Kind.Rejected() {
 		// The same verdict import would give, so scripts can check a file.
 		return exitWith(exitRejected)
 	}
@@ -134,25 +111,11 @@ func (c *cli) preview(_ context.Context, path string, o previewOptions) error {
 }
 
 func previewMapping(reg *batch.Registry, kind string, header []string, conv rows.Conventions) *previewKind {
-	pk := &previewKind{Name: kind, Matched: []rows.MappedColumn{}, Unknown: []string{}, Missing: []previewMissing{}}
-	m, err := reg.MapHeader(kind, header, conv)
+	m, err := reg.HeaderMapping(kind, header, conv)
 	if err != nil {
-		pk.Error = err.Error()
-		return pk
+		return &previewKind{Kind: kind, Error: err.Error()}
 	}
-	var required []string
-	for _, k := range reg.Kinds() {
-		if k.Name == kind {
-			required = k.Required
-		}
-	}
-	pk.Matched = append(pk.Matched, m.Matched()...)
-	pk.Unknown = append(pk.Unknown, m.Unknown...)
-	pk.Suggestions = m.Suggestions
-	for _, col := range m.Missing {
-		pk.Missing = append(pk.Missing, previewMissing{Column: col, Required: slices.Contains(required, col)})
-	}
-	return pk
+	return m
 }
 
 func (c *cli) printPreview(res *previewResult, read *readFlags) {
@@ -193,7 +156,7 @@ func (c *cli) printPreview(res *previewResult, read *readFlags) {
 		return
 	}
 	k := res.Kind
-	fmt.Fprintf(w, "kind %s\n", k.Name)
+	fmt.Fprintf(w, "kind %s\n", k.Kind)
 	if k.Error != "" {
 		fmt.Fprintf(w, "  the header is rejected: %s\n", k.Error)
 		return

@@ -7,118 +7,221 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/filestore"
 	"github.com/rowfate/rowfate/progress"
 	"github.com/rowfate/rowfate/server"
 )
 
 type serveOptions struct {
-	addr      string
-	token     string
-	insecure  bool
-	origins   []string
-	rate      float64
-	retention time.Duration
-	compact   bool
+	addr          string
+	token         string
+	insecure      bool
+	origins       []string
+	rate          float64
+	retention     time.Duration
+	compact       bool
+	workers       int
+	lease         time.Duration
+	files         string
+	fileRetention time.Duration
+	maxUpload     string
+	hookSecrets   []string
+	hookPrefixes  []string
+	metrics       bool
 }
 
 func (c *cli) serveCommand() *cobra.Command {
 	var o serveOptions
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Serve batches' live progress over websockets, with health checks",
-		Long: `Serve the HTTP API: for now the live progress of batches over a websocket
-and the health checks; the full API and the admin page come later.
+		Short: "Serve the HTTP API, the admin page and live progress; work the batches",
+		Long: `Serve Rowfate as a service: the JSON API under /v1 (uploads, batches, rows,
+actions, downloads, webhooks; its OpenAPI document at /v1/openapi.json), the
+admin page at /, batches' live progress over websockets, /livez, /readyz
+and /metrics. With --workers (2 by default) it also works the batches, as
+batchctl worker does; --workers 0 leaves them to worker processes.
 
-  GET /v1/batches/{id}/events?cursor=N   websocket: the batch's events after
-                                          cursor N (0: all), then live
-  GET /livez                              the process is up
-  GET /readyz                             the database answers and its schema
-                                          is current
+Authentication: every API request carries an API token (batchctl token
+create --tenant T --role admin|viewer) as "Authorization: Bearer TOKEN", or,
+from a browser's websocket, as the subprotocol "bearer.TOKEN" next to
+"rowfate.v1". A token acts for its tenant (another tenant's batch is not
+found) and its role (a viewer reads, an admin acts). --token adds one
+bootstrap admin token for --tenant (default $ROWFATE_SERVE_TOKEN).
+--insecure-dev serves anyone who can reach --addr as an admin of --tenant,
+for a developer's machine only.
 
-Every request but the health checks needs the bearer token (--token, or
-$ROWFATE_SERVE_TOKEN) in an Authorization header, or, from a browser, as
-the websocket subprotocol "bearer.TOKEN" next to "rowfate.v1". The token
-acts for --tenant: another tenant's batch is not found. Without a token
-serve refuses to start, unless --insecure-dev, which serves anyone who can
-reach --addr, for a developer's machine only.
+Files: uploads stream to --files (content-addressed by SHA-256, never whole
+in memory) and are kept for --file-retention, so that re-runs and the
+"original file" download work from the service; exports are kept there too.
+
+Webhooks: batches that finish or are cancelled are announced to the
+tenant's endpoints (batchctl webhook add), signed in the Standard Webhooks
+format, from a durable outbox with bounded retries. POST /v1/hooks/import
+starts an import from a signed request (--hook-secret TENANT=whsec_...,
+several per tenant while rotating) whose file is fetched from under a
+--hook-fetch-prefix.
 
 Browsers may open a stream from the server's own origin and from the
---allowed-origin ones, nothing else.
-
-A stream sends JSON text messages: {"type":"event","event":{...},"cursor":N}
-for each event (progress events are coalesced to at most --rate a second;
-lifecycle events and the final one always arrive, in order, never twice),
-{"type":"cursor_expired","cursor":N} when events after the client's cursor
-were trimmed (read the batch again; the stream goes on after N). Close
-codes: 4001 too slow, 4002 no pong, 4004 batch gone, 1001 server stopping;
-resume from the last cursor received.
-
-Workers in other processes (batchctl worker, batchctl import) write the
-events; on PostgreSQL every serve process hears of them at once (LISTEN),
-and polls each second as well. On SQLite serve polls the file.`,
-		Example: `  ROWFATE_SERVE_TOKEN=$(openssl rand -hex 32) batchctl serve --addr :8080 --database postgres://db/app
+--allowed-origin ones, nothing else. On PostgreSQL every serve process hears
+of events at once (LISTEN) and polls each second as well; on SQLite serve
+polls the file.`,
+		Example: `  batchctl token create --tenant acme --role admin --name ops
+  batchctl serve --addr :8080 --database postgres://db/app --tenant acme
   batchctl serve --insecure-dev
-  batchctl serve --token "$TOKEN" --allowed-origin https://admin.example.com`,
+  batchctl serve --hook-secret acme=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw --hook-fetch-prefix https://files.example.com/`,
 		Args: args(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error { return c.runServe(cmd.Context(), o) },
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address to listen on")
-	f.StringVar(&o.token, "token", "", "bearer token that acts for --tenant (default $ROWFATE_SERVE_TOKEN)")
-	f.BoolVar(&o.insecure, "insecure-dev", false, "serve without a token: anyone who can reach --addr reads --tenant's batches (development only)")
+	f.StringVar(&o.token, "token", "", "a bootstrap admin token for --tenant, besides the stored API tokens (default $ROWFATE_SERVE_TOKEN)")
+	f.BoolVar(&o.insecure, "insecure-dev", false, "serve without a token: anyone who can reach --addr acts as an admin of --tenant (development only)")
 	f.StringArrayVar(&o.origins, "allowed-origin", nil, "a browser origin (https://host[:port]) whose pages may open streams; repeatable")
 	f.Float64Var(&o.rate, "rate", 4, "live messages a second per stream, at most")
 	f.DurationVar(&o.retention, "event-retention", 7*24*time.Hour, "trim events older than this (0 keeps them)")
 	f.BoolVar(&o.compact, "compact-finished", false, "trim every event of a finished or cancelled batch but its last")
+	f.IntVar(&o.workers, "workers", 2, "concurrent workers in this process (0: leave the batches to batchctl worker processes)")
+	f.DurationVar(&o.lease, "lease", 30*time.Second, "how long a claimed chunk is this process's without a renewal")
+	f.StringVar(&o.files, "files", "", "folder of kept uploads and exports (default: beside a SQLite file, else ./rowfate-files)")
+	f.DurationVar(&o.fileRetention, "file-retention", 30*24*time.Hour, "remove kept files not used for this long (0 keeps them)")
+	f.StringVar(&o.maxUpload, "max-upload", "1GiB", "largest file an upload may have (bytes, or with KB, MB, GB, KiB, MiB, GiB)")
+	f.StringArrayVar(&o.hookSecrets, "hook-secret", nil, "TENANT=whsec_... a secret that signs incoming import webhooks for a tenant; repeatable (default $ROWFATE_HOOK_SECRETS, comma-separated)")
+	f.StringArrayVar(&o.hookPrefixes, "hook-fetch-prefix", nil, "a URL prefix incoming webhooks may fetch files from; repeatable")
+	f.BoolVar(&o.metrics, "metrics", true, "serve Prometheus metrics at /metrics")
 	return cmd
+}
+
+// parseSize reads a byte size: a number, optionally with a decimal (KB,
+// MB, GB) or binary (KiB, MiB, GiB) unit.
+func parseSize(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
+	v := strings.ToUpper(strings.TrimSpace(s))
+	mult := int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(v, u.suffix) {
+			v, mult = strings.TrimSpace(strings.TrimSuffix(v, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("%q is not a size (512MiB, 2GB, 1048576)", s)
+	}
+	return n * mult, nil
+}
+
+// hookSecrets reads TENANT=SECRET pairs.
+func hookSecrets(pairs []string) (map[string][]string, error) {
+	if len(pairs) == 0 {
+		if env := os.Getenv("ROWFATE_HOOK_SECRETS"); env != "" {
+			pairs = strings.Split(env, ",")
+		}
+	}
+	out := map[string][]string{}
+	for _, p := range pairs {
+		tenant, secret, ok := strings.Cut(strings.TrimSpace(p), "=")
+		if !ok || tenant == "" || secret == "" {
+			return nil, usagef("--hook-secret %q: want TENANT=whsec_...", p)
+		}
+		out[tenant] = append(out[tenant], secret)
+	}
+	return out, nil
 }
 
 func (c *cli) runServe(ctx context.Context, o serveOptions) error {
 	if o.token == "" {
 		o.token = os.Getenv("ROWFATE_SERVE_TOKEN")
 	}
-	var auth server.Authenticator
-	switch {
-	case o.token != "" && o.insecure:
+	if o.token != "" && o.insecure {
 		return usagef("--insecure-dev and a token (--token or $ROWFATE_SERVE_TOKEN) exclude each other")
-	case o.token != "":
-		auth = server.NewStaticToken(o.token, c.global.tenant)
-	case o.insecure:
-		auth = server.Insecure{TenantID: c.global.tenant}
-	default:
-		return usagef("serve needs a token: --token or $ROWFATE_SERVE_TOKEN (or --insecure-dev, on a developer's machine only)")
 	}
 	if o.rate <= 0 {
 		return usagef("--rate must be above 0, not %v", o.rate)
 	}
-	app, err := c.open(ctx, readWrite)
+	if o.workers < 0 {
+		return usagef("--workers must be 0 or more, not %d", o.workers)
+	}
+	maxUpload, err := parseSize(o.maxUpload)
+	if err != nil {
+		return usagef("--max-upload: %v", err)
+	}
+	secrets, err := hookSecrets(o.hookSecrets)
+	if err != nil {
+		return err
+	}
+	c.lease = o.lease
+	app, err := c.open(ctx, create)
 	if err != nil {
 		return err
 	}
 	defer app.close()
-	bc := progress.New(app.store, &progress.Config{Rate: o.rate, Logger: c.logger})
-	srv, err := server.New(server.Config{Store: app.store, Broadcaster: bc, Auth: auth, AllowedOrigins: o.origins, Logger: c.logger})
+	ss, err := serviceStore(app.store)
 	if err != nil {
 		return err
+	}
+	var auth server.Authenticator = server.StoreTokens{Store: ss}
+	switch {
+	case o.token != "":
+		auth = server.AnyOf{server.NewStaticToken(o.token, c.global.tenant), auth}
+	case o.insecure:
+		auth = server.Insecure{TenantID: c.global.tenant}
+	}
+	dir := o.files
+	if dir == "" {
+		dir = "rowfate-files"
+		if t, _ := c.database(); !t.postgres {
+			dir = t.path + ".files"
+		}
+	}
+	files, err := filestore.Open(dir)
+	if err != nil {
+		return err
+	}
+	eng, err := batch.NewEngine(batch.Config{Store: app.store, Registry: app.engine.Registry(), Logger: c.logger, WorkerName: "serve", LeaseDuration: o.lease})
+	if err != nil {
+		return err
+	}
+	bc := progress.New(app.store, &progress.Config{Rate: o.rate, Logger: c.logger})
+	srv, err := server.New(server.Config{Engine: eng, Files: files, MaxUpload: maxUpload, Broadcaster: bc, Auth: auth,
+		AllowedOrigins: o.origins, Logger: c.logger, Hooks: server.HooksConfig{Secrets: secrets, FetchPrefixes: o.hookPrefixes}})
+	if err != nil {
+		return usagef("%v", err)
 	}
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.addr, err)
 	}
 	if o.insecure {
-		fmt.Fprintf(c.stderr, "WARNING: --insecure-dev: no token is checked; anyone who can reach %s reads the batches of tenant %q\n", ln.Addr(), c.global.tenant)
+		fmt.Fprintf(c.stderr, "WARNING: --insecure-dev: no token is checked; anyone who can reach %s acts as an admin of tenant %q\n", ln.Addr(), c.global.tenant)
 	}
-	fmt.Fprintf(c.stderr, "serving on http://%s (tenant %q, %s)\n", ln.Addr(), c.global.tenant, c.where())
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: nil}
+	abs, _ := filepath.Abs(dir)
+	fmt.Fprintf(c.stderr, "serving on http://%s (%s, files in %s, %d workers)\n", ln.Addr(), c.where(), abs, o.workers)
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return bc.Run(gctx) })
 	g.Go(func() error { c.trimEvents(gctx, app.store, o); return nil })
+	g.Go(func() error { c.sweepFiles(gctx, files, o.fileRetention); return nil })
+	if o.workers > 0 {
+		g.Go(func() error {
+			_, err := eng.Work(gctx, batch.WorkParams{Workers: o.workers})
+			if gctx.Err() != nil {
+				return nil
+			}
+			return err
+		})
+	}
 	g.Go(func() error {
 		<-gctx.Done()
 		srv.Shutdown()
@@ -145,9 +248,7 @@ func (c *cli) trimEvents(ctx context.Context, store batch.Store, o serveOptions)
 	if o.retention <= 0 && !o.compact {
 		return
 	}
-	t := time.NewTicker(10 * time.Minute)
-	defer t.Stop()
-	for {
+	c.every(ctx, 10*time.Minute, func() {
 		n, err := store.EventsTrim(ctx, batch.EventsTrimParams{OlderThan: o.retention, FinishedKeepLast: o.compact})
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -155,6 +256,31 @@ func (c *cli) trimEvents(ctx context.Context, store batch.Store, o serveOptions)
 		case n > 0:
 			c.logger.Info("trimmed events", "n", n)
 		}
+	})
+}
+
+// sweepFiles applies the file retention now and every hour.
+func (c *cli) sweepFiles(ctx context.Context, files *filestore.Store, age time.Duration) {
+	if age <= 0 {
+		return
+	}
+	c.every(ctx, time.Hour, func() {
+		n, err := files.Sweep(age)
+		switch {
+		case err != nil:
+			c.logger.Warn("sweep kept files", "err", err)
+		case n > 0:
+			c.logger.Info("removed kept files past their retention", "n", n)
+		}
+	})
+}
+
+// every runs f now and at each period until ctx ends.
+func (c *cli) every(ctx context.Context, period time.Duration, f func()) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		f()
 		select {
 		case <-ctx.Done():
 			return

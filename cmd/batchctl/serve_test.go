@@ -21,16 +21,22 @@ import (
 	"github.com/rowfate/rowfate/progress"
 )
 
-// TestServeRefusesWithoutToken: serve starts only with a token, or with
-// --insecure-dev and a warning.
-func TestServeRefusesWithoutToken(t *testing.T) {
+// TestServeTokenFlags: --insecure-dev and a bootstrap token exclude each
+// other; sizes and hook secrets are checked before anything opens.
+func TestServeTokenFlags(t *testing.T) {
 	t.Setenv("ROWFATE_SERVE_TOKEN", "")
 	db := t.TempDir() + "/r.db"
-	if r := run(t, "serve", "--database", db); r.code != exitUsage || !strings.Contains(r.stderr, "serve needs a token") {
-		t.Fatalf("serve without a token: %s", r)
-	}
 	if r := run(t, "serve", "--database", db, "--insecure-dev", "--token", "x"); r.code != exitUsage || !strings.Contains(r.stderr, "exclude each other") {
 		t.Fatalf("serve with both: %s", r)
+	}
+	if r := run(t, "serve", "--database", db, "--max-upload", "lots"); r.code != exitUsage || !strings.Contains(r.stderr, "--max-upload") {
+		t.Fatalf("serve with a bad size: %s", r)
+	}
+	if r := run(t, "serve", "--database", db, "--hook-secret", "nosecret"); r.code != exitUsage || !strings.Contains(r.stderr, "TENANT=whsec_") {
+		t.Fatalf("serve with a bad hook secret: %s", r)
+	}
+	if r := run(t, "serve", "--database", db, "--workers", "-1"); r.code != exitUsage {
+		t.Fatalf("serve with -1 workers: %s", r)
 	}
 }
 
@@ -91,7 +97,7 @@ func TestServeAcrossProcesses(t *testing.T) {
 	if out, err := imp.CombinedOutput(); err != nil {
 		t.Fatalf("import: %v\n%s", err, out)
 	}
-	base, log := startServe(t, bin, append([]string{"--token", "tok", "--rate", "1000"}, db...)...)
+	base, log := startServe(t, bin, append([]string{"--token", "tok", "--rate", "1000", "--workers", "0"}, db...)...)
 	resp, err := http.Get(base + "/readyz")
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("readyz: %v %v", resp, err)

@@ -1,0 +1,87 @@
+package batch
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/rowfate/rowfate/rows"
+	"github.com/rowfate/rowfate/rows/csvfile"
+)
+
+// FileOptions are what a user says about a file, as text: batchctl's
+// flags, the HTTP API's options. Apply checks them and sets them on an
+// import's parameters. What is left empty is detected (encoding,
+// delimiter, sheet, header) or settled from the file's own values (number
+// format, date order), never guessed.
+type FileOptions struct {
+	// Encoding is a text file's character set (utf-8, utf-16, utf-16le,
+	// utf-16be, windows-1252).
+	Encoding string
+	// Delimiter is a text file's field delimiter: one character, or tab.
+	Delimiter string
+	// Sheet is a workbook's sheet, by name or 1-based position.
+	Sheet string
+	// HeaderRow is the 1-based row of the header.
+	HeaderRow int64
+	// Locale is the number format: en, de, fr, ch, or a language-region.
+	Locale string
+	// DecimalComma says numbers are written with a decimal comma.
+	DecimalComma bool
+	// DateOrder is dmy or mdy.
+	DateOrder string
+	// Renames map file columns onto the kind's columns.
+	Renames []rows.Rename
+}
+
+// OptionError is a FileOptions value Apply refused, naming the option as
+// FileOptions' field in snake case ("delimiter", "date_order"), so that
+// each caller can name it its own way (--date-order, options.date_order).
+type OptionError struct {
+	Option string
+	Err    error
+}
+
+func (e *OptionError) Error() string { return e.Option + ": " + e.Err.Error() }
+
+// Unwrap returns the reason.
+func (e *OptionError) Unwrap() error { return e.Err }
+
+// Apply checks the options and sets p.Read (keeping its TmpDir) and
+// p.Conventions.
+func (o FileOptions) Apply(p *ImportParams) error {
+	d, err := csvfile.ParseDelimiter(o.Delimiter)
+	if err != nil {
+		return &OptionError{"delimiter", err}
+	}
+	if _, err := csvfile.CanonicalEncoding(o.Encoding); err != nil {
+		return &OptionError{"encoding", err}
+	}
+	if o.HeaderRow < 0 {
+		return &OptionError{"header_row", fmt.Errorf("must be 1 or more, not %d", o.HeaderRow)}
+	}
+	var c rows.Conventions
+	switch {
+	case o.Locale != "" && o.DecimalComma:
+		return &OptionError{"locale", errors.New("locale and decimal comma both say how numbers are written: give one")}
+	case o.Locale != "":
+		nf, err := rows.LocaleNumberFormat(o.Locale)
+		if err != nil {
+			return &OptionError{"locale", err}
+		}
+		c.Number = nf
+	case o.DecimalComma:
+		c.Number = rows.DecimalComma
+	}
+	if c.DateOrder, err = rows.ParseDateOrder(o.DateOrder); err != nil {
+		return &OptionError{"date_order", err}
+	}
+	for _, r := range o.Renames {
+		if r.From == "" || r.To == "" {
+			return &OptionError{"map", fmt.Errorf("%q=%q: want 'file column=kind column'", r.From, r.To)}
+		}
+	}
+	c.Renames = o.Renames
+	p.Read = rows.ReadOptions{Encoding: o.Encoding, Delimiter: d, Sheet: o.Sheet, HeaderRow: o.HeaderRow, TmpDir: p.Read.TmpDir}
+	p.Conventions = c
+	return nil
+}
