@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -902,4 +903,72 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	if !bytes.Equal(a.body, server.OpenAPI) {
 		t.Error("GET /v1/openapi.json is not the embedded document")
 	}
+}
+
+// TestAPIUploadStreams: a 96 MiB upload goes to the file store without
+// the server holding it: the heap grows by a small fraction of the file.
+//
+// It runs alone (not in parallel): the heap is the process's.
+func TestAPIUploadStreams(t *testing.T) {
+	h := sqliteAPI(t, apiOptions{})
+	const size = 96 << 20
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	go func() {
+		mw.WriteField("kind", "no-such-kind") // refused after the file is kept
+		f, _ := mw.CreateFormFile("file", "big.csv")
+		line := []byte("someone@example.com,Some One,PT,2020-01-01,1.00\n")
+		for n := 0; n < size; n += len(line) {
+			if _, err := f.Write(line); err != nil {
+				pw.CloseWithError(err)
+				return
+			}
+		}
+		pw.CloseWithError(mw.Close())
+	}()
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	peak := sampleHeap(t)
+	hr, _ := http.NewRequest("POST", h.srv.URL+"/v1/batches", pr)
+	hr.Header.Set("Authorization", "Bearer "+adminA)
+	hr.Header.Set("Content-Type", mw.FormDataContentType())
+	resp, err := http.DefaultClient.Do(hr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	grown := int64(peak()) - int64(before.HeapInuse)
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("status %d, want 404 unknown_kind", resp.StatusCode)
+	}
+	t.Logf("heap in use grew by %.1f MiB during a %d MiB upload", float64(grown)/(1<<20), size>>20)
+	if grown > 24<<20 {
+		t.Errorf("the heap grew by %d MiB during a %d MiB upload: the file is being held", grown>>20, size>>20)
+	}
+}
+
+// sampleHeap samples the heap in use every 5 ms until the
+// returned function is called, which returns the peak.
+func sampleHeap(t *testing.T) func() uint64 {
+	t.Helper()
+	done := make(chan struct{})
+	out := make(chan uint64)
+	go func() {
+		var peak uint64
+		var m runtime.MemStats
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			runtime.ReadMemStats(&m)
+			peak = max(peak, m.HeapInuse)
+			select {
+			case <-done:
+				out <- peak
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() uint64 { close(done); return <-out }
 }
