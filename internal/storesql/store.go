@@ -896,7 +896,23 @@ func (s *Store) RowsList(ctx context.Context, p driver.RowsListParams) ([]driver
 	if p.Limit <= 0 {
 		p.Limit = 100
 	}
-	rs, err := s.drv.DB().Query(ctx, s.q.rowsList, p.TenantID, p.BatchID, string(p.State), p.AfterRowNo, p.Limit)
+	if s.d.PagePrelude == "" {
+		return s.rowsList(ctx, s.drv.DB(), p)
+	}
+	var out []driver.Row
+	err := s.drv.InTx(ctx, func(q Querier) error {
+		if _, err := q.Exec(ctx, s.d.PagePrelude); err != nil {
+			return fmt.Errorf("list rows: %w", err)
+		}
+		var err error
+		out, err = s.rowsList(ctx, q, p)
+		return err
+	})
+	return out, err
+}
+
+func (s *Store) rowsList(ctx context.Context, q Querier, p driver.RowsListParams) ([]driver.Row, error) {
+	rs, err := q.Query(ctx, s.q.rowsList, p.TenantID, p.BatchID, string(p.State), p.AfterRowNo, p.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("list rows: %w", err)
 	}

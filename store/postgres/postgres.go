@@ -76,14 +76,15 @@ func New(pool *pgxpool.Pool, cfg *Config) *Store {
 
 func dialect(schema string) *storesql.Dialect {
 	return &storesql.Dialect{
-		Engine:     migrations.Postgres,
-		Schema:     schema,
-		Now:        "now()",
-		Clock:      "clock_timestamp()",
-		Ms:         "interval '1 millisecond'",
-		TimeType:   "timestamptz",
-		ForUpdate:  " FOR UPDATE",
-		SkipLocked: " FOR UPDATE OF ch SKIP LOCKED",
+		Engine:      migrations.Postgres,
+		Schema:      schema,
+		PagePrelude: "SET LOCAL enable_sort = off",
+		Now:         "now()",
+		Clock:       "clock_timestamp()",
+		Ms:          "interval '1 millisecond'",
+		TimeType:    "timestamptz",
+		ForUpdate:   " FOR UPDATE",
+		SkipLocked:  " FOR UPDATE OF ch SKIP LOCKED",
 		InText: func(col, param string) string {
 			return fmt.Sprintf("(CAST(%s AS text[]) IS NULL OR %s = ANY(%s))", param, col, param)
 		},
