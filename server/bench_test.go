@@ -101,6 +101,9 @@ func BenchmarkAPIBigBatch(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	if bt.Counts.Total() != int64(n) {
+		b.Fatalf("ingested %d rows, want %d", bt.Counts.Total(), n)
+	}
 	pool := testdb.PostgresPool(b)
 	db := stdlib.OpenDBFromPool(pool)
 	b.Cleanup(func() { db.Close() })

@@ -19,6 +19,7 @@ import (
 	"github.com/rowfate/rowfate/filestore"
 	"github.com/rowfate/rowfate/progress"
 	"github.com/rowfate/rowfate/server"
+	"github.com/rowfate/rowfate/webhook/outbox"
 )
 
 type serveOptions struct {
@@ -209,8 +210,13 @@ func (c *cli) runServe(ctx context.Context, o serveOptions) error {
 	abs, _ := filepath.Abs(dir)
 	fmt.Fprintf(c.stderr, "serving on http://%s (%s, files in %s, %d workers)\n", ln.Addr(), c.where(), abs, o.workers)
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	snd, err := outbox.New(outbox.Config{Store: ss, Logger: c.logger})
+	if err != nil {
+		return err
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return bc.Run(gctx) })
+	g.Go(func() error { return snd.Run(gctx) })
 	g.Go(func() error { c.trimEvents(gctx, app.store, o); return nil })
 	g.Go(func() error { c.sweepFiles(gctx, files, o.fileRetention); return nil })
 	if o.workers > 0 {
