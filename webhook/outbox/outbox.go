@@ -159,7 +159,6 @@ func (s *Sender) SendOnce(ctx context.Context) (int, error) {
 	return len(ds), first
 }
 
-
 // deliver makes one attempt and records it.
 func (s *Sender) deliver(ctx context.Context, d *driver.Delivery) error {
 	status, sendErr := s.post(ctx, d)

@@ -119,7 +119,7 @@ func finished(t *testing.T, s store, url string) int64 {
 func sender(t *testing.T, s store, max int, timeout time.Duration) *outbox.Sender {
 	t.Helper()
 	snd, err := outbox.New(outbox.Config{Store: s, MaxAttempts: max, BackoffFunc: func(int) time.Duration { return time.Millisecond },
-		Client: &http.Client{Timeout: timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+		Client:       &http.Client{Timeout: timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 		PollInterval: 10 * time.Millisecond, Lease: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
