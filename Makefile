@@ -25,7 +25,7 @@ help: ## Show this list of targets
 	@awk 'BEGIN { FS = ":[^#]*## " } /^[A-Za-z0-9_.-]+:[^#]*## / { printf "  %-11s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
 test: ## Full test suite with -race against PostgreSQL (throwaway server unless DATABASE_URL is set) and SQLite, then fuzz-short
-	ROWFATE_REQUIRE_POSTGRES=1 ROWFATE_REQUIRE_CHROMIUM=$${ROWFATE_REQUIRE_CHROMIUM-1} scripts/with-postgres.sh $(GO) test -race -count=1 -timeout 40m $(PKGS)
+	ROWFATE_REQUIRE_POSTGRES=1 scripts/with-postgres.sh $(GO) test -race -count=1 -timeout 40m $(PKGS)
 	@# Peak-memory bounds measured on child processes mean nothing under the
 	@# race detector's own overhead, so those tests skip with -race: run them here.
 	$(GO) test -count=1 -run 'Memory' ./rows/...
