@@ -317,16 +317,31 @@ func (e *Engine) flushResult(ctx context.Context, s *WorkStats, l *Lease, p Chun
 	p.TenantID, p.BatchID, p.ChunkNo, p.Token, p.Deferred = l.TenantID, l.BatchID, l.ChunkNo, l.Token, l.Deferred
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushRetryLimit)
 	defer cancel()
+	// effected are the EffectFunc's outcomes in the attempt that
+	// committed, for the observer: they join p.Outcomes in the store.
+	var effected []RowOutcome
+	if f := p.EffectFunc; f != nil {
+		p.EffectFunc = func(ctx context.Context, tx Tx) ([]RowOutcome, error) {
+			outs, err := f(ctx, tx)
+			effected = outs
+			return outs, err
+		}
+	}
 	var res *FlushResult
 	err := e.retry(fctx, s, "flush", func(ctx context.Context) (err error) {
+		effected = nil
 		res, err = e.store.ChunkFlush(ctx, p)
 		return err
 	})
 	if err != nil {
 		if errors.Is(err, ErrLeaseLost) {
+			e.observer.StaleAckRejected(l.Kind)
 			return nil, ErrLeaseLost
 		}
 		return nil, fmt.Errorf("flush batch %d chunk %d: %w", l.BatchID, l.ChunkNo, err)
+	}
+	if !res.Cancelled {
+		e.recorded(l.Kind, p.Outcomes, effected)
 	}
 	e.logger.DebugContext(ctx, "chunk flushed", "batch_id", l.BatchID, "chunk_no", l.ChunkNo, "rows", len(p.Outcomes), "finished", res.Finished)
 	return res, nil
@@ -347,6 +362,9 @@ func (e *Engine) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 		err := e.store.LeaseRenew(ctx, LeaseRenewParams{TenantID: l.TenantID, BatchID: l.BatchID, ChunkNo: l.ChunkNo, Token: l.Token, LeaseDuration: e.lease})
 		switch {
 		case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrBatchStopped):
+			if errors.Is(err, ErrLeaseLost) {
+				e.observer.LeaseLost(l.Kind)
+			}
 			cancel(err)
 			return
 		case err != nil && ctx.Err() == nil:

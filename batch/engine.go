@@ -33,6 +33,9 @@ type Config struct {
 	// PollInterval is how long an idle worker waits before claiming again.
 	// Defaults to 250ms.
 	PollInterval time.Duration
+	// Observer hears of claims, lost leases, refused flushes and recorded
+	// outcomes (metrics). Defaults to none.
+	Observer Observer
 }
 
 func (c *Config) validate() error {
@@ -54,6 +57,7 @@ type Engine struct {
 	owner    string
 	lease    time.Duration
 	poll     time.Duration
+	observer Observer
 	// bell wakes this engine's idle workers when it imports rows.
 	bell bell
 }
@@ -72,6 +76,10 @@ func NewEngine(cfg Config) (*Engine, error) {
 	}
 	if e.poll <= 0 {
 		e.poll = 250 * time.Millisecond
+	}
+	e.observer = cfg.Observer
+	if e.observer == nil {
+		e.observer = nopObserver{}
 	}
 	name := cfg.WorkerName
 	if name == "" {

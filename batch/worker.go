@@ -180,6 +180,7 @@ func (e *Engine) workLoop(ctx context.Context, r *run) (WorkStats, error) {
 			}
 			return s, fmt.Errorf("claim chunk: %w", err)
 		}
+		e.observer.ChunkClaimed(lease.Kind)
 		c, err := e.workChunk(ctx, r, lease, &s)
 		switch {
 		case errors.Is(err, ErrLeaseLost):

@@ -85,6 +85,10 @@ type Config struct {
 	Recent int
 	// Logger receives errors reading the log. Defaults to discarding.
 	Logger *slog.Logger
+	// LagFunc, when set, is told how long after its commit (its At, on
+	// the database's clock) each new event was read by a feed: once per
+	// event, not per subscriber (metrics.Metrics.ObserveEventLag).
+	LagFunc func(time.Duration)
 }
 
 // Broadcaster fans a store's batch events out to subscribers. It is safe
@@ -352,6 +356,12 @@ func (f *feed) fetch(ctx context.Context) error {
 		}
 		if len(evs) == 0 {
 			return nil
+		}
+		if lag := f.b.cfg.LagFunc; lag != nil {
+			now := time.Now()
+			for _, ev := range evs {
+				lag(now.Sub(ev.At))
+			}
 		}
 		f.add(evs)
 		if len(evs) < pageSize {

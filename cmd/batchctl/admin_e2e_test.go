@@ -90,6 +90,19 @@ func TestAdminE2E(t *testing.T) {
 	}
 	b.wait(`document.getElementById("batch-status").textContent === "finished"`, "status finished")
 
+	// The serve process's workers did it: its metrics say so.
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exposition, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`rowfate_row_outcomes_total{kind="customers",state="succeeded"} 285`, `rowfate_rows{state="invalid"} 15`, `rowfate_chunk_claims_total{kind="customers"}`} {
+		if !strings.Contains(string(exposition), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+
 	// The invalid rows.
 	b.do(chromedp.Click(chromedp.CSS(`a[href="#/batches/`+id+`/rows"]`)),
 		chromedp.WaitVisible(chromedp.ID("tab-invalid")),

@@ -199,6 +199,7 @@ func (c *cli) rootCommand() *cobra.Command {
 		cmd.GroupID = "admin"
 		root.AddCommand(cmd)
 	}
+	root.AddCommand(c.webhookCommand())
 	root.SetHelpCommandGroupID("admin")
 	root.SetCompletionCommandGroupID("admin")
 	return root

@@ -16,7 +16,9 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/filestore"
+	"github.com/rowfate/rowfate/metrics"
 	"github.com/rowfate/rowfate/progress"
 	"github.com/rowfate/rowfate/server"
 	"github.com/rowfate/rowfate/webhook/outbox"
@@ -190,12 +192,22 @@ func (c *cli) runServe(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return err
 	}
-	eng, err := batch.NewEngine(batch.Config{Store: app.store, Registry: app.engine.Registry(), Logger: c.logger, WorkerName: "serve", LeaseDuration: o.lease})
+	stats, _ := app.store.(driver.StatsStore)
+	m, err := metrics.New(metrics.Config{Store: stats, Logger: c.logger})
 	if err != nil {
 		return err
 	}
-	bc := progress.New(app.store, &progress.Config{Rate: o.rate, Logger: c.logger})
-	srv, err := server.New(server.Config{Engine: eng, Files: files, MaxUpload: maxUpload, Broadcaster: bc, Auth: auth,
+	eng, err := batch.NewEngine(batch.Config{Store: app.store, Registry: app.engine.Registry(), Logger: c.logger, WorkerName: "serve",
+		LeaseDuration: o.lease, Observer: m})
+	if err != nil {
+		return err
+	}
+	bc := progress.New(app.store, &progress.Config{Rate: o.rate, Logger: c.logger, LagFunc: m.ObserveEventLag})
+	var metricsHandler http.Handler
+	if o.metrics {
+		metricsHandler = m.Handler()
+	}
+	srv, err := server.New(server.Config{Engine: eng, Files: files, MaxUpload: maxUpload, Broadcaster: bc, Auth: auth, Metrics: metricsHandler,
 		AllowedOrigins: o.origins, Logger: c.logger, Hooks: server.HooksConfig{Secrets: secrets, FetchPrefixes: o.hookPrefixes}})
 	if err != nil {
 		return usagef("%v", err)

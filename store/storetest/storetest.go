@@ -57,6 +57,7 @@ func RunWith(t *testing.T, newStore NewStoreFunc, o Options) {
 	runReview(t, newStore)
 	runDeferred(t, newStore)
 	runService(t, newStore)
+	runStats(t, newStore)
 	t.Run("SchemaStatus", func(t *testing.T) {
 		t.Parallel()
 		st, err := newStore(t).SchemaStatus(context.Background())
