@@ -1,8 +1,6 @@
 package server
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +15,7 @@ import (
 	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/webhook"
+	"github.com/rowfate/rowfate/webhook/outbox"
 )
 
 // HooksConfig configures POST /v1/hooks/import, the signed webhook that
@@ -248,11 +247,7 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request, p Princi
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
 		return badRequestf("url %q: want an http(s) URL with a host and no user info", req.URL)
 	}
-	var key [32]byte
-	if _, err := rand.Read(key[:]); err != nil {
-		return err
-	}
-	secret := "whsec_" + base64.StdEncoding.EncodeToString(key[:])
+	secret := outbox.NewSecret()
 	ep, err := s.cfg.Service.EndpointCreate(r.Context(), driver.EndpointCreateParams{TenantID: p.TenantID, URL: u.String(), Secret: secret})
 	if err != nil {
 		return err

@@ -1,8 +1,9 @@
 // Package outbox delivers Rowfate's outgoing webhooks from the durable
 // outbox: the transaction that finishes or cancels a batch writes one
-// pending delivery per endpoint of its tenant (driver.ServiceStore), and a
-// Sender posts each, signed in the Standard Webhooks format, until the
-// endpoint answers 2xx or the attempts run out and the delivery is dead.
+// pending delivery per enabled endpoint of its tenant
+// (driver.ServiceStore), and a Sender posts each, signed in the Standard
+// Webhooks format, until the endpoint answers 2xx or the attempts run out
+// and the delivery is dead.
 //
 // A delivery is claimed under a lease before it is sent, so that several
 // senders (one per `batchctl serve` process) do not post it at the same
@@ -13,14 +14,17 @@ package outbox
 
 import (
 	"bytes"
-	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
+	mrand "math/rand/v2"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,188 +32,335 @@ import (
 	"github.com/rowfate/rowfate/webhook"
 )
 
-// Store is what a Sender needs of the store.
+// Store is what a Sender needs of a store: its outbox. Every
+// driver.ServiceStore is one.
 type Store interface {
 	DeliveriesClaim(ctx context.Context, params driver.DeliveriesClaimParams) ([]driver.Delivery, error)
 	DeliveryRecord(ctx context.Context, params driver.DeliveryRecordParams) error
 }
 
-// Config configures a Sender.
+// UserAgent is the User-Agent of every delivery.
+const UserAgent = "rowfate-webhooks/1"
+
+const (
+	// maxErrorBody is how much of an answer is read, for the delivery's
+	// last error when it is not 2xx; the rest is never read, so an
+	// endpoint cannot make a sender read an unbounded body.
+	maxErrorBody = 512
+	// recordRetryLimit bounds how long a transient database error is
+	// retried when an attempt is recorded, as the engine's flushes are:
+	// the attempt happened, and forgetting it sends the message again.
+	recordRetryLimit = 2 * time.Minute
+)
+
+// Config configures a Sender. The zero value of every field but Store is
+// its default.
 type Config struct {
 	// Store holds the outbox. Required.
 	Store Store
-	// Client posts the deliveries. Defaults to one with a 10s timeout
-	// that follows no redirect: a 3xx is a failed attempt, so that an
-	// endpoint cannot send the signed body elsewhere.
+	// Client posts the deliveries. Its Timeout must be set and shorter
+	// than Lease, so that an attempt ends while the delivery is still
+	// this sender's. Redirects are never followed, whatever its
+	// CheckRedirect says: a 3xx is a failed attempt, so that an endpoint
+	// cannot have the signed body sent elsewhere. Defaults to a client
+	// with a 10s timeout.
 	Client *http.Client
-	// MaxAttempts is how many attempts a delivery gets before it is dead.
-	// Defaults to 8.
+	// MaxAttempts is how many attempts a delivery gets; it is dead when
+	// the last one fails. Defaults to 8.
 	MaxAttempts int
-	// BackoffFunc is the wait after failed attempt n (1-based). Defaults
-	// to 10s·2^(n-1), at most 1h, with ±20% jitter.
+	// BackoffFunc is the wait after failed attempt n (1 for the first).
+	// Defaults to DefaultBackoff: 10s·2^(n-1), at most 1h, with jitter.
 	BackoffFunc func(attempt int) time.Duration
 	// Concurrency is how many deliveries are sent at once. Defaults to 4.
 	Concurrency int
-	// PollInterval is how often the outbox is read when it was empty.
-	// Defaults to 1s.
+	// PollInterval is how often the outbox is read while it has nothing
+	// due. Defaults to 1s.
 	PollInterval time.Duration
-	// Lease is how long a claimed delivery is this sender's; it must
-	// outlast the client's timeout. Defaults to 1m.
+	// Lease is how long a claimed delivery is this sender's before
+	// another may claim it; it must be longer than Client.Timeout.
+	// Defaults to 1m.
 	Lease time.Duration
-	// Logger defaults to discarding.
+	// Logger logs each attempt (never a secret, nor the endpoint's URL,
+	// which may carry a credential). Defaults to discarding.
 	Logger *slog.Logger
-	// Now is the clock of the webhook-timestamp. Defaults to time.Now.
-	Now func() time.Time
+	// NowFunc is the clock of the webhook-timestamp header. Defaults to
+	// time.Now.
+	NowFunc func() time.Time
 }
 
-// Sender delivers the outbox.
+func (c *Config) validate() error {
+	if c.Store == nil {
+		return errors.New("outbox: Config.Store is required")
+	}
+	if c.MaxAttempts < 0 || c.Concurrency < 0 || c.PollInterval < 0 || c.Lease < 0 {
+		return fmt.Errorf("outbox: negative MaxAttempts (%d), Concurrency (%d), PollInterval (%s) or Lease (%s)",
+			c.MaxAttempts, c.Concurrency, c.PollInterval, c.Lease)
+	}
+	if c.Client.Timeout <= 0 || c.Client.Timeout >= c.Lease {
+		return fmt.Errorf("outbox: Client.Timeout (%s) must be set and shorter than Lease (%s): an attempt that outlives its lease is sent twice",
+			c.Client.Timeout, c.Lease)
+	}
+	return nil
+}
+
+// Sender sends the outbox's deliveries. Several senders, in one process or
+// many, may share a store.
 type Sender struct {
 	cfg Config
 }
 
-// maxErrorBody is how much of a failed answer is kept as the delivery's
-// last error.
-const maxErrorBody = 512
-
-// New returns a Sender for a config.
+// New returns a Sender for cfg.
 func New(cfg Config) (*Sender, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("outbox: Config.Store is required")
-	}
 	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		cfg.Client = &http.Client{Timeout: 10 * time.Second}
 	}
-	if cfg.MaxAttempts <= 0 {
+	client := *cfg.Client
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	cfg.Client = &client
+	if cfg.MaxAttempts == 0 {
 		cfg.MaxAttempts = 8
 	}
 	if cfg.BackoffFunc == nil {
 		cfg.BackoffFunc = DefaultBackoff
 	}
-	if cfg.Concurrency <= 0 {
+	if cfg.Concurrency == 0 {
 		cfg.Concurrency = 4
 	}
-	if cfg.PollInterval <= 0 {
+	if cfg.PollInterval == 0 {
 		cfg.PollInterval = time.Second
 	}
-	if cfg.Lease <= 0 {
+	if cfg.Lease == 0 {
 		cfg.Lease = time.Minute
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.NowFunc == nil {
+		cfg.NowFunc = time.Now
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	return &Sender{cfg: cfg}, nil
 }
 
-// DefaultBackoff waits 10s·2^(n-1) after failed attempt n, at most an
-// hour, with ±20% jitter so that deliveries that failed together do not
-// come back together.
+// DefaultBackoff waits 10s·2^(n-1) after failed attempt n, ±20% so that
+// deliveries that failed together do not come back together, and never
+// more than an hour.
 func DefaultBackoff(attempt int) time.Duration {
-	d := min(10*time.Second<<min(attempt-1, 20), time.Hour)
-	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+	d := min(10*time.Second<<min(max(attempt, 1)-1, 20), time.Hour)
+	return min(time.Duration(float64(d)*(0.8+0.4*mrand.Float64())), time.Hour)
 }
 
-// Run sends due deliveries until ctx is done; it returns nil then. A
-// store error is logged and retried at the next poll: the outbox keeps
-// what could not be sent.
+// NewSecret returns a new signing secret for an endpoint: "whsec_" and
+// the standard base64 of 32 random bytes, the form webhook.DecodeSecret
+// reads.
+func NewSecret() string {
+	var key [32]byte
+	_, _ = rand.Read(key[:]) // never fails (crypto/rand, Go 1.24)
+	return "whsec_" + base64.StdEncoding.EncodeToString(key[:])
+}
+
+// Run sends due deliveries, Concurrency at a time, until ctx is done, and
+// then returns nil: the attempts in flight are cut short and not counted
+// (their deliveries are due again when the lease ends). A transient
+// database error in a claim is retried with backoff; any other database
+// error ends the run and is returned.
 func (s *Sender) Run(ctx context.Context) error {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		finished = make(chan error, s.cfg.Concurrency) // one per delivery in flight: never blocks
+		inflight int
+		retry    time.Duration // the wait after a transient claim error
+		timer    = time.NewTimer(0)
+		runErr   error
+	)
+	defer timer.Stop()
+	claim := true
+loop:
 	for {
-		n, err := s.SendOnce(ctx)
-		if ctx.Err() != nil {
-			return nil
+		if claim && inflight < s.cfg.Concurrency {
+			ds, err := s.cfg.Store.DeliveriesClaim(sctx, driver.DeliveriesClaimParams{Limit: s.cfg.Concurrency - inflight, Lease: s.cfg.Lease})
+			switch {
+			case sctx.Err() != nil:
+				break loop
+			case errors.Is(err, driver.ErrTransient):
+				retry = min(max(2*retry, 100*time.Millisecond), 30*time.Second)
+				s.cfg.Logger.WarnContext(ctx, "webhook outbox: database error, retrying", "in", retry, "err", err)
+				timer.Reset(retry)
+			case err != nil:
+				runErr = fmt.Errorf("claim webhook deliveries: %w", err)
+				break loop
+			default:
+				retry = 0
+				for i := range ds {
+					inflight++
+					wg.Go(func() { finished <- s.deliver(sctx, &ds[i]) })
+				}
+				if inflight < s.cfg.Concurrency {
+					// Nothing more is due: wait for the poll, or for an
+					// attempt to end (a quick retry may be due by then).
+					timer.Reset(s.cfg.PollInterval)
+				}
+			}
 		}
-		if err != nil {
-			s.cfg.Logger.Warn("webhook outbox", "err", err)
-		}
-		if n > 0 && err == nil {
-			continue // there may be more due
-		}
+		claim = false
 		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(s.cfg.PollInterval):
+		case <-sctx.Done():
+			break loop
+		case err := <-finished:
+			inflight--
+			if err != nil {
+				runErr = err
+				break loop
+			}
+			claim = retry == 0
+		case <-timer.C:
+			claim = true
 		}
 	}
+	cancel()
+	wg.Wait()
+	return runErr
 }
 
 // SendOnce claims up to Concurrency due deliveries, sends them at once and
-// records each attempt. It returns how many it sent.
+// records each attempt; it returns how many it claimed. The error is the
+// claim's or a record's.
 func (s *Sender) SendOnce(ctx context.Context) (int, error) {
 	ds, err := s.cfg.Store.DeliveriesClaim(ctx, driver.DeliveriesClaimParams{Limit: s.cfg.Concurrency, Lease: s.cfg.Lease})
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("claim webhook deliveries: %w", err)
 	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-	)
+	errs := make([]error, len(ds))
+	var wg sync.WaitGroup
 	for i := range ds {
-		wg.Go(func() {
-			if err := s.deliver(ctx, &ds[i]); err != nil {
-				mu.Lock()
-				first = cmp.Or(first, err)
-				mu.Unlock()
-			}
-		})
+		wg.Go(func() { errs[i] = s.deliver(ctx, &ds[i]) })
 	}
 	wg.Wait()
-	return len(ds), first
+	return len(ds), errors.Join(errs...)
 }
 
-// deliver makes one attempt and records it.
+// deliver makes one attempt and records it. The error is the record's.
 func (s *Sender) deliver(ctx context.Context, d *driver.Delivery) error {
 	status, sendErr := s.post(ctx, d)
-	if ctx.Err() != nil {
-		// Stopping: the lease ends and the delivery is due again; an
-		// attempt cut short is not counted.
+	if ctx.Err() != nil && status == 0 {
+		// Stopping cut the attempt short: it is not counted, and the
+		// delivery is due again when the lease ends.
 		return nil
 	}
+	attempt := d.Attempts + 1 // the store counts the attempt it records
 	rec := driver.DeliveryRecordParams{ID: d.ID, HTTPStatus: status, Status: driver.DeliveryDelivered}
-	attempt := d.Attempts + 1
 	if sendErr != nil {
 		rec.Error = sendErr.Error()
-		rec.Status = driver.DeliveryPending
-		rec.RetryIn = s.cfg.BackoffFunc(attempt)
-		if attempt >= s.cfg.MaxAttempts {
-			rec.Status, rec.RetryIn = driver.DeliveryDead, 0
+		var perm *permanentError
+		switch {
+		case errors.As(sendErr, &perm), attempt >= s.cfg.MaxAttempts:
+			rec.Status = driver.DeliveryDead
+		default:
+			rec.Status, rec.RetryIn = driver.DeliveryPending, s.cfg.BackoffFunc(attempt)
 		}
 	}
-	s.cfg.Logger.Info("webhook delivery", "delivery_id", d.ID, "tenant_id", d.TenantID, "batch_id", d.BatchID,
-		"event_type", d.EventType, "attempt", attempt, "status", rec.Status, "http_status", status, "err", rec.Error)
-	if err := s.cfg.Store.DeliveryRecord(ctx, rec); err != nil {
-		return fmt.Errorf("record delivery %d: %w", d.ID, err)
+	level := slog.LevelInfo
+	if rec.Status != driver.DeliveryDelivered {
+		level = slog.LevelWarn
 	}
-	return nil
+	s.cfg.Logger.Log(ctx, level, "webhook delivery", "delivery_id", d.ID, "endpoint_id", d.EndpointID, "tenant_id", d.TenantID,
+		"batch_id", d.BatchID, "event_type", d.EventType, "attempt", attempt, "status", rec.Status, "http_status", status,
+		"retry_in", rec.RetryIn, "err", rec.Error)
+	// The attempt happened: record it even when ctx is done, and retry
+	// what a database restart throws while the sender runs.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordRetryLimit)
+	defer cancel()
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		err := s.cfg.Store.DeliveryRecord(rctx, rec)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, driver.ErrTransient) {
+			return fmt.Errorf("record webhook delivery %d: %w", d.ID, err)
+		}
+		s.cfg.Logger.WarnContext(ctx, "webhook outbox: database error, retrying", "delivery_id", d.ID, "in", wait, "err", err)
+		select {
+		case <-rctx.Done():
+			return fmt.Errorf("record webhook delivery %d: %w", d.ID, err)
+		case <-ctx.Done():
+			// Stopping: no more tries; the delivery is sent again when
+			// its lease ends.
+			return fmt.Errorf("record webhook delivery %d: %w", d.ID, err)
+		case <-time.After(wait):
+		}
+	}
 }
 
-// post sends a delivery and returns the endpoint's status; an error is an
-// attempt that failed (no answer, or not 2xx).
+// permanentError is a delivery that no attempt can send: it is dead at
+// once.
+type permanentError struct{ msg string }
+
+func (e *permanentError) Error() string { return e.msg }
+
+// post makes one attempt. It returns the endpoint's status (0 when no
+// answer came) and, for an attempt that failed, why.
 func (s *Sender) post(ctx context.Context, d *driver.Delivery) (int, error) {
 	if d.URL == "" {
-		return 0, errors.New("the endpoint is gone")
+		return 0, &permanentError{"the endpoint is gone"}
+	}
+	u, err := url.Parse(d.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return 0, &permanentError{"the endpoint's URL is not an http(s) URL with a host"}
 	}
 	body := []byte(d.Payload)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
 	if err != nil {
-		return 0, fmt.Errorf("request: %w", err)
+		return 0, &permanentError{"the endpoint's URL is not valid"}
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "rowfate-webhooks/1")
-	if err := webhook.SetHeaders(req.Header, d.Secret, d.MessageID(), s.cfg.Now(), body); err != nil {
-		return 0, fmt.Errorf("sign: %w", err)
+	req.Header.Set("User-Agent", UserAgent)
+	if err := webhook.SetHeaders(req.Header, d.Secret, d.MessageID(), s.cfg.NowFunc(), body); err != nil {
+		// Never the secret itself in the error: it is stored and listed.
+		return 0, &permanentError{"the endpoint's secret is not a whsec_ base64 secret"}
 	}
 	resp, err := s.cfg.Client.Do(req)
 	if err != nil {
-		return 0, err
+		// *url.Error repeats the URL, which may carry a credential.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return 0, fmt.Errorf("no answer: %w", err)
 	}
 	defer resp.Body.Close()
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // let the connection be reused
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return resp.StatusCode, fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(snippet))
+	switch code := resp.StatusCode; {
+	case code >= 200 && code <= 299:
+		return code, nil
+	case code >= 300 && code <= 399:
+		return code, fmt.Errorf("%s: redirect not followed (to %s)", resp.Status, clean([]byte(resp.Header.Get("Location"))))
+	default:
+		if msg := clean(snippet); msg != "" {
+			return code, fmt.Errorf("%s: %s", resp.Status, msg)
+		}
+		return code, errors.New(resp.Status)
 	}
-	return resp.StatusCode, nil
+}
+
+// clean makes text from an endpoint's answer safe to store and print: at
+// most maxErrorBody bytes of valid UTF-8 on one line, without control
+// characters.
+func clean(b []byte) string {
+	if len(b) > maxErrorBody {
+		b = b[:maxErrorBody]
+	}
+	s := strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\r' || r == '\t':
+			return ' '
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(string(b), ""))
+	return strings.Join(strings.Fields(s), " ")
 }

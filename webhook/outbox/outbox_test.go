@@ -1,12 +1,15 @@
 package outbox_test
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,247 +24,658 @@ import (
 	"github.com/rowfate/rowfate/webhook/outbox"
 )
 
-const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+const tenant = "acme"
 
+// store is a store with its outbox: both stores are.
 type store interface {
 	driver.Store
 	driver.ServiceStore
 }
 
-func stores(t *testing.T) map[string]func(t *testing.T) store {
-	return map[string]func(t *testing.T) store{
-		"SQLite": func(t *testing.T) store {
-			s, err := sqlite.Open(testdb.SQLitePath(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			if err := s.Migrate(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			return s
-		},
-		"PostgreSQL": func(t *testing.T) store {
-			pool := testdb.PostgresPool(t)
-			s := postgres.New(pool, &postgres.Config{Schema: testdb.SchemaOf(pool.Config())})
-			if err := s.Migrate(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			return s
-		},
+var engines = []string{"SQLite", "PostgreSQL"}
+
+// openStore returns a migrated store of the engine. PostgreSQL comes from
+// DATABASE_URL; without it the test skips, or fails under
+// ROWFATE_REQUIRE_POSTGRES=1 (testdb).
+func openStore(t *testing.T, engine string) store {
+	t.Helper()
+	var s store
+	switch engine {
+	case "SQLite":
+		lite, err := sqlite.Open(testdb.SQLitePath(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { lite.Close() })
+		s = lite
+	case "PostgreSQL":
+		pool := testdb.PostgresPool(t)
+		s = postgres.New(pool, &postgres.Config{Schema: testdb.SchemaOf(pool.Config())})
+	default:
+		t.Fatalf("no engine %s", engine)
 	}
+	if err := s.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
-// receiver verifies every request on its raw body and answers with the
-// status its script gives for the nth request (200 past its end).
+// Answers of a receiver besides HTTP statuses.
+const (
+	// hang: answer nothing until the client gives up.
+	hang = -1
+	// endless: 500 with a body that never ends (endlessSize bytes: far
+	// more than socket buffers hold).
+	endless = -2
+
+	endlessSize, endlessChunks = 72 << 20, 1024
+)
+
+// receiver is an endpoint that checks every request as a receiver must:
+// webhook.Verify on the raw body, with the endpoint's secret, before
+// anything else. It answers the nth request of a message with answers[n-1]
+// (200 past the end).
 type receiver struct {
-	t      *testing.T
-	mu     sync.Mutex
-	ids    []string
-	script []int
-	hang   time.Duration
-	n      atomic.Int64
+	t       *testing.T
+	secret  string
+	answers []int
+	// redirect is where a 3xx points.
+	redirect string
+	// started, when set, is told of each request as it arrives.
+	started chan string
+
+	mu         sync.Mutex
+	ids        []string            // webhook-id of every verified request, in order
+	bodies     map[string]string   // a message's body, as received
+	timestamps map[string][]string // a message's webhook-timestamp, per request
+	// endlessWrote is what an endless answer managed to write.
+	endlessWrote atomic.Int64
 }
 
 func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	id, err := webhook.Verify(r.Header, body, []string{secret}, nil)
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		rc.t.Errorf("read the body: %v", err)
+		return
+	}
+	id, err := webhook.Verify(r.Header, body, []string{rc.secret}, nil)
 	if err != nil {
 		rc.t.Errorf("a delivery does not verify: %v", err)
 		w.WriteHeader(http.StatusUnauthorized)
 		return
 	}
-	var msg struct {
-		Type string `json:"type"`
+	if r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/json" || r.Header.Get("User-Agent") != outbox.UserAgent {
+		rc.t.Errorf("%s with Content-Type %q, User-Agent %q", r.Method, r.Header.Get("Content-Type"), r.Header.Get("User-Agent"))
 	}
-	if err := json.Unmarshal(body, &msg); err != nil || msg.Type == "" {
-		rc.t.Errorf("body %s: %v", body, err)
-	}
-	n := int(rc.n.Add(1)) - 1
 	rc.mu.Lock()
 	rc.ids = append(rc.ids, id)
+	if prev, ok := rc.bodies[id]; ok && prev != string(body) {
+		rc.t.Errorf("message %s: another body on a later attempt", id)
+	}
+	rc.bodies[id] = string(body)
+	rc.timestamps[id] = append(rc.timestamps[id], r.Header.Get(webhook.HeaderTimestamp))
+	n := len(rc.timestamps[id])
 	rc.mu.Unlock()
-	if rc.hang > 0 && n == 0 {
-		time.Sleep(rc.hang)
+	if rc.started != nil {
+		rc.started <- id
 	}
-	status := http.StatusOK
-	if n < len(rc.script) {
-		status = rc.script[n]
+	answer := http.StatusOK
+	if n <= len(rc.answers) {
+		answer = rc.answers[n-1]
 	}
-	if status >= 300 && status < 400 {
-		w.Header().Set("Location", "http://elsewhere.example/")
+	switch {
+	case answer == hang:
+		<-r.Context().Done()
+	case answer == endless:
+		w.WriteHeader(http.StatusInternalServerError)
+		chunk := bytes.Repeat([]byte("overflow "), endlessSize/endlessChunks/9)
+		for range endlessChunks {
+			k, err := w.Write(chunk)
+			rc.endlessWrote.Add(int64(k))
+			if err != nil {
+				return
+			}
+		}
+	case answer >= 300 && answer <= 399:
+		w.Header().Set("Location", rc.redirect)
+		w.WriteHeader(answer)
+	default:
+		w.WriteHeader(answer)
+		fmt.Fprintf(w, "answer %d\n\afrom the receiver", answer)
 	}
-	w.WriteHeader(status)
-	fmt.Fprint(w, "answer ", status)
 }
 
-// finished makes a batch of the tenant end (cancelled), which queues one
-// delivery per endpoint in the same transaction.
-func finished(t *testing.T, s store, url string) int64 {
+// requests returns how many requests each message got.
+func (rc *receiver) requests() map[string]int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	got := map[string]int{}
+	for _, id := range rc.ids {
+		got[id]++
+	}
+	return got
+}
+
+// bundle is one test's store, receiver and endpoint.
+type bundle struct {
+	t        *testing.T
+	s        store
+	rc       *receiver
+	endpoint *driver.Endpoint
+	// logs is what the test's senders logged.
+	logs *syncBuffer
+}
+
+// setup opens a store of the engine and registers a receiver answering
+// answers as an endpoint of the tenant, with a secret made as batchctl
+// makes them.
+func setup(t *testing.T, engine string, answers ...int) *bundle {
 	t.Helper()
-	ctx := context.Background()
-	if _, err := s.EndpointCreate(ctx, driver.EndpointCreateParams{TenantID: "acme", URL: url, Secret: secret}); err != nil {
+	s := openStore(t, engine)
+	rc := &receiver{t: t, secret: outbox.NewSecret(), answers: answers, bodies: map[string]string{}, timestamps: map[string][]string{}}
+	srv := httptest.NewServer(rc)
+	t.Cleanup(srv.Close)
+	ep, err := s.EndpointCreate(context.Background(), driver.EndpointCreateParams{TenantID: tenant, URL: srv.URL + "/hook?token=in-the-url", Secret: rc.secret})
+	if err != nil {
 		t.Fatal(err)
 	}
+	b := &bundle{t: t, s: s, rc: rc, endpoint: ep, logs: &syncBuffer{}}
+	t.Cleanup(func() {
+		// Nothing logged carries the secret or the endpoint's URL.
+		if logs := b.logs.String(); strings.Contains(logs, rc.secret) || strings.Contains(logs, "in-the-url") {
+			t.Errorf("the sender logged a secret or the endpoint's URL:\n%s", logs)
+		}
+	})
+	return b
+}
+
+// endBatch stores a batch of one row and ends it as production does: a
+// cancel, or a worker's flush that finishes it. The transaction that ends
+// it queues one delivery per enabled endpoint of the tenant.
+func (b *bundle) endBatch(finish bool) int64 {
+	b.t.Helper()
+	ctx := context.Background()
 	seq := func(yield func(driver.IngestRow, error) bool) {
 		yield(driver.IngestRow{RowNo: 2, State: rows.StateValid, Values: []string{"x"}}, nil)
 	}
-	b, err := s.BatchIngest(ctx, driver.BatchIngestParams{TenantID: "acme", Kind: "k", SourceName: "f.csv", Header: []string{"a"}, Rows: seq})
+	bt, err := b.s.BatchIngest(ctx, driver.BatchIngestParams{TenantID: tenant, Kind: "k", SourceName: "f.csv", Header: []string{"a"}, Rows: seq})
 	if err != nil {
-		t.Fatal(err)
+		b.t.Fatal(err)
 	}
-	if _, err := s.BatchCancel(ctx, driver.BatchControlParams{TenantID: "acme", ID: b.ID}); err != nil {
-		t.Fatal(err)
+	if !finish {
+		if _, err := b.s.BatchCancel(ctx, driver.BatchControlParams{TenantID: tenant, ID: bt.ID}); err != nil {
+			b.t.Fatal(err)
+		}
+		return bt.ID
 	}
-	return b.ID
+	l, err := b.s.ChunkClaim(ctx, driver.ChunkClaimParams{Owner: "w", BatchID: bt.ID, LeaseDuration: time.Minute})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	outs := make([]driver.RowOutcome, len(l.Rows))
+	for i, r := range l.Rows {
+		outs[i] = driver.RowOutcome{RowNo: r.RowNo, State: rows.StateSucceeded, ResultID: "x"}
+	}
+	if _, err := b.s.ChunkFlush(ctx, driver.ChunkFlushParams{TenantID: tenant, BatchID: bt.ID, ChunkNo: l.ChunkNo, Token: l.Token, Outcomes: outs, Release: true}); err != nil {
+		b.t.Fatal(err)
+	}
+	return bt.ID
 }
 
-func sender(t *testing.T, s store, max int, timeout time.Duration) *outbox.Sender {
-	t.Helper()
-	snd, err := outbox.New(outbox.Config{Store: s, MaxAttempts: max, BackoffFunc: func(int) time.Duration { return time.Millisecond },
-		Client:       &http.Client{Timeout: timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
-		PollInterval: 10 * time.Millisecond, Lease: 2 * time.Second})
+// sender returns a Sender on the bundle's store with tiny backoffs; edit
+// adjusts its config.
+func (b *bundle) sender(edit func(*outbox.Config)) *outbox.Sender {
+	b.t.Helper()
+	cfg := outbox.Config{
+		Store:        b.s,
+		BackoffFunc:  func(int) time.Duration { return time.Millisecond },
+		PollInterval: 10 * time.Millisecond,
+		Client:       &http.Client{Timeout: 5 * time.Second},
+		Lease:        30 * time.Second,
+		Logger:       slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	snd, err := outbox.New(cfg)
 	if err != nil {
-		t.Fatal(err)
+		b.t.Fatal(err)
 	}
 	return snd
 }
 
-// drain sends until nothing is due for a while.
-func drain(t *testing.T, snd *outbox.Sender) {
-	t.Helper()
-	idle := 0
-	for deadline := time.Now().Add(20 * time.Second); idle < 20; {
-		n, err := snd.SendOnce(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			idle++
-		} else {
-			idle = 0
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the outbox did not drain")
-		}
-		time.Sleep(10 * time.Millisecond)
+// sendOnce runs one round and wants n deliveries claimed.
+func (b *bundle) sendOnce(snd *outbox.Sender, n int) {
+	b.t.Helper()
+	got, err := snd.SendOnce(context.Background())
+	if err != nil || got != n {
+		b.t.Fatalf("SendOnce = %d, %v; want %d", got, err, n)
 	}
 }
 
-func deliveries(t *testing.T, s store) []driver.Delivery {
-	t.Helper()
-	ds, err := s.DeliveriesList(context.Background(), driver.DeliveriesListParams{TenantID: "acme"})
+// drain sends until no delivery is pending.
+func (b *bundle) drain(snd *outbox.Sender) {
+	b.t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); len(b.deliveries(driver.DeliveryPending)) > 0; {
+		if _, err := snd.SendOnce(context.Background()); err != nil {
+			b.t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("deliveries still pending: %+v", b.deliveries(driver.DeliveryPending))
+		}
+		time.Sleep(5 * time.Millisecond) // the retry is due 1ms after the attempt
+	}
+}
+
+func (b *bundle) deliveries(status string) []driver.Delivery {
+	b.t.Helper()
+	ds, err := b.s.DeliveriesList(context.Background(), driver.DeliveriesListParams{TenantID: tenant, Status: status, Limit: 1000})
 	if err != nil {
-		t.Fatal(err)
+		b.t.Fatal(err)
 	}
 	return ds
 }
 
-// TestSender: deliveries are signed, retried with the same id, dead after
-// their attempts, and a redirect or a hang is a failed attempt.
+// only returns the one delivery of the tenant.
+func (b *bundle) only() driver.Delivery {
+	b.t.Helper()
+	ds := b.deliveries("")
+	if len(ds) != 1 {
+		b.t.Fatalf("%d deliveries, want 1: %+v", len(ds), ds)
+	}
+	return ds[0]
+}
+
+// wantRequests checks that the receiver got n requests, all of the
+// delivery's message, with its payload byte for byte.
+func (b *bundle) wantRequests(d driver.Delivery, n int) {
+	b.t.Helper()
+	if got := b.rc.requests(); len(got) != 1 || got[d.MessageID()] != n {
+		b.t.Fatalf("requests per webhook-id %v, want %d of %s", got, n, d.MessageID())
+	}
+	b.rc.mu.Lock()
+	defer b.rc.mu.Unlock()
+	if body := b.rc.bodies[d.MessageID()]; body != d.Payload || !strings.Contains(body, `"batch_id":`+strconv.FormatInt(d.BatchID, 10)) {
+		b.t.Errorf("body %s, want the payload %s", body, d.Payload)
+	}
+}
+
 func TestSender(t *testing.T) {
 	t.Parallel()
-	for name, open := range stores(t) {
-		t.Run(name, func(t *testing.T) {
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) {
 			t.Parallel()
-			for _, tc := range []struct {
-				name     string
-				script   []int
-				hang     time.Duration
-				max      int
-				status   string
-				attempts int
-			}{
-				{"first try", nil, 0, 8, driver.DeliveryDelivered, 1},
-				{"third try", []int{500, 503}, 0, 8, driver.DeliveryDelivered, 3},
-				{"dead", []int{500, 500, 500, 500}, 0, 3, driver.DeliveryDead, 3},
-				{"redirect not followed", []int{302}, 0, 8, driver.DeliveryDelivered, 2},
-				{"hang past the timeout", nil, time.Second, 8, driver.DeliveryDelivered, 2},
-			} {
-				t.Run(tc.name, func(t *testing.T) {
-					t.Parallel()
-					s := open(t)
-					rc := &receiver{t: t, script: tc.script, hang: tc.hang}
-					srv := httptest.NewServer(rc)
-					defer srv.Close()
-					id := finished(t, s, srv.URL+"/hook")
-					drain(t, sender(t, s, tc.max, 300*time.Millisecond))
-					ds := deliveries(t, s)
-					if len(ds) != 1 || ds[0].BatchID != id || ds[0].Status != tc.status || ds[0].Attempts != tc.attempts {
-						t.Fatalf("deliveries = %+v, want one %s after %d attempts", ds, tc.status, tc.attempts)
-					}
-					if tc.status == driver.DeliveryDead && (ds[0].LastStatus != 500 || ds[0].LastError == "") {
-						t.Errorf("a dead delivery keeps its last answer: %+v", ds[0])
-					}
-					rc.mu.Lock()
-					defer rc.mu.Unlock()
-					if len(rc.ids) != tc.attempts {
-						t.Errorf("the receiver saw %d requests, want %d", len(rc.ids), tc.attempts)
-					}
-					for _, got := range rc.ids {
-						if got != ds[0].MessageID() {
-							t.Errorf("webhook-id %q, want %q on every attempt", got, ds[0].MessageID())
-						}
-					}
-				})
+			t.Run("DeliveredAtOnce", func(t *testing.T) {
+				t.Parallel()
+				b := setup(t, engine)
+				start := time.Now()
+				id := b.endBatch(true)
+				b.sendOnce(b.sender(nil), 1)
+				d := b.only()
+				if d.BatchID != id || d.EventType != string(driver.EventFinished) || d.Status != driver.DeliveryDelivered ||
+					d.Attempts != 1 || d.LastStatus != 200 || d.LastError != "" || d.DoneAt == nil {
+					t.Fatalf("delivery %+v", d)
+				}
+				b.wantRequests(d, 1)
+				b.rc.mu.Lock()
+				ts, _ := strconv.ParseInt(b.rc.timestamps[d.MessageID()][0], 10, 64)
+				b.rc.mu.Unlock()
+				if ts < start.Unix() || ts > time.Now().Unix() {
+					t.Errorf("webhook-timestamp %d is not the time of sending", ts)
+				}
+				// Delivered: never sent again.
+				b.sendOnce(b.sender(nil), 0)
+			})
+			t.Run("RetriedWithTheSameID", func(t *testing.T) {
+				t.Parallel()
+				b := setup(t, engine, 500, 500)
+				b.endBatch(false)
+				snd := b.sender(nil)
+				b.sendOnce(snd, 1)
+				if d := b.only(); d.Status != driver.DeliveryPending || d.Attempts != 1 || d.LastStatus != 500 ||
+					d.LastError != "500 Internal Server Error: answer 500 from the receiver" {
+					t.Fatalf("after a 500: %+v", d)
+				}
+				b.drain(snd)
+				d := b.only()
+				if d.Status != driver.DeliveryDelivered || d.Attempts != 3 || d.LastStatus != 200 || d.EventType != string(driver.EventCancelled) {
+					t.Fatalf("delivery %+v, want delivered on the third attempt", d)
+				}
+				b.wantRequests(d, 3)
+			})
+			t.Run("DeadAfterMaxAttempts", func(t *testing.T) {
+				t.Parallel()
+				b := setup(t, engine, 500, 500, 500, 500, 500)
+				b.endBatch(false)
+				b.drain(b.sender(func(c *outbox.Config) { c.MaxAttempts = 3 }))
+				d := b.only()
+				if d.Status != driver.DeliveryDead || d.Attempts != 3 || d.LastStatus != 500 || !strings.HasPrefix(d.LastError, "500 ") || d.DoneAt == nil {
+					t.Fatalf("delivery %+v, want dead after 3 attempts", d)
+				}
+				b.wantRequests(d, 3)
+				b.sendOnce(b.sender(nil), 0)
+			})
+			t.Run("RedirectNotFollowed", func(t *testing.T) {
+				t.Parallel()
+				var followed atomic.Int64
+				elsewhere := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { followed.Add(1) }))
+				t.Cleanup(elsewhere.Close)
+				b := setup(t, engine, http.StatusTemporaryRedirect)
+				b.rc.redirect = elsewhere.URL
+				b.endBatch(false)
+				// Even a client that would follow it.
+				snd := b.sender(func(c *outbox.Config) { c.Client = &http.Client{Timeout: 5 * time.Second} })
+				b.sendOnce(snd, 1)
+				if d := b.only(); d.Status != driver.DeliveryPending || d.Attempts != 1 || d.LastStatus != 307 || !strings.Contains(d.LastError, "redirect not followed") {
+					t.Fatalf("after a 307: %+v", d)
+				}
+				b.drain(snd)
+				if d := b.only(); d.Status != driver.DeliveryDelivered || d.Attempts != 2 {
+					t.Fatalf("delivery %+v, want delivered on the second attempt", d)
+				}
+				if n := followed.Load(); n != 0 {
+					t.Fatalf("the redirect was followed %d times", n)
+				}
+			})
+			t.Run("HangPastTheTimeout", func(t *testing.T) {
+				t.Parallel()
+				b := setup(t, engine, hang)
+				b.endBatch(false)
+				snd := b.sender(func(c *outbox.Config) { c.Client = &http.Client{Timeout: 200 * time.Millisecond} })
+				b.sendOnce(snd, 1)
+				if d := b.only(); d.Status != driver.DeliveryPending || d.Attempts != 1 || d.LastStatus != 0 || !strings.HasPrefix(d.LastError, "no answer: ") ||
+					strings.Contains(d.LastError, "in-the-url") {
+					t.Fatalf("after a hang: %+v", d)
+				}
+				b.drain(snd)
+				d := b.only()
+				if d.Status != driver.DeliveryDelivered || d.Attempts != 2 {
+					t.Fatalf("delivery %+v, want delivered on the second attempt", d)
+				}
+				b.wantRequests(d, 2)
+			})
+			t.Run("EndlessAnswer", func(t *testing.T) {
+				t.Parallel()
+				b := setup(t, engine, endless)
+				b.endBatch(false)
+				b.sendOnce(b.sender(nil), 1)
+				d := b.only()
+				if d.Status != driver.DeliveryPending || d.LastStatus != 500 || len(d.LastError) > 600 || !strings.Contains(d.LastError, "overflow") {
+					t.Fatalf("delivery %+v", d)
+				}
+				if wrote := b.rc.endlessWrote.Load(); wrote >= endlessSize {
+					t.Fatalf("the sender read all %d bytes of the answer", wrote)
+				}
+			})
+			t.Run("BadSecretIsDead", func(t *testing.T) {
+				t.Parallel()
+				b := setup(t, engine)
+				// storetest's secrets are not base64: no attempt can sign.
+				if _, err := b.s.EndpointCreate(context.Background(), driver.EndpointCreateParams{TenantID: tenant, URL: "http://127.0.0.1:1/", Secret: "whsec_a"}); err != nil {
+					t.Fatal(err)
+				}
+				if err := b.s.EndpointDisable(context.Background(), tenant, b.endpoint.ID); err != nil {
+					t.Fatal(err)
+				}
+				b.endBatch(false)
+				b.sendOnce(b.sender(nil), 1)
+				d := b.only()
+				if d.Status != driver.DeliveryDead || d.Attempts != 1 || !strings.Contains(d.LastError, "secret") || strings.Contains(d.LastError, "whsec_a") {
+					t.Fatalf("delivery %+v, want dead at once without the secret in its error", d)
+				}
+			})
+		})
+	}
+}
+
+// countingTransport counts the requests a sender made.
+type countingTransport struct{ n atomic.Int64 }
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestSendersShareTheOutbox: two senders running on one PostgreSQL
+// outbox send each message once per attempt: a claimed delivery is not
+// sent by the other while its lease holds.
+func TestSendersShareTheOutbox(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "PostgreSQL", 500) // every message fails once
+	for range 4 {
+		if _, err := b.s.EndpointCreate(context.Background(), driver.EndpointCreateParams{TenantID: tenant, URL: b.deliveriesURL(), Secret: b.rc.secret}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const batches, endpoints = 30, 5
+	for i := range batches {
+		b.endBatch(i%2 == 0)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var (
+		wg         sync.WaitGroup
+		transports [2]countingTransport
+		errs       [2]error
+	)
+	for i := range transports {
+		snd := b.sender(func(c *outbox.Config) { c.Client = &http.Client{Timeout: 5 * time.Second, Transport: &transports[i]} })
+		wg.Go(func() { errs[i] = snd.Run(ctx) })
+	}
+	for deadline := time.Now().Add(60 * time.Second); len(b.deliveries(driver.DeliveryDelivered)) < batches*endpoints; {
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("%d of %d deliveries delivered", len(b.deliveries(driver.DeliveryDelivered)), batches*endpoints)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("sender %d: %v", i, err)
+		}
+	}
+	got := b.rc.requests()
+	if len(got) != batches*endpoints {
+		t.Fatalf("%d messages received, want %d", len(got), batches*endpoints)
+	}
+	for id, n := range got {
+		if n != 2 {
+			t.Errorf("message %s received %d times, want twice (one failed attempt, one delivered)", id, n)
+		}
+	}
+	for _, d := range b.deliveries("") {
+		if d.Status != driver.DeliveryDelivered || d.Attempts != 2 {
+			t.Errorf("delivery %+v, want delivered on the second attempt", d)
+		}
+	}
+	if transports[0].n.Load() == 0 || transports[1].n.Load() == 0 {
+		t.Errorf("requests per sender %d and %d: both should have worked", transports[0].n.Load(), transports[1].n.Load())
+	}
+}
+
+// deliveriesURL is the receiver's address, for more endpoints.
+func (b *bundle) deliveriesURL() string {
+	b.t.Helper()
+	eps, err := b.s.EndpointList(context.Background(), tenant)
+	if err != nil || len(eps) == 0 {
+		b.t.Fatalf("endpoints: %v", err)
+	}
+	return eps[0].URL
+}
+
+// TestRunStops: a cancelled ctx stops Run promptly, even with an attempt
+// in flight, which is not counted.
+func TestRunStops(t *testing.T) {
+	t.Parallel()
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, engine, hang)
+			b.rc.started = make(chan string, 1)
+			snd := b.sender(nil)
+
+			// Idle: nothing is due.
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- snd.Run(ctx) }()
+			time.Sleep(50 * time.Millisecond)
+			cancel()
+			waitRun(t, done)
+
+			// Busy: the endpoint hangs (the client would wait 5s).
+			b.endBatch(false)
+			ctx, cancel = context.WithCancel(context.Background())
+			defer cancel()
+			go func() { done <- snd.Run(ctx) }()
+			select {
+			case <-b.rc.started:
+			case <-time.After(20 * time.Second):
+				t.Fatal("nothing was sent")
+			}
+			cancel()
+			waitRun(t, done)
+			if d := b.only(); d.Status != driver.DeliveryPending || d.Attempts != 0 {
+				t.Fatalf("delivery %+v: an attempt cut short is not counted", d)
 			}
 		})
 	}
 }
 
-// TestSendersShareTheOutbox: two senders on one PostgreSQL outbox send
-// each message once while its lease holds.
-func TestSendersShareTheOutbox(t *testing.T) {
-	t.Parallel()
-	s := stores(t)["PostgreSQL"](t)
-	rc := &receiver{t: t}
-	srv := httptest.NewServer(rc)
-	defer srv.Close()
-	for range 20 {
-		finished(t, s, srv.URL+"/hook")
-	}
-	// Each batch's cancel queued a delivery to every endpoint made so
-	// far: 1 + 2 + ... + 20.
-	const want = 20 * 21 / 2
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for range 2 {
-		snd := sender(t, s, 8, 5*time.Second)
-		wg.Go(func() { _ = snd.Run(ctx) })
-	}
-	for deadline := time.Now().Add(30 * time.Second); rc.n.Load() < want && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
-	}
-	time.Sleep(200 * time.Millisecond)
-	cancel()
-	wg.Wait()
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	seen := map[string]int{}
-	for _, id := range rc.ids {
-		seen[id]++
-	}
-	if len(seen) != want || len(rc.ids) != want {
-		t.Fatalf("%d requests for %d messages, want %d once each", len(rc.ids), len(seen), want)
-	}
-}
-
-// TestRunStops: Run returns promptly when its context ends.
-func TestRunStops(t *testing.T) {
-	t.Parallel()
-	s := stores(t)["SQLite"](t)
-	snd := sender(t, s, 8, time.Second)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- snd.Run(ctx) }()
-	time.Sleep(50 * time.Millisecond)
-	cancel()
+func waitRun(t *testing.T, done <-chan error) {
+	t.Helper()
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("Run = %v", err)
 		}
-	case <-time.After(2 * time.Second):
+	case <-time.After(3 * time.Second):
 		t.Fatal("Run did not stop")
+	}
+}
+
+func TestConfig(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, "SQLite")
+	for _, tc := range []struct {
+		name string
+		cfg  outbox.Config
+		ok   bool
+	}{
+		{"defaults", outbox.Config{Store: s}, true},
+		{"no store", outbox.Config{}, false},
+		{"a timeout as long as the lease", outbox.Config{Store: s, Client: &http.Client{Timeout: time.Minute}}, false},
+		{"a client without a timeout", outbox.Config{Store: s, Client: &http.Client{}}, false},
+		{"a short lease", outbox.Config{Store: s, Lease: 5 * time.Second}, false},
+		{"negative attempts", outbox.Config{Store: s, MaxAttempts: -1}, false},
+	} {
+		if _, err := outbox.New(tc.cfg); (err == nil) != tc.ok {
+			t.Errorf("%s: New = %v", tc.name, err)
+		}
+	}
+}
+
+func TestDefaultBackoff(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		attempt  int
+		min, max time.Duration
+	}{
+		{0, 8 * time.Second, 12 * time.Second},
+		{1, 8 * time.Second, 12 * time.Second},
+		{2, 16 * time.Second, 24 * time.Second},
+		{4, 64 * time.Second, 96 * time.Second},
+		{10, 48 * time.Minute, time.Hour},
+		{1000, 48 * time.Minute, time.Hour},
+	} {
+		for range 50 {
+			if d := outbox.DefaultBackoff(tc.attempt); d < tc.min || d > tc.max {
+				t.Fatalf("DefaultBackoff(%d) = %s, want %s..%s", tc.attempt, d, tc.min, tc.max)
+			}
+		}
+	}
+}
+
+func TestNewSecret(t *testing.T) {
+	t.Parallel()
+	a, b := outbox.NewSecret(), outbox.NewSecret()
+	key, err := webhook.DecodeSecret(a)
+	if err != nil || len(key) != 32 || !strings.HasPrefix(a, "whsec_") || a == b {
+		t.Fatalf("NewSecret = %q (%d bytes, %v), then %q", a, len(key), err, b)
+	}
+}
+
+// syncBuffer is a log destination senders write to from many goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// flakyStore is a real store whose first claims fail as a restarting
+// database does, and whose records fail for good when broken is set.
+type flakyStore struct {
+	store
+	claimFails atomic.Int64
+	broken     atomic.Bool
+}
+
+func (f *flakyStore) DeliveriesClaim(ctx context.Context, p driver.DeliveriesClaimParams) ([]driver.Delivery, error) {
+	if f.claimFails.Add(-1) >= 0 {
+		return nil, fmt.Errorf("claim: %w: connection reset", driver.ErrTransient)
+	}
+	return f.store.DeliveriesClaim(ctx, p)
+}
+
+func (f *flakyStore) DeliveryRecord(ctx context.Context, p driver.DeliveryRecordParams) error {
+	if f.broken.Load() {
+		return fmt.Errorf("record: relation webhook_deliveries does not exist")
+	}
+	return f.store.DeliveryRecord(ctx, p)
+}
+
+// TestRunErrors: a transient claim error is retried; any other database
+// error ends Run with it.
+func TestRunErrors(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "SQLite")
+	fs := &flakyStore{store: b.s}
+	fs.claimFails.Store(3)
+	b.s = fs
+	snd := b.sender(nil)
+	b.endBatch(false)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- snd.Run(ctx) }()
+	for deadline := time.Now().Add(20 * time.Second); len(b.deliveries(driver.DeliveryDelivered)) == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("not delivered through transient claim errors")
+		}
+	}
+	fs.broken.Store(true)
+	b.endBatch(false)
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "does not exist") {
+			t.Fatalf("Run = %v, want the record's error", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run went on after a broken record")
+	}
+	if !strings.Contains(b.logs.String(), "retrying") {
+		t.Errorf("the transient errors were not logged:\n%s", b.logs)
 	}
 }
