@@ -783,6 +783,11 @@ func TestAPIWebhookEndpoints(t *testing.T) {
 	if len(ds.Deliveries) != 1 || ds.Deliveries[0].BatchID != b.ID || ds.Deliveries[0].Status != "pending" {
 		t.Errorf("deliveries: %+v", ds)
 	}
+	for _, path := range []string{"/v1/webhooks/deliveries", "/v1/webhooks"} {
+		if a := h.get(path, adminB); a.status != http.StatusOK || strings.Contains(string(a.body), "hooks.example.com") || strings.Contains(string(a.body), fmt.Sprintf(`"batch_id":%d`, b.ID)) {
+			t.Errorf("globex's %s shows acme's: %s", path, a)
+		}
+	}
 	if a := h.do(req{method: "DELETE", path: fmt.Sprintf("/v1/webhooks/%d", ep.ID), token: adminB}); a.status != http.StatusNotFound {
 		t.Errorf("another tenant's delete: %s", a)
 	}
