@@ -31,6 +31,7 @@ import (
 	"github.com/rowfate/rowfate/processors/customers"
 	"github.com/rowfate/rowfate/progress"
 	"github.com/rowfate/rowfate/server"
+	"github.com/rowfate/rowfate/store/postgres"
 )
 
 // The API tests' tokens: admin and viewer of tenant acme, admin of globex.
@@ -121,6 +122,26 @@ func sqliteAPI(t *testing.T, o apiOptions) *apiHarness {
 	t.Helper()
 	s := sqliteStore(t)
 	return newAPI(t, s, s.DB(), customers.SQLite, o)
+}
+
+// postgresRLSAPI is postgresAPI with every request's statements run as
+// a tenant role under row-level security (serve --tenant-role).
+func postgresRLSAPI(t *testing.T, o apiOptions) *apiHarness {
+	t.Helper()
+	pool := testdb.PostgresPool(t)
+	schema := testdb.SchemaOf(pool.Config())
+	role := schema + "_tenant"
+	testdb.DropRoles(t, role)
+	s := postgres.New(pool, &postgres.Config{Schema: schema, TenantRole: role})
+	if err := s.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EnsureTenantRole(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	db := stdlib.OpenDBFromPool(pool)
+	t.Cleanup(func() { db.Close() })
+	return newAPI(t, s, db, customers.Postgres, o)
 }
 
 func postgresAPI(t *testing.T, o apiOptions) *apiHarness {
@@ -412,7 +433,15 @@ func TestAPIAuth(t *testing.T) {
 // multipart and by JSON rows; list, read, work, and download.
 func TestAPIImport(t *testing.T) {
 	t.Parallel()
-	h := sqliteAPI(t, apiOptions{})
+	for name, mk := range map[string]func(*testing.T, apiOptions) *apiHarness{"SQLite": sqliteAPI, "PostgreSQLTenantRole": postgresRLSAPI} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testAPIImport(t, mk(t, apiOptions{}))
+		})
+	}
+}
+
+func testAPIImport(t *testing.T, h *apiHarness) {
 	file := fixture(t)
 
 	// Preview: the mapping, the first rows and a dry run's counts.
@@ -578,7 +607,15 @@ type apiRow struct {
 // history, retry, re-run, pause, resume, cancel, export, recalculation.
 func TestAPIRowsAndActions(t *testing.T) {
 	t.Parallel()
-	h := sqliteAPI(t, apiOptions{})
+	for name, mk := range map[string]func(*testing.T, apiOptions) *apiHarness{"SQLite": sqliteAPI, "PostgreSQLTenantRole": postgresRLSAPI} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testAPIRowsAndActions(t, mk(t, apiOptions{}))
+		})
+	}
+}
+
+func testAPIRowsAndActions(t *testing.T, h *apiHarness) {
 	b := h.batchOf(h.upload("/v1/batches", adminA, map[string]string{"kind": "customers"}, "customers.csv", fixture(t)), http.StatusCreated)
 	h.work(b.ID)
 	base := fmt.Sprintf("/v1/batches/%d", b.ID)
@@ -803,7 +840,7 @@ func TestAPIWebhookEndpoints(t *testing.T) {
 // subscribe to tenant acme's batch through any endpoint, on both stores.
 func TestAPICrossTenant(t *testing.T) {
 	t.Parallel()
-	for name, mk := range map[string]func(*testing.T, apiOptions) *apiHarness{"SQLite": sqliteAPI, "PostgreSQL": postgresAPI} {
+	for name, mk := range map[string]func(*testing.T, apiOptions) *apiHarness{"SQLite": sqliteAPI, "PostgreSQL": postgresAPI, "PostgreSQLTenantRole": postgresRLSAPI} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			h := mk(t, apiOptions{})

@@ -133,7 +133,7 @@ func (c *cli) open(ctx context.Context, mode openMode) (*app, error) {
 		}
 		db := stdlib.OpenDBFromPool(pool)
 		closers = append(closers, pool.Close, func() { db.Close() })
-		store = postgres.New(pool, &postgres.Config{Schema: schema})
+		store = postgres.New(pool, &postgres.Config{Schema: schema, TenantRole: c.tenantRole})
 		cfg = processors.Config{DB: db, Dialect: customers.Postgres, WebhookURL: os.Getenv("ROWFATE_WEBHOOK_URL")}
 	} else {
 		s, err := c.openSQLite(t.path, mode)
@@ -147,6 +147,12 @@ func (c *cli) open(ctx context.Context, mode openMode) (*app, error) {
 	if err := c.prepareSchema(ctx, store, mode); err != nil {
 		closeAll()
 		return nil, err
+	}
+	if ps, ok := store.(*postgres.Store); ok && c.tenantRole != "" {
+		if err := ps.EnsureTenantRole(ctx); err != nil {
+			closeAll()
+			return nil, fmt.Errorf("--tenant-role %s: %w", c.tenantRole, err)
+		}
 	}
 	if mode != readOnly {
 		if err := processors.EnsureSchema(ctx, cfg); err != nil {

@@ -36,6 +36,9 @@ type cli struct {
 	// lease is the lease duration of this run's engines; 0 is the
 	// engine's default.
 	lease time.Duration
+	// tenantRole is the PostgreSQL role a tenant's requests run as
+	// (serve --tenant-role); "" runs them as the connection's user.
+	tenantRole string
 }
 
 // globalOptions are the flags of every command.

@@ -40,6 +40,7 @@ type serveOptions struct {
 	hookSecrets   []string
 	hookPrefixes  []string
 	metrics       bool
+	tenantRole    string
 }
 
 func (c *cli) serveCommand() *cobra.Command {
@@ -73,6 +74,13 @@ starts an import from a signed request (--hook-secret TENANT=whsec_...,
 several per tenant while rotating) whose file is fetched from under a
 --hook-fetch-prefix.
 
+Tenants in the database: on PostgreSQL, --tenant-role ROLE runs every
+request's statements as ROLE (created if missing and granted the tenant
+tables only) with app.tenant_id set to the token's tenant, for that
+transaction: the row-level security policies then show and let it write
+that tenant's rows only, underneath the queries' own tenant filters.
+Workers, the webhook sender and metrics run as the connection's user.
+
 Browsers may open a stream from the server's own origin and from the
 --allowed-origin ones, nothing else. On PostgreSQL every serve process hears
 of events at once (LISTEN) and polls each second as well; on SQLite serve
@@ -100,6 +108,7 @@ polls the file.`,
 	f.StringArrayVar(&o.hookSecrets, "hook-secret", nil, "TENANT=whsec_... a secret that signs incoming import webhooks for a tenant; repeatable (default $ROWFATE_HOOK_SECRETS, comma-separated)")
 	f.StringArrayVar(&o.hookPrefixes, "hook-fetch-prefix", nil, "a URL prefix incoming webhooks may fetch files from; repeatable")
 	f.BoolVar(&o.metrics, "metrics", true, "serve Prometheus metrics at /metrics")
+	f.StringVar(&o.tenantRole, "tenant-role", "", "PostgreSQL: run each request's statements as this role (created if missing, never the tables' owner) under row-level security for its tenant")
 	return cmd
 }
 
@@ -165,6 +174,10 @@ func (c *cli) runServe(ctx context.Context, o serveOptions) error {
 		return err
 	}
 	c.lease = o.lease
+	c.tenantRole = o.tenantRole
+	if t, err := c.database(); err == nil && !t.postgres && o.tenantRole != "" {
+		return usagef("--tenant-role is for PostgreSQL: SQLite has no roles (one process owns the file)")
+	}
 	app, err := c.open(ctx, create)
 	if err != nil {
 		return err

@@ -35,6 +35,9 @@ func TestServeTokenFlags(t *testing.T) {
 	if r := run(t, "serve", "--database", db, "--hook-secret", "nosecret"); r.code != exitUsage || !strings.Contains(r.stderr, "TENANT=whsec_") {
 		t.Fatalf("serve with a bad hook secret: %s", r)
 	}
+	if r := run(t, "serve", "--database", db, "--tenant-role", "app"); r.code != exitUsage || !strings.Contains(r.stderr, "for PostgreSQL") {
+		t.Fatalf("serve --tenant-role on SQLite: %s", r)
+	}
 	if r := run(t, "serve", "--database", db, "--workers", "-1"); r.code != exitUsage {
 		t.Fatalf("serve with -1 workers: %s", r)
 	}
@@ -97,7 +100,10 @@ func TestServeAcrossProcesses(t *testing.T) {
 	if out, err := imp.CombinedOutput(); err != nil {
 		t.Fatalf("import: %v\n%s", err, out)
 	}
-	base, log := startServe(t, bin, append([]string{"--token", "tok", "--rate", "1000", "--workers", "0"}, db...)...)
+	// Requests run as a tenant role under row-level security.
+	role := schema + "_tenant"
+	testdb.DropRoles(t, role)
+	base, log := startServe(t, bin, append([]string{"--token", "tok", "--rate", "1000", "--workers", "0", "--tenant-role", role}, db...)...)
 	resp, err := http.Get(base + "/readyz")
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("readyz: %v %v", resp, err)

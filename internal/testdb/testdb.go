@@ -100,3 +100,35 @@ func PostgresPool(t testing.TB) *pgxpool.Pool {
 func SchemaOf(cfg *pgxpool.Config) string {
 	return cfg.ConnConfig.RuntimeParams["search_path"]
 }
+
+// DropRoles drops roles when the test ends, before its schema is dropped:
+// roles belong to the cluster and outlive the schema, so every test names
+// its own after its schema. DROP OWNED revokes their privileges (and drops
+// what they own), which DROP ROLE requires.
+func DropRoles(t testing.TB, roles ...string) {
+	t.Helper()
+	url := PostgresURL(t)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Errorf("drop roles: %v", err)
+			return
+		}
+		defer conn.Close(ctx)
+		for _, r := range roles {
+			var exists bool
+			if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)`, r).Scan(&exists); err != nil || !exists {
+				continue
+			}
+			if _, err := conn.Exec(ctx, `DROP OWNED BY `+pgx.Identifier{r}.Sanitize()+` CASCADE`); err != nil {
+				t.Errorf("drop owned by %s: %v", r, err)
+			}
+		}
+		for _, r := range roles {
+			if _, err := conn.Exec(ctx, `DROP ROLE IF EXISTS `+pgx.Identifier{r}.Sanitize()); err != nil {
+				t.Errorf("drop role %s: %v", r, err)
+			}
+		}
+	})
+}

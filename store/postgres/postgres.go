@@ -53,6 +53,17 @@ type Config struct {
 	// Schema holds the engine's tables; Migrate creates it. Defaults to
 	// DefaultSchema ("rowfate").
 	Schema string
+	// TenantRole, when set, is the role every transaction and statement
+	// with a tenant in its context (driver.WithTenant) runs as, with
+	// app.tenant_id set to that tenant, both for that transaction only:
+	// the row-level security policies of migration 0006 then let it see
+	// and write that tenant's rows only, underneath the queries' own
+	// tenant filters. It must not own the tables (the owner bypasses the
+	// policies); EnsureTenantRole creates it and grants what it needs.
+	// Without a tenant in the context (workers, migrations, token
+	// checks) statements run as the pool's own user, as they do when
+	// TenantRole is empty, the default.
+	TenantRole string
 }
 
 // Store is the batch store on a PostgreSQL pool.
@@ -60,6 +71,8 @@ type Store struct {
 	*storesql.Store
 	pool   *pgxpool.Pool
 	schema string
+	// tenantRole is Config.TenantRole.
+	tenantRole string
 }
 
 // New returns a store on an existing pool; cfg may be nil. The caller keeps
@@ -70,6 +83,9 @@ func New(pool *pgxpool.Pool, cfg *Config) *Store {
 		schema = cfg.Schema
 	}
 	s := &Store{pool: pool, schema: schema}
+	if cfg != nil {
+		s.tenantRole = cfg.TenantRole
+	}
 	s.Store = storesql.New(s.driver(), dialect(schema))
 	return s
 }
@@ -184,11 +200,22 @@ type pgxQuerier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
+// copier is what COPY needs of pgx: a transaction, or the connection of a
+// tenant's transaction (tenantTx).
+type copier interface {
+	CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
 // querier adapts pgx to storesql.Querier; tx is set inside a transaction,
-// for the statements (COPY) that need pgx itself.
+// for the statements (COPY) that need pgx itself, and tenant inside a
+// transaction scoped to a tenant (tenantTx), with ownRole, the role the
+// connection had before it ("none": the session user).
 type querier struct {
-	q  pgxQuerier
-	tx pgx.Tx
+	q       pgxQuerier
+	tx      copier
+	tenant  string
+	ownRole string
 }
 
 func (q querier) Exec(ctx context.Context, sql string, args ...any) (int64, error) {
@@ -224,9 +251,21 @@ type pgRow struct{ pgx.Row }
 
 func (r pgRow) Scan(dest ...any) error { return interpretError(r.Row.Scan(dest...)) }
 
-func (d pgDriver) DB() storesql.Querier { return querier{q: d.s.pool} }
+// DB is the pool; with a TenantRole, a pool whose statements run in a
+// transaction of their own when their context carries a tenant (tenantDB).
+func (d pgDriver) DB() storesql.Querier {
+	if d.s.tenantRole != "" {
+		return tenantDB{d.s}
+	}
+	return querier{q: d.s.pool}
+}
 
+// InTx runs f in a transaction: as the tenant role, scoped to the tenant,
+// when there is a TenantRole and ctx carries a tenant.
 func (d pgDriver) InTx(ctx context.Context, f func(storesql.Querier) error) error {
+	if tenant, ok := d.s.tenantOf(ctx); ok {
+		return interpretError(d.s.tenantTx(ctx, tenant, func(q querier) error { return f(q) }))
+	}
 	return interpretError(pgx.BeginFunc(ctx, d.s.pool, func(tx pgx.Tx) error {
 		return f(querier{q: tx, tx: tx})
 	}))
@@ -270,24 +309,32 @@ func (d pgDriver) NotifyEvent(ctx context.Context, q storesql.Querier, batchID, 
 // eventsChannel is the LISTEN/NOTIFY channel of the schema's batch events.
 func (s *Store) eventsChannel() string { return "rowfate_events_" + s.schema }
 
-// InsertRows streams a batch's rows with COPY.
+// InsertRows streams a batch's rows with COPY; in a tenant's transaction
+// as the owner, once the rows' tenant is checked (copyAsOwner).
 func (d pgDriver) InsertRows(ctx context.Context, q storesql.Querier, p storesql.InsertRowsParams) error {
-	tx := q.(querier).tx
+	pq := q.(querier)
+	tx := pq.tx
 	var now time.Time
 	if err := tx.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
 		return err
 	}
 	src := newCopySource(p.Rows, p.BatchID, p.TenantID, now)
 	defer src.stop()
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{d.s.schema, "batch_rows"},
-		[]string{"batch_id", "row_no", "tenant_id", "chunk_no", "state", "payload", "errors", "next_attempt_at", "updated_at", "key_digest"},
-		src); err != nil {
-		if src.err != nil {
-			return src.err // the source's own error, not COPY's wrapping of it
+	copyRows := func() error {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{d.s.schema, "batch_rows"},
+			[]string{"batch_id", "row_no", "tenant_id", "chunk_no", "state", "payload", "errors", "next_attempt_at", "updated_at", "key_digest"},
+			src); err != nil {
+			if src.err != nil {
+				return src.err // the source's own error, not COPY's wrapping of it
+			}
+			return fmt.Errorf("copy rows: %w", interpretError(err))
 		}
-		return fmt.Errorf("copy rows: %w", interpretError(err))
+		return nil
 	}
-	return nil
+	if pq.tenant != "" {
+		return d.copyAsOwner(ctx, pq, p, copyRows)
+	}
+	return copyRows()
 }
 
 // copySource adapts the engine's row iterator to pgx.CopyFromSource.
