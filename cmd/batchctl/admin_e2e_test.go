@@ -57,11 +57,11 @@ func TestAdminE2E(t *testing.T) {
 	ctx = newBrowser(t, ctx, chrome)
 	b := &page{t: t, ctx: ctx}
 
-	// Log in.
+	// Log in with the keyboard: the token field has the focus, Enter submits.
 	b.do(chromedp.Navigate(base+"/"),
-		chromedp.WaitVisible(chromedp.ID("token")),
-		chromedp.SendKeys(chromedp.ID("token"), token),
-		chromedp.Click(chromedp.ID("login-submit")))
+		chromedp.WaitVisible(chromedp.ID("token")))
+	b.wait(`document.activeElement && document.activeElement.id === "token"`, "the focus in the token field")
+	b.do(chromedp.SendKeys(chromedp.ID("token"), token+"\r"))
 	b.wait(`document.getElementById("session-tenant").textContent === "acme" && document.getElementById("session-role").textContent === "admin"`, "the header to show tenant acme, role admin")
 
 	// Import the fixture through the preview.
@@ -71,6 +71,10 @@ func TestAdminE2E(t *testing.T) {
 		chromedp.SetUploadFiles(chromedp.ID("import-file"), []string{fixturePath}),
 		chromedp.Click(chromedp.ID("import-preview")),
 		chromedp.WaitVisible(chromedp.ID("import-submit")))
+	// Every control of the import form is labelled, for screen readers.
+	if unlabelled := b.eval(`[...document.querySelectorAll("input, select, textarea")].filter(e => e.type !== "hidden" && e.labels.length === 0 && !e.getAttribute("aria-label")).map(e => e.id || e.name).join(",")`); unlabelled != "" {
+		t.Errorf("controls without a label: %s", unlabelled)
+	}
 	if got := b.text("#preview-counts"); !strings.Contains(got, "285 valid") || !strings.Contains(got, "15 invalid") {
 		t.Errorf("preview counts %q, want 285 valid and 15 invalid", got)
 	}
