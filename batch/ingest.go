@@ -123,6 +123,9 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*Batch, error) {
 	if p.TenantID == "" {
 		p.TenantID = DefaultTenant
 	}
+	if err := k.beforeImport(ctx); err != nil {
+		return nil, fmt.Errorf("import %s as %s: %w", p.SourceName, p.Kind, err)
+	}
 	src, err := prepare(ctx, k, p)
 	if err != nil {
 		return nil, importError(p, err)
@@ -188,6 +191,7 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*Batch, error) {
 		Conventions:    src.conv,
 		IdempotencyKey: key,
 		MaxAttempts:    k.settings().maxAttempts,
+		KindVersion:    k.version(),
 		Rows:           seq,
 		DuplicateKey:   chk.duplicateKey(),
 		SummaryFunc: func() IngestSummary {

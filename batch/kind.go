@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/rowfate/rowfate/rows"
@@ -154,6 +155,13 @@ type kind interface {
 	// processChunk calls the kind's ChunkProcessor, if it has one, with
 	// every row that binds; ok is false when the kind has none.
 	processChunk(ctx context.Context, m *rows.Mapping, leased []LeasedRow) (results []Result, ok bool)
+	// beforeImport runs before an import reads a row (DynamicKind.CheckFunc).
+	beforeImport(ctx context.Context) error
+	// version is a stored definition's version; 0 for a Go kind.
+	version() int64
+	// conventions fills what an import left undeclared with the kind's
+	// own defaults.
+	conventions(c rows.Conventions) rows.Conventions
 }
 
 type kindSettings struct {
@@ -161,6 +169,22 @@ type kindSettings struct {
 	maxAttempts int
 	timeout     time.Duration
 	backoff     func(int) time.Duration
+}
+
+// defaults fills the settings a kind left zero.
+func (s *kindSettings) defaults() {
+	if s.chunkSize <= 0 {
+		s.chunkSize = 1000
+	}
+	if s.maxAttempts <= 0 {
+		s.maxAttempts = 5
+	}
+	if s.timeout <= 0 {
+		s.timeout = 30 * time.Second
+	}
+	if s.backoff == nil {
+		s.backoff = defaultBackoff
+	}
 }
 
 // Directions of a kind: what it does with a file.
@@ -179,9 +203,12 @@ type KindInfo struct {
 	Description string `json:"description"`
 	Direction   string `json:"direction"`
 	// Guarantee is how often an import kind's effect happens per row.
-	Guarantee Guarantee     `json:"guarantee,omitempty"`
-	Columns   []rows.Column `json:"columns"`
-	Required  []string      `json:"required"`
+	Guarantee Guarantee `json:"guarantee,omitempty"`
+	// Source is where the kind is defined: "" for Go code, "schema v3"
+	// for a stored schema.
+	Source   string        `json:"source,omitempty"`
+	Columns  []rows.Column `json:"columns"`
+	Required []string      `json:"required"`
 }
 
 type registered[T any] struct {
@@ -216,12 +243,18 @@ func (r *registered[T]) guarantee() Guarantee {
 func (r *registered[T]) settings() kindSettings { return r.s }
 
 func (r *registered[T]) mapHeader(header []string, conv rows.Conventions) (*rows.Mapping, error) {
-	m, err := r.pipeline.Binder().MapFile(header, conv)
+	return mapRequired(r.pipeline.Binder(), r.pipeline.RequiredColumns(), header, conv)
+}
+
+// mapRequired maps a header and rejects it when a required column is
+// missing, with a hint for one that looks misspelt.
+func mapRequired(b *rows.Binder, required []string, header []string, conv rows.Conventions) (*rows.Mapping, error) {
+	m, err := b.MapFile(header, conv)
 	if err != nil {
 		return nil, err
 	}
 	var missing []string
-	for _, c := range r.pipeline.RequiredColumns() {
+	for _, c := range required {
 		if slices.Contains(m.Missing, c) {
 			missing = append(missing, c)
 		}
@@ -380,6 +413,12 @@ func callChunk[T any](ctx context.Context, cp ChunkProcessor[T], batchRows []T) 
 
 func (r *registered[T]) transactional() bool { return r.tx != nil }
 
+func (r *registered[T]) beforeImport(context.Context) error { return nil }
+
+func (r *registered[T]) version() int64 { return 0 }
+
+func (r *registered[T]) conventions(c rows.Conventions) rows.Conventions { return c }
+
 func (r *registered[T]) keyed() bool { return r.k.KeyedEffects }
 
 // processTx runs a TxProcessor in the flush's transaction. Any error for
@@ -450,6 +489,9 @@ func (r *registered[T]) reconcile(ctx context.Context, m *rows.Mapping, row int6
 // (one name may be both: customers in, customers out). It is filled before
 // the engine starts and read-only afterwards.
 type Registry struct {
+	// mu guards kinds: dynamic kinds (RegisterDynamic) come and go while
+	// the engine runs; Go kinds are registered before it starts.
+	mu      sync.RWMutex
 	kinds   map[string]kind
 	exports map[string]exportKind
 	// recalcs are the recalculation kinds' sources; each is also in kinds.
@@ -532,7 +574,7 @@ func Register[T any](r *Registry, k Kind[T]) error {
 	if k.Name == "" {
 		return fmt.Errorf("register kind: empty name")
 	}
-	if _, dup := r.kinds[k.Name]; dup {
+	if r.Has(k.Name) {
 		return fmt.Errorf("register kind %q: already registered", k.Name)
 	}
 	if k.Processor == nil || reflect.ValueOf(k.Processor).IsZero() {
@@ -543,20 +585,11 @@ func Register[T any](r *Registry, k Kind[T]) error {
 		return fmt.Errorf("register kind %q: %w", k.Name, err)
 	}
 	s := kindSettings{chunkSize: k.ChunkSize, maxAttempts: k.MaxAttempts, timeout: k.Timeout, backoff: k.BackoffFunc}
-	if s.chunkSize <= 0 {
-		s.chunkSize = 1000
-	}
-	if s.maxAttempts <= 0 {
-		s.maxAttempts = 5
-	}
-	if s.timeout <= 0 {
-		s.timeout = 30 * time.Second
-	}
-	if s.backoff == nil {
-		s.backoff = defaultBackoff
-	}
+	s.defaults()
 	reg := &registered[T]{k: k, pipeline: p, s: s}
 	reg.tx, _ = k.Processor.(TxProcessor[T])
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.kinds[k.Name] = reg
 	return nil
 }
@@ -568,6 +601,8 @@ func defaultBackoff(attempt int) time.Duration {
 
 // names lists the import kinds' names.
 func (r *Registry) names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	out := make([]string, 0, len(r.kinds))
 	for n := range r.kinds {
 		out = append(out, n)
@@ -579,6 +614,8 @@ func (r *Registry) names() []string {
 // transactionalNames lists the kinds whose processors write in the flush's
 // transaction: their claims may be deferred (ChunkClaimParams.DeferKinds).
 func (r *Registry) transactionalNames() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	var out []string
 	for n, k := range r.kinds {
 		if k.transactional() {
@@ -590,11 +627,17 @@ func (r *Registry) transactionalNames() []string {
 }
 
 // Kinds lists the registered import kinds by name.
-func (r *Registry) Kinds() []KindInfo { return infos(r.kinds) }
+func (r *Registry) Kinds() []KindInfo {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return infos(r.kinds)
+}
 
 // Has reports whether a kind is registered, so callers can reject an
 // unknown kind before they open anything.
 func (r *Registry) Has(name string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	_, ok := r.kinds[name]
 	return ok
 }
@@ -607,6 +650,8 @@ func (r *Registry) IsRecalc(name string) bool {
 }
 
 func (r *Registry) lookup(name string) (kind, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	k, ok := r.kinds[name]
 	if !ok {
 		return nil, fmt.Errorf("%w %q", ErrUnknownKind, name)

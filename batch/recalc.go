@@ -103,7 +103,8 @@ func RegisterRecalc[T any](r *Registry, k RecalcKind[T]) error {
 	if r.recalcs == nil {
 		r.recalcs = map[string]recalcKind{}
 	}
-	reg := r.kinds[k.Name].(*registered[T])
+	kk, _ := r.lookup(k.Name)
+	reg := kk.(*registered[T])
 	reg.recalc = true
 	r.recalcs[k.Name] = &recalcOf[T]{k: k, b: reg.binder()}
 	return nil
@@ -153,7 +154,10 @@ func (e *Engine) Recalc(ctx context.Context, p RecalcParams) (*Batch, error) {
 	if err := rk.check(p.Params); err != nil {
 		return nil, fmt.Errorf("recalc %s: %w: %w", p.Kind, ErrBadParams, err)
 	}
-	k := e.registry.kinds[p.Kind]
+	k, err := e.registry.lookup(p.Kind)
+	if err != nil {
+		return nil, err
+	}
 	tmpl, _, err := k.template()
 	if err != nil {
 		return nil, err

@@ -437,7 +437,7 @@ func (pl *rerunPlan) commit(ctx context.Context, p RerunParams) (*RerunResult, e
 		pl.res.Valid++
 		return rows.StateValid, nil
 	}
-	params := BatchRerunParams{TenantID: pl.b.TenantID, BatchID: pl.b.ID, Actor: p.Actor}
+	params := BatchRerunParams{TenantID: pl.b.TenantID, BatchID: pl.b.ID, Actor: p.Actor, KindVersion: pl.k.version()}
 	for _, c := range pl.replace {
 		state, errs := check(c)
 		params.Replace = append(params.Replace, driver.RerunRow{RowNo: c.row, State: state, Values: c.values, Errors: errs})
@@ -456,7 +456,7 @@ func (pl *rerunPlan) commit(ctx context.Context, p RerunParams) (*RerunResult, e
 	if params.ErrorCounts == nil {
 		params.ErrorCounts = []rows.ErrorCount{} // none left: clear them
 	}
-	detail, err := json.Marshal(map[string]any{"source": p.SourceName, "matched_by": pl.res.MatchedBy,
+	detail, err := json.Marshal(map[string]any{"source": p.SourceName, "matched_by": pl.res.MatchedBy, "kind_version": pl.k.version(),
 		"reparsed": pl.res.Reparsed, "added": pl.res.Added, "valid": pl.res.Valid, "invalid": pl.res.Invalid, "kept": pl.res.Kept})
 	if err != nil {
 		return nil, err

@@ -45,6 +45,7 @@ type source struct {
 // prepare reads the source once and settles its conventions. A file that
 // must be rejected as a whole returns a *rows.FileError.
 func prepare(ctx context.Context, k kind, p ImportParams) (*source, error) {
+	p.Conventions = k.conventions(p.Conventions)
 	s := &source{p: p, k: k, cleanup: func() {}}
 	if err := s.seekable(); err != nil {
 		return nil, err

@@ -69,9 +69,8 @@ func (s *WorkStats) add(o WorkStats) {
 type run struct {
 	p      WorkParams
 	tenant string // the batch's tenant, for a BatchID
-	kinds  []string
-	// deferKinds are the transactional kinds among them.
-	deferKinds []string
+	// The kinds to claim are read from the registry at every claim: a
+	// dynamic kind may be registered while the workers run.
 	// hard is cancelled Grace after the caller's ctx: what processors see.
 	hard    context.Context
 	waiter  *waiter
@@ -84,7 +83,7 @@ type run struct {
 // connection, a restarting server) is retried with backoff, in claims,
 // renewals and flushes alike; any other database error ends the run.
 func (e *Engine) Work(ctx context.Context, p WorkParams) (WorkStats, error) {
-	r := &run{p: p, kinds: e.registry.names(), deferKinds: e.registry.transactionalNames(), waiter: &waiter{f: p.WaitFunc, owner: e.owner}}
+	r := &run{p: p, waiter: &waiter{f: p.WaitFunc, owner: e.owner}}
 	if p.BatchID != 0 {
 		// Find the batch before doing anything: a batch outside the
 		// tenant scope is ErrNotFound at once, not after its rows ran.
@@ -155,7 +154,7 @@ func (e *Engine) workLoop(ctx context.Context, r *run) (WorkStats, error) {
 		}
 		var lease *Lease
 		err := e.retry(ctx, &s, "claim", func(ctx context.Context) (err error) {
-			lease, err = e.store.ChunkClaim(ctx, ChunkClaimParams{Owner: e.owner, TenantIDs: r.p.TenantIDs, BatchID: r.p.BatchID, LeaseDuration: e.lease, Kinds: r.kinds, DeferKinds: r.deferKinds})
+			lease, err = e.store.ChunkClaim(ctx, ChunkClaimParams{Owner: e.owner, TenantIDs: r.p.TenantIDs, BatchID: r.p.BatchID, LeaseDuration: e.lease, Kinds: e.registry.names(), DeferKinds: e.registry.transactionalNames()})
 			return err
 		})
 		if errors.Is(err, ErrNoWork) {
@@ -238,11 +237,11 @@ func (e *Engine) done(ctx context.Context, r *run) (bool, error) {
 			return true, nil
 		}
 		cancelled = b.Status == StatusCancelled
-		if !slices.Contains(r.kinds, b.Kind) {
+		if !e.registry.Has(b.Kind) {
 			return false, fmt.Errorf("batch %d is of kind %q, which this engine does not know: %w", b.ID, b.Kind, ErrUnknownKind)
 		}
 	}
-	due, err := e.store.ChunkNextDue(ctx, ChunkNextDueParams{TenantIDs: r.p.TenantIDs, BatchID: r.p.BatchID, Kinds: r.kinds})
+	due, err := e.store.ChunkNextDue(ctx, ChunkNextDueParams{TenantIDs: r.p.TenantIDs, BatchID: r.p.BatchID, Kinds: e.registry.names()})
 	if errors.Is(err, ErrNoWork) {
 		// A running batch with no open chunk is finished by its last
 		// flush, which the next check of a BatchID sees; a cancelled one
@@ -272,7 +271,7 @@ func (e *Engine) checkKinds(ctx context.Context, r *run) {
 		return // a hint only; the next idle round asks again
 	}
 	for _, k := range open {
-		if !slices.Contains(r.kinds, k) && r.unknown.add(k) {
+		if !e.registry.Has(k) && r.unknown.add(k) {
 			e.logger.WarnContext(ctx, "open batches of a kind this worker does not know; a worker that knows it must work them", "kind", k)
 		}
 	}

@@ -38,18 +38,42 @@ type RowValidator interface {
 
 // Pipeline validates rows of type T. It is safe for concurrent use.
 type Pipeline[T any] struct {
-	binder    *rows.Binder
-	validator *validator.Validate
+	*core
 	// perField are the Validate<Field> methods, in field order.
 	perField []fieldCheck[T]
+}
+
+// core is what every pipeline has, whatever gives it its row type: the
+// binder, the validator of the declarative phase and the required columns.
+type core struct {
+	binder    *rows.Binder
+	validator *validator.Validate
 	// required lists the columns whose field is tagged required: a file
 	// without one of them is rejected as a whole.
 	required []string
+	// messages word the failures of custom checks, by tag, and codes
+	// name them (a custom check's tag is unique; its code is not).
+	messages map[string]func(param string) string
+	codes    map[string]rows.Code
 }
 
 // RequiredColumns returns the columns a file must have: those whose field
 // carries a top-level `required` validate tag.
-func (p *Pipeline[T]) RequiredColumns() []string { return p.required }
+func (p *core) RequiredColumns() []string { return p.required }
+
+// requires reports whether a validate tag makes its field required:
+// validator's required, or a custom check with that code.
+func (p *core) requires(tag string) bool {
+	if hasTag(tag, "required") {
+		return true
+	}
+	for t, code := range p.codes {
+		if code == rows.CodeRequired && hasTag(tag, t) {
+			return true
+		}
+	}
+	return false
+}
 
 // hasTag reports whether a validate tag lists name at its top level.
 func hasTag(tag, name string) bool {
@@ -76,11 +100,45 @@ var errType = reflect.TypeFor[error]()
 // Validate<Field> methods.
 func New[T any]() (*Pipeline[T], error) {
 	typ := reflect.TypeFor[T]()
+	c, err := newCore(typ, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	p := &Pipeline[T]{core: c}
+	ptr := reflect.PointerTo(typ)
+	for _, col := range c.binder.Columns() {
+		m, ok := ptr.MethodByName("Validate" + col.Field)
+		if !ok {
+			continue
+		}
+		mt := m.Type // receiver is the first argument
+		if mt.NumIn() != 2 || mt.In(1) != ctxType || mt.NumOut() != 1 || mt.Out(0) != errType {
+			return nil, fmt.Errorf("validate: %s.Validate%s must be func(context.Context) error", typ, col.Field)
+		}
+		call, ok := m.Func.Interface().(func(*T, context.Context) error)
+		if !ok {
+			return nil, fmt.Errorf("validate: %s.Validate%s must be func(context.Context) error", typ, col.Field)
+		}
+		p.perField = append(p.perField, fieldCheck[T]{field: col.Field, call: call})
+	}
+	return p, nil
+}
+
+// newCore inspects a struct type: its col tags and validate tags, the
+// custom checks those tags may name (tag name to check) included. A
+// custom check whose code is "required" stands for validator's own: it
+// sees empty values too, and its field's column is a required one.
+func newCore(typ reflect.Type, custom map[string]validator.Func, codes map[string]rows.Code) (*core, error) {
 	b, err := rows.NewBinder(typ)
 	if err != nil {
 		return nil, err
 	}
 	v := validator.New(validator.WithRequiredStructEnabled())
+	for tag, f := range custom {
+		if err := v.RegisterValidation(tag, f, codes[tag] == rows.CodeRequired); err != nil {
+			return nil, fmt.Errorf("validate: check %q: %w", tag, err)
+		}
+	}
 	// Name fields by their declared column, not their Go name, in
 	// everything validator produces (FieldError.Field, Namespace). Run
 	// renames once more to the file's spelling through the Mapping.
@@ -109,11 +167,11 @@ func New[T any]() (*Pipeline[T], error) {
 			return val
 		}, opts...)
 	}
-	p := &Pipeline[T]{binder: b, validator: v}
+	c := &core{binder: b, validator: v, codes: codes}
 	// A zero row may well fail validation, which is fine; a malformed tag
 	// makes validator panic, and that must surface here, at registration,
 	// rather than on the first row.
-	if err := guard(func() error { return v.Struct(new(T)) }); err != nil {
+	if err := guard(func() error { return v.Struct(reflect.New(typ).Interface()) }); err != nil {
 		var pe *panicError
 		var inv *validator.InvalidValidationError
 		if errors.As(err, &pe) || errors.As(err, &inv) {
@@ -124,27 +182,11 @@ func New[T any]() (*Pipeline[T], error) {
 		if err := probeTag(v, sf); err != nil {
 			return nil, fmt.Errorf("validate: %s.%s: %w", typ, sf.Name, err)
 		}
-		if c, ok := b.ColumnOf(sf.Name); ok && hasTag(sf.Tag.Get("validate"), "required") {
-			p.required = append(p.required, c)
+		if col, ok := b.ColumnOf(sf.Name); ok && c.requires(sf.Tag.Get("validate")) {
+			c.required = append(c.required, col)
 		}
 	}
-	ptr := reflect.PointerTo(typ)
-	for _, c := range b.Columns() {
-		m, ok := ptr.MethodByName("Validate" + c.Field)
-		if !ok {
-			continue
-		}
-		mt := m.Type // receiver is the first argument
-		if mt.NumIn() != 2 || mt.In(1) != ctxType || mt.NumOut() != 1 || mt.Out(0) != errType {
-			return nil, fmt.Errorf("validate: %s.Validate%s must be func(context.Context) error", typ, c.Field)
-		}
-		call, ok := m.Func.Interface().(func(*T, context.Context) error)
-		if !ok {
-			return nil, fmt.Errorf("validate: %s.Validate%s must be func(context.Context) error", typ, c.Field)
-		}
-		p.perField = append(p.perField, fieldCheck[T]{field: c.Field, call: call})
-	}
-	return p, nil
+	return c, nil
 }
 
 // optionalTypes returns a zero value of each Optional field type of typ,
@@ -202,83 +244,112 @@ func probeTag(v *validator.Validate, sf reflect.StructField) error {
 }
 
 // Binder returns the binder of T, for mapping headers.
-func (p *Pipeline[T]) Binder() *rows.Binder { return p.binder }
+func (p *core) Binder() *rows.Binder { return p.binder }
 
 // Run takes one record through every phase and returns the bound row and all
 // its errors. A panic in a kind's hook becomes a field error of this row.
 func (p *Pipeline[T]) Run(ctx context.Context, m *rows.Mapping, rec rows.Record) (T, []rows.FieldError) {
 	var t T
-	errs := append([]rows.FieldError(nil), rec.Errors...)
-	failed := map[string]bool{}
+	st := p.begin(m, rec)
+	// 1. Bind.
+	p.bind(st, m, rec, &t)
+	// 2. Declarative.
+	p.declare(ctx, st, m, &t)
+	// 3. Per field, by convention.
+	for _, fc := range p.perField {
+		if !st.failed[fc.field] {
+			st.hook(guard(func() error { return fc.call(&t, ctx) }), rows.FieldError{Field: fc.field, Column: m.ColumnName(fc.field)}, m)
+		}
+	}
+	// 4. Cross field.
+	if hook, ok := any(&t).(RowValidator); ok {
+		st.hook(guard(func() error { return hook.ValidateRow(ctx) }), rows.FieldError{}, m)
+	}
+	return t, st.errs
+}
+
+// run is one row's way through the phases: its errors so far, and the
+// fields that failed, which later phases do not check again.
+type run struct {
+	row    int64
+	errs   []rows.FieldError
+	failed map[string]bool
+}
+
+func (st *run) note(fe rows.FieldError) {
+	fe.Row = st.row
+	st.errs = append(st.errs, fe)
+	if fe.Field != "" {
+		st.failed[fe.Field] = true
+	}
+}
+
+// hook records what a hook of phase 3 or 4 returned (nil: nothing).
+func (st *run) hook(err error, base rows.FieldError, m *rows.Mapping) {
+	if err == nil {
+		return
+	}
+	for _, fe := range hookErrors(err, base, m) {
+		st.note(fe)
+	}
+}
+
+// begin starts a row's run with the reader's errors of the record.
+func (p *core) begin(m *rows.Mapping, rec rows.Record) *run {
+	st := &run{row: rec.Row, errs: append([]rows.FieldError(nil), rec.Errors...), failed: map[string]bool{}}
 	// A cell the reader rejected (too long, bad bytes) was emptied: name its
 	// field, and don't report it again as, say, required.
-	for i, fe := range errs {
+	for i, fe := range st.errs {
 		if fe.Field == "" && fe.Column != "" {
 			for _, c := range p.binder.Columns() {
 				if !slices.Contains(m.Missing, c.Name) && m.ColumnName(c.Field) == fe.Column {
-					errs[i].Field = c.Field
+					st.errs[i].Field = c.Field
 				}
 			}
 		}
-		if errs[i].Field != "" {
-			failed[errs[i].Field] = true
+		if st.errs[i].Field != "" {
+			st.failed[st.errs[i].Field] = true
 		}
 	}
-	note := func(fe rows.FieldError) {
-		fe.Row = rec.Row
-		errs = append(errs, fe)
-		if fe.Field != "" {
-			failed[fe.Field] = true
-		}
-	}
-
-	// 1. Bind.
-	for _, fe := range m.Bind(rec.Row, rec.Values, &t) {
-		note(fe)
-	}
-
-	// 2. Declarative.
-	if err := p.declarative(ctx, &t); err != nil {
-		var ves validator.ValidationErrors
-		if errors.As(err, &ves) {
-			for _, ve := range ves {
-				field := ve.StructField()
-				if failed[field] {
-					continue
-				}
-				note(rows.FieldError{Field: field, Column: m.ColumnName(field), Code: rows.Code(ve.Tag()), Message: message(ve, m)})
-			}
-		} else {
-			note(rows.FieldError{Code: rows.CodeInvalid, Message: err.Error()})
-		}
-	}
-
-	// 3. Per field, by convention.
-	for _, fc := range p.perField {
-		if failed[fc.field] {
-			continue
-		}
-		err := guard(func() error { return fc.call(&t, ctx) })
-		if err != nil {
-			for _, fe := range hookErrors(err, rows.FieldError{Field: fc.field, Column: m.ColumnName(fc.field)}, m) {
-				note(fe)
-			}
-		}
-	}
-
-	// 4. Cross field.
-	if hook, ok := any(&t).(RowValidator); ok {
-		if err := guard(func() error { return hook.ValidateRow(ctx) }); err != nil {
-			for _, fe := range hookErrors(err, rows.FieldError{}, m) {
-				note(fe)
-			}
-		}
-	}
-	return t, errs
+	return st
 }
 
-func (p *Pipeline[T]) declarative(ctx context.Context, t *T) (err error) {
-	return guard(func() error { return p.validator.StructCtx(ctx, t) })
+// bind is phase 1: the cells into the fields of dst, a pointer to the
+// struct.
+func (p *core) bind(st *run, m *rows.Mapping, rec rows.Record, dst any) {
+	for _, fe := range m.Bind(rec.Row, rec.Values, dst) {
+		st.note(fe)
+	}
+}
+
+// declare is phase 2: the validate tags.
+func (p *core) declare(ctx context.Context, st *run, m *rows.Mapping, dst any) {
+	err := guard(func() error { return p.validator.StructCtx(ctx, dst) })
+	if err == nil {
+		return
+	}
+	var ves validator.ValidationErrors
+	if !errors.As(err, &ves) {
+		st.note(rows.FieldError{Code: rows.CodeInvalid, Message: err.Error()})
+		return
+	}
+	for _, ve := range ves {
+		field := ve.StructField()
+		if st.failed[field] {
+			continue
+		}
+		msg := ""
+		if f := p.messages[ve.Tag()]; f != nil {
+			msg = f(ve.Param())
+		} else {
+			msg = message(ve, m)
+		}
+		code := rows.Code(ve.Tag())
+		if c, ok := p.codes[ve.Tag()]; ok {
+			code = c
+		}
+		st.note(rows.FieldError{Field: field, Column: m.ColumnName(field), Code: code, Message: msg})
+	}
 }
 
 // panicError marks an error recovered from a panic in a kind's code.

@@ -77,6 +77,9 @@ type Batch struct {
 	// Recalc, for a recalculation, are the parameters its rows were
 	// queried with; nil for an import or an export.
 	Recalc map[string]string `json:"recalc,omitzero"`
+	// KindVersion is the version of a stored kind definition (a schema
+	// kind's) the batch was validated with at ingest; 0 for a Go kind.
+	KindVersion int64 `json:"kind_version,omitempty"`
 	// Reused is set by an import that found this batch by its
 	// idempotency key instead of importing the file again. Not stored.
 	Reused bool `json:"reused,omitempty"`
@@ -152,6 +155,8 @@ type BatchIngestParams struct {
 	// Recalc, for a recalculation, are its source's parameters: stored
 	// with the batch (Batch.Recalc).
 	Recalc map[string]string
+	// KindVersion is stored with the batch (Batch.KindVersion).
+	KindVersion int64
 	// DuplicateKey names the natural key in the error of a row whose
 	// KeyDigest an earlier row has. The store finds those rows with one
 	// statement before the batch is accepted, so an importer's memory
@@ -747,6 +752,9 @@ type BatchRerunParams struct {
 	// Actor and Detail are recorded in the batch's history.
 	Actor  string
 	Detail json.RawMessage
+	// KindVersion, when set, becomes the batch's (Batch.KindVersion): the
+	// rows were validated again under that version of a stored kind.
+	KindVersion int64
 }
 
 // ErrBatchBusy is returned by a re-run of a batch with rows under a

@@ -185,7 +185,7 @@ func (s *Store) rerunBatchFields(ctx context.Context, q Querier, p driver.BatchR
 			return fmt.Errorf("widen header: %w", err)
 		}
 	}
-	if p.ErrorCounts == nil {
+	if p.ErrorCounts == nil && p.KindVersion == 0 {
 		return nil
 	}
 	var raw string
@@ -196,7 +196,12 @@ func (s *Store) rerunBatchFields(ctx context.Context, q Querier, p driver.BatchR
 	if err := json.Unmarshal([]byte(raw), &opts); err != nil {
 		return fmt.Errorf("batch %d options: %w", p.BatchID, err)
 	}
-	opts.ErrorCounts = p.ErrorCounts
+	if p.ErrorCounts != nil {
+		opts.ErrorCounts = p.ErrorCounts
+	}
+	if p.KindVersion != 0 {
+		opts.KindVersion = p.KindVersion
+	}
 	b, err := json.Marshal(opts)
 	if err != nil {
 		return err

@@ -336,7 +336,7 @@ func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*d
 	if err != nil {
 		return nil, err
 	}
-	opts := BatchOptions{Warnings: p.Warnings, Conventions: p.Conventions, Recalc: p.Recalc}
+	opts := BatchOptions{Warnings: p.Warnings, Conventions: p.Conventions, Recalc: p.Recalc, KindVersion: p.KindVersion}
 	options, err := json.Marshal(opts)
 	if err != nil {
 		return nil, err
@@ -565,6 +565,7 @@ func scanBatch(r interface{ Scan(...any) error }) (*driver.Batch, error) {
 		return nil, fmt.Errorf("batch %d options: %w", b.ID, err)
 	}
 	b.Warnings, b.ErrorCounts, b.Conventions, b.Width, b.Recalc = opts.Warnings, opts.ErrorCounts, opts.Conventions, opts.Width, opts.Recalc
+	b.KindVersion = opts.KindVersion
 	return &b, nil
 }
 

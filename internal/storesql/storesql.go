@@ -115,4 +115,5 @@ type BatchOptions struct {
 	Conventions rows.Conventions  `json:"conventions,omitzero"`
 	Width       int               `json:"width,omitempty"`
 	Recalc      map[string]string `json:"recalc,omitzero"`
+	KindVersion int64             `json:"kind_version,omitempty"`
 }

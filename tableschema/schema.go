@@ -1,0 +1,830 @@
+// Package tableschema reads a Frictionless Table Schema
+// (https://specs.frictionlessdata.io/table-schema/) — the JSON (or YAML)
+// file data teams already write to describe a table's columns — and
+// compiles it into what the engine needs to import a file of that shape
+// without Go code: a row type with the col, layout and validate tags a Go
+// kind would carry, the checks validator's tags cannot express (patterns,
+// enums, date bounds), the cross-field rules and the natural key.
+//
+// A small extension, in members starting with "x-", says what the
+// standard leaves out: the target table (x-table), whether it is per
+// tenant (x-tenant), how rows are written (x-mode: insert, upsert,
+// update), column aliases (x-aliases), validator/v10 rules (x-validate),
+// the day/month order of numeric dates (x-date-order), decimal commas
+// (x-decimal-comma) and cross-field comparisons (x-rules). Parse refuses a
+// schema with a mistake, naming its JSON path ($.fields[2].type).
+//
+// Infer drafts a schema from a file, for a person to edit.
+package tableschema
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/rowfate/rowfate/rows"
+)
+
+// The field types Rowfate reads. The standard's others (object, array,
+// time, year, yearmonth, duration, geopoint, geojson, any) are refused by
+// Parse: a cell of those has no column type every store agrees on.
+const (
+	TypeString   = "string"
+	TypeInteger  = "integer"
+	TypeNumber   = "number"
+	TypeBoolean  = "boolean"
+	TypeDate     = "date"
+	TypeDatetime = "datetime"
+)
+
+var types = []string{TypeString, TypeInteger, TypeNumber, TypeBoolean, TypeDate, TypeDatetime}
+
+// Mode is how a schema kind writes its rows into its table.
+type Mode string
+
+// The modes.
+const (
+	// ModeUpsert inserts a row, or updates the row with its primary key;
+	// the default when the schema has a primary key.
+	ModeUpsert Mode = "upsert"
+	// ModeInsert only inserts: a row whose key is in the table fails
+	// (exists). The default without a primary key.
+	ModeInsert Mode = "insert"
+	// ModeUpdate only updates: a row whose key is not in the table fails
+	// (not_found).
+	ModeUpdate Mode = "update"
+)
+
+// Schema is a parsed Table Schema.
+type Schema struct {
+	// Name names the kind (x-name); defaults to the table's name.
+	Name        string `json:"x-name,omitempty"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	Fields      []Field
+	// PrimaryKey names the fields of the natural key: a row whose key an
+	// earlier row of the file has is invalid (duplicate_key), and an
+	// upsert or update finds the table's row by it.
+	PrimaryKey []string
+	// MissingValues are cells read as empty; defaults to [""].
+	MissingValues []string
+	// Table is the target table (x-table), optionally schema-qualified
+	// on PostgreSQL ("sales.orders").
+	Table string
+	// Tenant says the table has a tenant_id column that scopes every row
+	// to the importing tenant (x-tenant, default true). A table shared by
+	// every tenant must say x-tenant: false.
+	Tenant bool
+	// Mode is x-mode (upsert with a primary key, else insert).
+	Mode Mode
+	// DateOrder is x-date-order: dmy or mdy, for numeric dates that
+	// neither the file nor the import settles.
+	DateOrder rows.DateOrder
+	// DecimalComma is x-decimal-comma: numbers are written 1.234,56.
+	DecimalComma bool
+	// Rules are x-rules, cross-field comparisons ("end_date >= start_date").
+	Rules []Rule
+	// ChunkSize is x-chunk-size; 0 is the engine's default.
+	ChunkSize int
+}
+
+// Field is one column of a schema.
+type Field struct {
+	Name        string
+	Type        string
+	Format      string
+	Title       string
+	Description string
+	Constraints Constraints
+	// Aliases are other header spellings of the column (x-aliases).
+	Aliases []string
+	// Validate is more checks in validator/v10 syntax (x-validate).
+	Validate string
+	// TrueValues and FalseValues are a boolean's words.
+	TrueValues, FalseValues []string
+	// Example is a value for the template's example row.
+	Example string
+}
+
+// Constraints are a field's constraints, as the standard names them.
+// Minimum and Maximum keep their text: a number, an integer or a date,
+// read as the field's type.
+type Constraints struct {
+	Required  bool
+	Unique    bool
+	Minimum   string
+	Maximum   string
+	MinLength *int
+	MaxLength *int
+	Pattern   string
+	Enum      []string
+}
+
+// Rule is a cross-field comparison: Left Op Right, where Right is a
+// field, or a literal when Literal.
+type Rule struct {
+	Text    string
+	Left    string
+	Op      string
+	Right   string
+	Literal bool
+}
+
+// Error is a mistake in a schema, at a JSON path ($.fields[2].type).
+type Error struct {
+	// Source names the file.
+	Source string
+	Path   string
+	Msg    string
+}
+
+func (e *Error) Error() string {
+	if e.Source != "" {
+		return fmt.Sprintf("%s: %s: %s", e.Source, e.Path, e.Msg)
+	}
+	return e.Path + ": " + e.Msg
+}
+
+// Errors are all the mistakes Parse found.
+type Errors []*Error
+
+func (es Errors) Error() string {
+	msgs := make([]string, len(es))
+	for i, e := range es {
+		msgs[i] = e.Error()
+	}
+	return strings.Join(msgs, "\n")
+}
+
+// parser collects a schema's mistakes.
+type parser struct {
+	source string
+	errs   Errors
+}
+
+func (p *parser) fail(path, format string, args ...any) {
+	p.errs = append(p.errs, &Error{Source: p.source, Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// Parse reads a schema from JSON or YAML (decided by its first
+// non-space byte: JSON starts with {). source names it in errors. Every
+// mistake is reported, each with its JSON path; the error is Errors.
+func Parse(data []byte, source string) (*Schema, error) {
+	p := &parser{source: source}
+	doc, err := decode(data)
+	if err != nil {
+		return nil, Errors{{Source: source, Path: "$", Msg: err.Error()}}
+	}
+	s := p.schema(doc)
+	if len(p.errs) > 0 {
+		return nil, p.errs
+	}
+	return s, nil
+}
+
+// decode reads JSON (numbers kept as written) or YAML into plain values.
+func decode(data []byte) (any, error) {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
+		return nil, errors.New("the schema is empty")
+	}
+	if trimmed[0] == '{' {
+		dec := json.NewDecoder(bytes.NewReader(trimmed))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			var se *json.SyntaxError
+			if errors.As(err, &se) {
+				line := 1 + bytes.Count(trimmed[:min(int(se.Offset), len(trimmed))], []byte("\n"))
+				return nil, fmt.Errorf("not valid JSON: line %d: %v", line, err)
+			}
+			return nil, fmt.Errorf("not valid JSON: %v", err)
+		}
+		if dec.More() {
+			return nil, errors.New("not valid JSON: more than one value")
+		}
+		return v, nil
+	}
+	var v any
+	if err := yaml.Unmarshal(trimmed, &v); err != nil {
+		return nil, fmt.Errorf("neither JSON (which starts with {) nor valid YAML: %v", err)
+	}
+	return normalize(v), nil
+}
+
+// normalize turns YAML's values into JSON's: string keys, numbers as
+// json.Number.
+func normalize(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = normalize(e)
+		}
+		return x
+	case map[any]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[fmt.Sprint(k)] = normalize(e)
+		}
+		return out
+	case []any:
+		for i, e := range x {
+			x[i] = normalize(e)
+		}
+		return x
+	case int:
+		return json.Number(strconv.Itoa(x))
+	case int64:
+		return json.Number(strconv.FormatInt(x, 10))
+	case uint64:
+		return json.Number(strconv.FormatUint(x, 10))
+	case float64:
+		return json.Number(strconv.FormatFloat(x, 'f', -1, 64))
+	}
+	return v
+}
+
+// The members the standard defines, which Parse accepts; other members
+// are refused unless they start with "x-" (a typo must not pass silently).
+var (
+	schemaMembers = []string{"$schema", "fields", "primaryKey", "missingValues", "foreignKeys", "name", "title", "description",
+		"x-name", "x-table", "x-tenant", "x-mode", "x-date-order", "x-decimal-comma", "x-rules", "x-chunk-size"}
+	fieldMembers = []string{"name", "type", "format", "title", "description", "constraints", "rdfType", "example",
+		"trueValues", "falseValues", "decimalChar", "groupChar", "bareNumber", "x-aliases", "x-validate"}
+	constraintMembers = []string{"required", "unique", "minimum", "maximum", "minLength", "maxLength", "pattern", "enum"}
+)
+
+// known checks an object's members against a list, suggesting the near
+// spelling of an unknown one.
+func (p *parser) known(path string, obj map[string]any, members []string) {
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if slices.Contains(members, k) {
+			continue
+		}
+		hint := ""
+		for _, m := range members {
+			if strings.EqualFold(m, k) || editDistance(strings.ToLower(m), strings.ToLower(k)) <= 2 {
+				hint = fmt.Sprintf(" (did you mean %q?)", m)
+				break
+			}
+		}
+		if strings.HasPrefix(k, "x-") {
+			p.fail(path+"."+k, "unknown extension member%s; Rowfate's are %s", hint, strings.Join(xMembers(members), ", "))
+			continue
+		}
+		p.fail(path+"."+k, "unknown member%s", hint)
+	}
+}
+
+func xMembers(members []string) []string {
+	var out []string
+	for _, m := range members {
+		if strings.HasPrefix(m, "x-") {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func (p *parser) str(path string, v any) (string, bool) {
+	s, ok := v.(string)
+	if !ok {
+		p.fail(path, "want a string, not %s", jsonType(v))
+	}
+	return s, ok
+}
+
+func (p *parser) boolean(path string, v any) bool {
+	b, ok := v.(bool)
+	if !ok {
+		p.fail(path, "want true or false, not %s", jsonType(v))
+	}
+	return b
+}
+
+func (p *parser) strings(path string, v any) []string {
+	arr, ok := v.([]any)
+	if !ok {
+		p.fail(path, "want an array of strings, not %s", jsonType(v))
+		return nil
+	}
+	out := make([]string, 0, len(arr))
+	for i, e := range arr {
+		if s, ok := p.str(fmt.Sprintf("%s[%d]", path, i), e); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (p *parser) integer(path string, v any) (int, bool) {
+	n, ok := v.(json.Number)
+	if ok {
+		if i, err := strconv.Atoi(n.String()); err == nil && i >= 0 {
+			return i, true
+		}
+	}
+	p.fail(path, "want a whole number, 0 or more, not %s", jsonValue(v))
+	return 0, false
+}
+
+// scalar is a constraint bound or an enum value as text: a string or a
+// number as written.
+func (p *parser) scalar(path string, v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case json.Number:
+		return x.String(), true
+	case bool:
+		return strconv.FormatBool(x), true
+	}
+	p.fail(path, "want a string or a number, not %s", jsonType(v))
+	return "", false
+}
+
+func jsonType(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func jsonValue(v any) string {
+	if n, ok := v.(json.Number); ok {
+		return n.String()
+	}
+	return jsonType(v)
+}
+
+// schema reads the top-level object.
+func (p *parser) schema(doc any) *Schema {
+	obj, ok := doc.(map[string]any)
+	if !ok {
+		p.fail("$", "a schema is an object with fields, not %s", jsonType(doc))
+		return nil
+	}
+	p.known("$", obj, schemaMembers)
+	s := &Schema{Tenant: true, MissingValues: []string{""}}
+	if v, ok := obj["x-name"]; ok {
+		s.Name, _ = p.str("$.x-name", v)
+	}
+	if v, ok := obj["title"]; ok {
+		s.Title, _ = p.str("$.title", v)
+	}
+	if v, ok := obj["description"]; ok {
+		s.Description, _ = p.str("$.description", v)
+	}
+	raw, ok := obj["fields"]
+	if !ok {
+		p.fail("$", "no fields: a schema lists its columns in fields")
+		return s
+	}
+	arr, ok := raw.([]any)
+	if !ok || len(arr) == 0 {
+		p.fail("$.fields", "want a non-empty array of fields, not %s", jsonType(raw))
+		return s
+	}
+	names := map[string]int{}
+	for i, f := range arr {
+		path := fmt.Sprintf("$.fields[%d]", i)
+		fd := p.field(path, f)
+		if fd == nil {
+			continue
+		}
+		key := rows.NormalizeHeader(fd.Name)
+		if j, dup := names[key]; dup {
+			p.fail(path+".name", "%q is the name of $.fields[%d] already", fd.Name, j)
+		}
+		names[key] = i
+		s.Fields = append(s.Fields, *fd)
+	}
+	if v, ok := obj["missingValues"]; ok {
+		s.MissingValues = p.strings("$.missingValues", v)
+	}
+	if v, ok := obj["primaryKey"]; ok {
+		switch x := v.(type) {
+		case string:
+			s.PrimaryKey = []string{x}
+			p.keyField("$.primaryKey", x, s)
+		case []any:
+			s.PrimaryKey = p.strings("$.primaryKey", v)
+			for i, k := range s.PrimaryKey {
+				p.keyField(fmt.Sprintf("$.primaryKey[%d]", i), k, s)
+			}
+			if len(s.PrimaryKey) == 0 {
+				p.fail("$.primaryKey", "an empty key: leave primaryKey out instead")
+			}
+		default:
+			p.fail("$.primaryKey", "want a field name or an array of them, not %s", jsonType(v))
+		}
+	}
+	if v, ok := obj["foreignKeys"]; ok {
+		if arr, _ := v.([]any); len(arr) > 0 {
+			p.fail("$.foreignKeys", "foreign keys are not checked by Rowfate; declare them on the table and leave them out here")
+		}
+	}
+	if v, ok := obj["x-table"]; ok {
+		if t, ok := p.str("$.x-table", v); ok {
+			if !tableName.MatchString(t) {
+				p.fail("$.x-table", "%q is not a table name: letters, digits and _, optionally schema.table", t)
+			}
+			s.Table = t
+		}
+	} else {
+		p.fail("$", "no x-table: name the table the rows go into")
+	}
+	if v, ok := obj["x-tenant"]; ok {
+		s.Tenant = p.boolean("$.x-tenant", v)
+	}
+	s.Mode = ModeUpsert
+	if len(s.PrimaryKey) == 0 {
+		s.Mode = ModeInsert
+	}
+	if v, ok := obj["x-mode"]; ok {
+		if m, ok := p.str("$.x-mode", v); ok {
+			switch Mode(m) {
+			case ModeInsert:
+				s.Mode = ModeInsert
+			case ModeUpsert, ModeUpdate:
+				s.Mode = Mode(m)
+				if len(s.PrimaryKey) == 0 {
+					p.fail("$.x-mode", "%s finds rows by their primary key: the schema has none", m)
+				}
+			default:
+				p.fail("$.x-mode", "%q: want insert, upsert or update", m)
+			}
+		}
+	}
+	if v, ok := obj["x-date-order"]; ok {
+		if d, ok := p.str("$.x-date-order", v); ok {
+			order, err := rows.ParseDateOrder(d)
+			if err != nil {
+				p.fail("$.x-date-order", "%v", err)
+			}
+			s.DateOrder = order
+		}
+	}
+	if v, ok := obj["x-decimal-comma"]; ok {
+		s.DecimalComma = p.boolean("$.x-decimal-comma", v)
+	}
+	if v, ok := obj["x-chunk-size"]; ok {
+		if n, ok := p.integer("$.x-chunk-size", v); ok {
+			if n < 1 || n > 100_000 {
+				p.fail("$.x-chunk-size", "%d: want 1 to 100000", n)
+			}
+			s.ChunkSize = n
+		}
+	}
+	if v, ok := obj["x-rules"]; ok {
+		for i, text := range p.strings("$.x-rules", v) {
+			if r, ok := p.rule(fmt.Sprintf("$.x-rules[%d]", i), text, s); ok {
+				s.Rules = append(s.Rules, r)
+			}
+		}
+	}
+	if s.Name == "" {
+		s.Name = strings.ToLower(s.Table[strings.LastIndex(s.Table, ".")+1:])
+	}
+	if !kindName.MatchString(s.Name) {
+		p.fail("$.x-name", "%q is not a kind name: lower-case letters, digits, - and _", s.Name)
+	}
+	return s
+}
+
+var (
+	tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$`)
+	kindName  = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+	colName   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// keyField checks a primary key's field and makes it required.
+func (p *parser) keyField(path, name string, s *Schema) {
+	for i := range s.Fields {
+		if s.Fields[i].Name == name {
+			s.Fields[i].Constraints.Required = true
+			return
+		}
+	}
+	p.fail(path, "%q is not among the fields", name)
+}
+
+// field reads one field.
+func (p *parser) field(path string, v any) *Field {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		p.fail(path, "a field is an object with a name, not %s", jsonType(v))
+		return nil
+	}
+	p.known(path, obj, fieldMembers)
+	f := &Field{Type: TypeString, Format: "default"}
+	if n, ok := obj["name"]; ok {
+		f.Name, _ = p.str(path+".name", n)
+	}
+	if f.Name == "" {
+		p.fail(path, "a field needs a name")
+		return nil
+	}
+	if !colName.MatchString(f.Name) {
+		p.fail(path+".name", "%q cannot be a column of the table: letters, digits and _ only (x-aliases takes the file's other spellings)", f.Name)
+	}
+	if strings.EqualFold(f.Name, "tenant_id") {
+		p.fail(path+".name", "tenant_id is the table's tenant column, which Rowfate fills in")
+	}
+	if t, ok := obj["type"]; ok {
+		if s, ok := p.str(path+".type", t); ok {
+			if !slices.Contains(types, s) {
+				p.fail(path+".type", "unknown type %q: Rowfate reads %s", s, strings.Join(types, ", "))
+			}
+			f.Type = s
+		}
+	}
+	if fm, ok := obj["format"]; ok {
+		f.Format, _ = p.str(path+".format", fm)
+		p.format(path+".format", f)
+	}
+	for key, dst := range map[string]*string{"title": &f.Title, "description": &f.Description} {
+		if v, ok := obj[key]; ok {
+			*dst, _ = p.str(path+"."+key, v)
+		}
+	}
+	if v, ok := obj["example"]; ok {
+		f.Example, _ = p.scalar(path+".example", v)
+	}
+	if v, ok := obj["x-aliases"]; ok {
+		f.Aliases = p.strings(path+".x-aliases", v)
+		for i, a := range f.Aliases {
+			if strings.ContainsAny(a, ",|") {
+				p.fail(fmt.Sprintf("%s.x-aliases[%d]", path, i), "an alias cannot contain , or |")
+			}
+		}
+	}
+	if v, ok := obj["x-validate"]; ok {
+		f.Validate, _ = p.str(path+".x-validate", v)
+	}
+	if f.Type == TypeBoolean {
+		for key, dst := range map[string]*[]string{"trueValues": &f.TrueValues, "falseValues": &f.FalseValues} {
+			if v, ok := obj[key]; ok {
+				*dst = p.strings(path+"."+key, v)
+			}
+		}
+	}
+	if f.Type == TypeNumber {
+		if v, ok := obj["decimalChar"]; ok {
+			if s, _ := p.str(path+".decimalChar", v); s != "." {
+				p.fail(path+".decimalChar", "a decimal comma is the file's convention, not a column's: say x-decimal-comma: true for the schema, or let the import declare it")
+			}
+		}
+		if v, ok := obj["groupChar"]; ok {
+			if s, _ := p.str(path+".groupChar", v); s != "" {
+				p.fail(path+".groupChar", "thousands separators are the file's convention: say x-decimal-comma (1.234,56) for the schema, or let the import declare a locale")
+			}
+		}
+	}
+	if c, ok := obj["constraints"]; ok {
+		p.constraints(path+".constraints", c, f)
+	}
+	return f
+}
+
+// format checks a field's format against its type.
+func (p *parser) format(path string, f *Field) {
+	switch f.Type {
+	case TypeString:
+		switch f.Format {
+		case "default", "email", "uri", "uuid":
+		case "binary":
+			p.fail(path, "binary strings are not read by Rowfate")
+		default:
+			p.fail(path, "unknown string format %q: default, email, uri or uuid", f.Format)
+		}
+	case TypeDate, TypeDatetime:
+		if f.Format == "default" || f.Format == "any" {
+			return
+		}
+		if _, err := goLayout(f.Format); err != nil {
+			p.fail(path, "%v", err)
+		}
+	default:
+		if f.Format != "default" {
+			p.fail(path, "a %s has no format other than default", f.Type)
+		}
+	}
+}
+
+// constraints reads a field's constraints.
+func (p *parser) constraints(path string, v any, f *Field) {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		p.fail(path, "want an object, not %s", jsonType(v))
+		return
+	}
+	p.known(path, obj, constraintMembers)
+	c := &f.Constraints
+	if v, ok := obj["required"]; ok {
+		c.Required = p.boolean(path+".required", v)
+	}
+	if v, ok := obj["unique"]; ok {
+		c.Unique = p.boolean(path+".unique", v)
+	}
+	for key, dst := range map[string]**int{"minLength": &c.MinLength, "maxLength": &c.MaxLength} {
+		if v, ok := obj[key]; ok {
+			if f.Type != TypeString {
+				p.fail(path+"."+key, "%s is for strings, not a %s", key, f.Type)
+				continue
+			}
+			if n, ok := p.integer(path+"."+key, v); ok {
+				*dst = &n
+			}
+		}
+	}
+	if c.MinLength != nil && c.MaxLength != nil && *c.MinLength > *c.MaxLength {
+		p.fail(path, "minLength %d is above maxLength %d", *c.MinLength, *c.MaxLength)
+	}
+	for key, dst := range map[string]*string{"minimum": &c.Minimum, "maximum": &c.Maximum} {
+		v, ok := obj[key]
+		if !ok {
+			continue
+		}
+		s, ok := p.scalar(path+"."+key, v)
+		if !ok {
+			continue
+		}
+		if err := checkBound(f, s); err != nil {
+			p.fail(path+"."+key, "%v", err)
+			continue
+		}
+		*dst = s
+	}
+	if c.Minimum != "" && c.Maximum != "" {
+		if lo, hi := bound(f, c.Minimum), bound(f, c.Maximum); lo != nil && hi != nil && compare(lo, hi) > 0 {
+			p.fail(path, "minimum %s is above maximum %s", c.Minimum, c.Maximum)
+		}
+	}
+	if v, ok := obj["pattern"]; ok {
+		if s, ok := p.str(path+".pattern", v); ok {
+			if f.Type != TypeString {
+				p.fail(path+".pattern", "pattern is for strings, not a %s", f.Type)
+			} else if _, err := regexp.Compile(anchor(s)); err != nil {
+				p.fail(path+".pattern", "not a regular expression: %v", err)
+			}
+			c.Pattern = s
+		}
+	}
+	if v, ok := obj["enum"]; ok {
+		arr, ok := v.([]any)
+		if !ok || len(arr) == 0 {
+			p.fail(path+".enum", "want a non-empty array of values, not %s", jsonType(v))
+			return
+		}
+		for i, e := range arr {
+			s, ok := p.scalar(fmt.Sprintf("%s.enum[%d]", path, i), e)
+			if !ok {
+				continue
+			}
+			if f.Type != TypeString {
+				if err := checkBound(f, s); err != nil {
+					p.fail(fmt.Sprintf("%s.enum[%d]", path, i), "%v", err)
+					continue
+				}
+			}
+			c.Enum = append(c.Enum, s)
+		}
+	}
+}
+
+// anchor makes a Table Schema pattern, which must match the whole value
+// (XML Schema's rule), a Go regexp.
+func anchor(p string) string { return `^(?:` + p + `)$` }
+
+// rule parses a cross-field rule: "field op field" or "field op literal",
+// op one of = == != < <= > >=; a literal is a number or a quoted string.
+func (p *parser) rule(path, text string, s *Schema) (Rule, bool) {
+	m := ruleText.FindStringSubmatch(strings.TrimSpace(text))
+	if m == nil {
+		p.fail(path, "%q: want \"field op field\" or \"field op value\", op one of = != < <= > >=", text)
+		return Rule{}, false
+	}
+	r := Rule{Text: text, Left: m[1], Op: m[2], Right: m[3]}
+	if r.Op == "==" {
+		r.Op = "="
+	}
+	left := s.Field(r.Left)
+	if left == nil {
+		p.fail(path, "%q is not among the fields", r.Left)
+		return r, false
+	}
+	if right := s.Field(r.Right); right != nil {
+		if !comparable(left.Type, right.Type) {
+			p.fail(path, "%s is a %s and %s a %s: they do not compare", left.Name, left.Type, right.Name, right.Type)
+			return r, false
+		}
+		return r, true
+	}
+	r.Literal = true
+	if q, err := strconv.Unquote(r.Right); err == nil {
+		r.Right = q
+	} else if strings.HasPrefix(r.Right, "'") && strings.HasSuffix(r.Right, "'") && len(r.Right) >= 2 {
+		r.Right = r.Right[1 : len(r.Right)-1]
+	} else if colName.MatchString(r.Right) && left.Type != TypeBoolean {
+		p.fail(path, "%q is not among the fields (quote a text value: '%s')", r.Right, r.Right)
+		return r, false
+	}
+	if err := checkBound(left, r.Right); err != nil {
+		p.fail(path, "%v", err)
+		return r, false
+	}
+	return r, true
+}
+
+var ruleText = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)\s*(==|=|!=|<=|>=|<|>)\s*(.+?)$`)
+
+func comparable(a, b string) bool {
+	num := func(t string) bool { return t == TypeInteger || t == TypeNumber }
+	date := func(t string) bool { return t == TypeDate || t == TypeDatetime }
+	return a == b || (num(a) && num(b)) || (date(a) && date(b))
+}
+
+// Field returns the field of that name, or nil.
+func (s *Schema) Field(name string) *Field {
+	for i := range s.Fields {
+		if s.Fields[i].Name == name {
+			return &s.Fields[i]
+		}
+	}
+	return nil
+}
+
+// editDistance is the Levenshtein distance, for "did you mean".
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// goIdent is a field's Go name in the row type: its name in CamelCase,
+// which validator and the binder report as the error's field.
+func goIdent(name string, used map[string]bool) string {
+	var b strings.Builder
+	up := true
+	for _, r := range name {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			up = true
+			continue
+		}
+		if up {
+			b.WriteRune(unicode.ToUpper(r))
+			up = false
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	id := b.String()
+	if id == "" || !unicode.IsLetter(rune(id[0])) {
+		id = "F" + id
+	}
+	base := id
+	for i := 2; used[id]; i++ {
+		id = base + strconv.Itoa(i)
+	}
+	used[id] = true
+	return id
+}
