@@ -31,6 +31,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/rowfate/rowfate/rows"
+	"github.com/rowfate/rowfate/validate"
 )
 
 // The field types Rowfate reads. The standard's others (object, array,
@@ -585,6 +586,12 @@ func (p *parser) field(path string, v any) *Field {
 	}
 	if v, ok := obj["x-validate"]; ok {
 		f.Validate, _ = p.str(path+".x-validate", v)
+		if typ, err := fieldType(*f); err == nil && f.Validate != "" {
+			elem, _ := rows.OptionalElem(typ)
+			if err := validate.CheckTag(elem, f.Validate); err != nil {
+				p.fail(path+".x-validate", "%q: %v", f.Validate, err)
+			}
+		}
 	}
 	if f.Type == TypeBoolean {
 		for key, dst := range map[string]*[]string{"trueValues": &f.TrueValues, "falseValues": &f.FalseValues} {

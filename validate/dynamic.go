@@ -108,3 +108,11 @@ func (d *Dynamic) Run(ctx context.Context, m *rows.Mapping, rec rows.Record) (re
 	}
 	return ptr, st.errs
 }
+
+// CheckTag checks a validate tag (validator/v10 syntax) for a field of
+// type t without a struct around it: a malformed check (gte=abc, an
+// unknown tag) is an error naming it.
+func CheckTag(t reflect.Type, tag string) error {
+	v := validator.New(validator.WithRequiredStructEnabled())
+	return probeTag(v, reflect.StructField{Name: "X", Type: t, Tag: reflect.StructTag(`validate:"` + tag + `"`)})
+}
