@@ -153,3 +153,44 @@ type DeliveriesListParams struct {
 	// Limit defaults to 50.
 	Limit int
 }
+
+// KindStore keeps kinds defined by data (Table Schemas), versioned, so
+// that every process knows them without a redeploy. Both stores
+// implement it; store/storetest checks them.
+type KindStore interface {
+	// KindPut stores a new version of a kind's definition (1 for a new
+	// kind) and returns it. ErrConflict when another process put a
+	// version of the same kind at the same moment: try again.
+	KindPut(ctx context.Context, params KindPutParams) (*KindDefinition, error)
+	// KindGet returns a kind's definition at a version, or its current
+	// one for version 0; ErrNotFound when there is none (or it was
+	// removed, for version 0).
+	KindGet(ctx context.Context, name string, version int64) (*KindDefinition, error)
+	// KindList returns every kind's current definition, by name.
+	KindList(ctx context.Context) ([]KindDefinition, error)
+	// KindRemove removes a kind: it has no current definition from then
+	// on; its versions stay, for the batches that recorded them.
+	// ErrNotFound when it has no current definition.
+	KindRemove(ctx context.Context, name string) error
+}
+
+// KindDefinition is one stored version of a kind's definition.
+type KindDefinition struct {
+	Name    string `json:"name"`
+	Version int64  `json:"version"`
+	// Format is what Definition is in: "tableschema".
+	Format string `json:"format"`
+	// Definition is the definition as it was put, byte for byte.
+	Definition string    `json:"definition"`
+	CreatedAt  time.Time `json:"created_at"`
+	// RemovedAt is set on the version current when the kind was removed.
+	RemovedAt *time.Time `json:"removed_at,omitempty"`
+}
+
+// KindPutParams are the parameters of KindStore.KindPut.
+type KindPutParams struct {
+	Name string
+	// Format defaults to "tableschema".
+	Format     string
+	Definition string
+}

@@ -29,6 +29,7 @@ type Store struct {
 	e   eventStatements
 	r   reviewStatements
 	sv  serviceStatements
+	k   kindStatements
 	hub eventHub
 }
 
@@ -40,6 +41,7 @@ func New(drv Driver, d *Dialect) *Store {
 	s.e = newEventStatements(d)
 	s.r = newReviewStatements(d)
 	s.sv = newServiceStatements(d)
+	s.k = newKindStatements(d)
 	return s
 }
 
