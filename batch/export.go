@@ -103,8 +103,37 @@ func Export[T any](ctx context.Context, e *Engine, k ExportKind[T], p ExportPara
 	if k.Name == "" || k.RowsFunc == nil {
 		return nil, errors.New("export: the kind needs a Name and a RowsFunc")
 	}
+	return exportRows(ctx, e, k.spec(), p)
+}
+
+// exportSpec is an export kind with its row type erased: what exportRows
+// needs of a Go ExportKind and of a DynamicExportKind alike.
+type exportSpec struct {
+	name      string
+	typ       reflect.Type
+	raw       []string
+	chunkSize int
+	// rows yields the rows as struct values of typ.
+	rows func(ctx context.Context) iter.Seq2[reflect.Value, error]
+}
+
+func (k ExportKind[T]) spec() exportSpec {
+	return exportSpec{name: k.Name, typ: reflect.TypeFor[T](), raw: k.RawColumns, chunkSize: k.ChunkSize,
+		rows: func(ctx context.Context) iter.Seq2[reflect.Value, error] {
+			return func(yield func(reflect.Value, error) bool) {
+				for t, err := range k.RowsFunc(ctx) {
+					if !yield(reflect.ValueOf(&t).Elem(), err) {
+						return
+					}
+				}
+			}
+		}}
+}
+
+// exportRows is Export for any row type.
+func exportRows(ctx context.Context, e *Engine, k exportSpec, p ExportParams) (*Batch, error) {
 	if p.Dest == nil {
-		return nil, fmt.Errorf("export %s: no destination", k.Name)
+		return nil, fmt.Errorf("export %s: no destination", k.name)
 	}
 	if p.TenantID == "" {
 		p.TenantID = DefaultTenant
@@ -113,22 +142,22 @@ func Export[T any](ctx context.Context, e *Engine, k ExportKind[T], p ExportPara
 	if p.Format != "" {
 		f, err := fileformat.Lookup(p.Format)
 		if err != nil {
-			return nil, fmt.Errorf("export %s: %w", k.Name, err)
+			return nil, fmt.Errorf("export %s: %w", k.name, err)
 		}
 		format = f
 	}
-	enc, err := newExportEncoder(reflect.TypeFor[T](), k.RawColumns)
+	enc, err := newExportEncoder(k.typ, k.raw)
 	if err != nil {
 		return nil, err
 	}
-	chunkSize := int64(k.ChunkSize)
+	chunkSize := int64(k.chunkSize)
 	if chunkSize <= 0 {
 		chunkSize = 1000
 	}
 
 	spool, err := os.CreateTemp(p.Write.TmpDir, "rowfate-export-*")
 	if err != nil {
-		return nil, fmt.Errorf("export %s: spool: %w", k.Name, err)
+		return nil, fmt.Errorf("export %s: spool: %w", k.name, err)
 	}
 	defer func() {
 		spool.Close()
@@ -139,23 +168,23 @@ func Export[T any](ctx context.Context, e *Engine, k ExportKind[T], p ExportPara
 	header := enc.header()
 	wo := p.Write
 	if wo.Sheet == "" {
-		wo.Sheet = k.Name
+		wo.Sheet = k.name
 	}
 	w, err := format.NewWriter(out, header, wo)
 	if err != nil {
-		return nil, fmt.Errorf("export %s: %w", k.Name, err)
+		return nil, fmt.Errorf("export %s: %w", k.name, err)
 	}
 	n, err := writeExport(ctx, p.TenantID, k, enc, w, spool)
 	if err != nil {
 		w.Abort()
-		return nil, fmt.Errorf("export %s: %w", k.Name, err)
+		return nil, fmt.Errorf("export %s: %w", k.name, err)
 	}
 	if err := w.Close(); err != nil {
-		return nil, fmt.Errorf("export %s: %w", k.Name, err)
+		return nil, fmt.Errorf("export %s: %w", k.name, err)
 	}
 
 	if _, err := spool.Seek(0, io.SeekStart); err != nil {
-		return nil, fmt.Errorf("export %s: spool: %w", k.Name, err)
+		return nil, fmt.Errorf("export %s: spool: %w", k.name, err)
 	}
 	dec := json.NewDecoder(bufio.NewReaderSize(spool, 64<<10))
 	seq := func(yield func(IngestRow, error) bool) {
@@ -176,7 +205,7 @@ func Export[T any](ctx context.Context, e *Engine, k ExportKind[T], p ExportPara
 	}
 	b, err := e.store.BatchIngest(ctx, BatchIngestParams{
 		TenantID:   p.TenantID,
-		Kind:       k.Name,
+		Kind:       k.name,
 		SourceName: p.DestName,
 		Header:     header,
 		Rows:       seq,
@@ -185,7 +214,7 @@ func Export[T any](ctx context.Context, e *Engine, k ExportKind[T], p ExportPara
 		},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("export %s: %w", k.Name, err)
+		return nil, fmt.Errorf("export %s: %w", k.name, err)
 	}
 	e.logger.InfoContext(ctx, "batch exported", "batch_id", b.ID, "kind", b.Kind, "tenant_id", b.TenantID,
 		"rows", b.Counts.Total(), "failed", b.Counts[rows.StateFailed])
@@ -194,14 +223,14 @@ func Export[T any](ctx context.Context, e *Engine, k ExportKind[T], p ExportPara
 
 // writeExport reads the kind's rows, writes each to the file and spools its
 // outcome. It returns the number of rows.
-func writeExport[T any](ctx context.Context, tenant string, k ExportKind[T], enc *exportEncoder, w rows.Writer, spool io.Writer) (int64, error) {
+func writeExport(ctx context.Context, tenant string, k exportSpec, enc *exportEncoder, w rows.Writer, spool io.Writer) (int64, error) {
 	bw := bufio.NewWriterSize(spool, 64<<10)
 	js := json.NewEncoder(bw)
 	cells := make([]rows.Cell, len(enc.cols))
 	var n int64
 	// The source learns the export's tenant as a processor does: a
 	// tenant's export lists that tenant's rows only.
-	for t, err := range k.RowsFunc(ContextWithRow(ctx, RowInfo{TenantID: tenant})) {
+	for t, err := range k.rows(ContextWithRow(ctx, RowInfo{TenantID: tenant})) {
 		if cerr := ctx.Err(); cerr != nil {
 			return n, cerr
 		}
@@ -216,7 +245,7 @@ func writeExport[T any](ctx context.Context, tenant string, k ExportKind[T], enc
 		} else {
 			// A row that is not written keeps its cells as the payload
 			// too, so that what the file lacks can be read back.
-			errs := enc.encode(reflect.ValueOf(&t).Elem(), cells)
+			errs := enc.encode(t, cells)
 			o.Values = make([]string, len(cells))
 			for i, c := range cells {
 				o.Values[i] = c.Text
@@ -266,4 +295,63 @@ func exportRowErrors(err error) ([]rows.FieldError, bool) {
 		return []rows.FieldError{{Code: CodeExport, Message: err.Error()}}, true
 	}
 	return nil, false
+}
+
+// DynamicExportKind is an export kind whose row type is built at run time
+// (a Table Schema's, see processors/schemakind), as DynamicKind is for
+// imports. Its rows are written and recorded exactly as a Go export's.
+type DynamicExportKind struct {
+	Name        string
+	Description string
+	// Type is the row type: a struct type with col tags. Required.
+	Type reflect.Type
+	// RowsFunc yields the rows to export, struct values of Type, as
+	// ExportKind.RowsFunc does. Required.
+	RowsFunc func(ctx context.Context) iter.Seq2[reflect.Value, error]
+	// RawColumns and ChunkSize are as in ExportKind.
+	RawColumns []string
+	ChunkSize  int
+}
+
+type dynamicExport struct {
+	k       DynamicExportKind
+	columns []rows.Column
+}
+
+func (d *dynamicExport) info() KindInfo {
+	return KindInfo{Name: d.k.Name, Description: d.k.Description, Direction: DirectionExport, Columns: d.columns, Required: []string{}}
+}
+
+func (d *dynamicExport) run(ctx context.Context, e *Engine, p ExportParams) (*Batch, error) {
+	return exportRows(ctx, e, exportSpec{name: d.k.Name, typ: d.k.Type, raw: d.k.RawColumns, chunkSize: d.k.ChunkSize, rows: d.k.RowsFunc}, p)
+}
+
+// RegisterDynamicExport adds a dynamic export kind, or replaces the
+// dynamic export kind of that name; a Go export kind is not replaced.
+func RegisterDynamicExport(r *Registry, k DynamicExportKind) error {
+	if k.Name == "" || k.Type == nil || k.RowsFunc == nil {
+		return fmt.Errorf("register export kind %q: it needs a Name, a Type and a RowsFunc", k.Name)
+	}
+	b, err := rows.NewBinder(k.Type)
+	if err != nil {
+		return fmt.Errorf("register export kind %q: %w", k.Name, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if old, ok := r.exports[k.Name]; ok {
+		if _, dyn := old.(*dynamicExport); !dyn {
+			return fmt.Errorf("register export kind %q: a Go export kind has that name", k.Name)
+		}
+	}
+	r.exports[k.Name] = &dynamicExport{k: k, columns: b.Columns()}
+	return nil
+}
+
+// UnregisterDynamicExport removes a dynamic export kind.
+func (r *Registry) UnregisterDynamicExport(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.exports[name].(*dynamicExport); ok {
+		delete(r.exports, name)
+	}
 }

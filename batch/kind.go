@@ -528,19 +528,25 @@ func RegisterExport[T any](r *Registry, k ExportKind[T]) error {
 	if k.Name == "" || k.RowsFunc == nil {
 		return fmt.Errorf("register export kind %q: it needs a Name and a RowsFunc", k.Name)
 	}
-	if _, dup := r.exports[k.Name]; dup {
+	if r.HasExport(k.Name) {
 		return fmt.Errorf("register export kind %q: already registered", k.Name)
 	}
 	b, err := rows.NewBinder(reflect.TypeFor[T]())
 	if err != nil {
 		return fmt.Errorf("register export kind %q: %w", k.Name, err)
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.exports[k.Name] = &registeredExport[T]{k: k, columns: b.Columns()}
 	return nil
 }
 
 // ExportKinds lists the registered export kinds by name.
-func (r *Registry) ExportKinds() []KindInfo { return infos(r.exports) }
+func (r *Registry) ExportKinds() []KindInfo {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return infos(r.exports)
+}
 
 // infos lists the KindInfo of registered kinds, by name.
 func infos[K interface{ info() KindInfo }](m map[string]K) []KindInfo {
@@ -554,6 +560,8 @@ func infos[K interface{ info() KindInfo }](m map[string]K) []KindInfo {
 
 // HasExport reports whether an export kind is registered.
 func (r *Registry) HasExport(name string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	_, ok := r.exports[name]
 	return ok
 }
@@ -561,7 +569,9 @@ func (r *Registry) HasExport(name string) bool {
 // Export runs the registered export kind of that name (see the Export
 // function).
 func (e *Engine) Export(ctx context.Context, kind string, p ExportParams) (*Batch, error) {
+	e.registry.mu.RLock()
 	k, ok := e.registry.exports[kind]
+	e.registry.mu.RUnlock()
 	if !ok {
 		return nil, fmt.Errorf("%w %q (export)", ErrUnknownKind, kind)
 	}

@@ -11,6 +11,12 @@ import (
 type (
 	// Store is the durable truth of batches and rows; see driver.Store.
 	Store = driver.Store
+	// KindStore is driver.KindStore: stored kind definitions, versioned.
+	KindStore = driver.KindStore
+	// KindDefinition is one stored version of a kind's definition.
+	KindDefinition = driver.KindDefinition
+	// KindPutParams are the parameters of KindStore.KindPut.
+	KindPutParams = driver.KindPutParams
 	// Status is a batch's lifecycle state.
 	Status = driver.Status
 	// Batch is one import, export or recalculation with its totals.

@@ -60,6 +60,8 @@ type KindView struct {
 	Description string          `json:"description"`
 	Direction   string          `json:"direction"`
 	Guarantee   batch.Guarantee `json:"guarantee,omitempty"`
+	// Source is where the kind is defined: "" built in, "schema v3".
+	Source string `json:"source,omitempty"`
 	// Columns are the kind's column names, in order.
 	Columns  []string `json:"columns"`
 	Required []string `json:"required"`
@@ -69,7 +71,7 @@ func (s *Server) kinds(w http.ResponseWriter, _ *http.Request, _ Principal) erro
 	reg := s.registry()
 	var out []KindView
 	for _, k := range append(reg.Kinds(), reg.ExportKinds()...) {
-		kv := KindView{Name: k.Name, Description: k.Description, Direction: k.Direction, Guarantee: k.Guarantee,
+		kv := KindView{Name: k.Name, Description: k.Description, Direction: k.Direction, Guarantee: k.Guarantee, Source: k.Source,
 			Columns: []string{}, Required: k.Required}
 		for _, c := range k.Columns {
 			kv.Columns = append(kv.Columns, c.Name)

@@ -583,3 +583,48 @@ func (c *Compiled) Value(row reflect.Value, i int) (any, bool) {
 	}
 	return value(row.Field(i))
 }
+
+// Set sets field i of a row (a struct value of Type, addressable) from a
+// value as a database writes it as text: ISO dates and date-times (also
+// PostgreSQL's "2025-06-01 10:00:00+00"), a decimal point, true/false or
+// 1/0. An empty text leaves the field unset.
+func (c *Compiled) Set(row reflect.Value, i int, text string) error {
+	for row.Kind() == reflect.Pointer {
+		row = row.Elem()
+	}
+	if text == "" {
+		return nil
+	}
+	f := c.Schema.Fields[i]
+	var v any
+	var err error
+	switch f.Type {
+	case TypeBoolean:
+		switch strings.ToLower(text) {
+		case "1", "t", "true":
+			v = true
+		case "0", "f", "false":
+			v = false
+		default:
+			err = fmt.Errorf("%q is not a boolean", text)
+		}
+	case TypeDate, TypeDatetime:
+		for _, l := range []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999-07", "2006-01-02 15:04:05.999999999-07:00",
+			"2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999", "2006-01-02"} {
+			var t time.Time
+			if t, err = time.Parse(l, text); err == nil {
+				v = t.UTC()
+				break
+			}
+		}
+	default:
+		v, err = parseValue(f.Type, f.Format, text)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", f.Name, err)
+	}
+	field := row.Field(i)
+	field.FieldByName("Value").Set(reflect.ValueOf(v))
+	field.FieldByName("Set").SetBool(true)
+	return nil
+}

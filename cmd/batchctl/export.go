@@ -34,7 +34,7 @@ the file goes to standard output and the summary to standard error.`,
 		Args: args(1, "<kind>"),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			kind := a[0]
-			reg, err := registry()
+			reg, err := c.registryWith(cmd.Context(), kind)
 			if err != nil {
 				return err
 			}

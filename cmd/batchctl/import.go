@@ -12,7 +12,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/processors/schemakind"
 	"github.com/rowfate/rowfate/rows"
+	"github.com/rowfate/rowfate/tableschema"
 )
 
 type importOptions struct {
@@ -26,12 +28,16 @@ type importOptions struct {
 	read     readFlags
 	// interval is --progress-interval.
 	interval time.Duration
+	// schema is a Table Schema file defining the kind for this import
+	// only; createTable creates its table.
+	schema      string
+	createTable bool
 }
 
 func (c *cli) importCommand() *cobra.Command {
 	var o importOptions
 	cmd := &cobra.Command{
-		Use:   "import <kind> <file>",
+		Use:   "import <kind> <file> | import --schema <schema file> <file>",
 		Short: "Import a CSV or XLSX file, work its valid rows, print the outcome",
 		Long: `Import a file as a new batch of the kind: every row is read, bound to the
 kind's columns and validated, and all rows are stored with their outcome
@@ -71,6 +77,13 @@ plain line every --progress-interval when it is not. -o jsonl prints the
 batch's events on stdout as JSON lines, as batchctl watch -o jsonl does,
 then the batch as the last line.
 
+--schema FILE imports with a kind defined by a Table Schema file (JSON or
+YAML) without storing it (batchctl kind add stores one for every process):
+for a one-off load into any table of the database. Its table must exist
+with the schema's columns, or --create-table creates it. (A --schema value
+without a . or a / is the PostgreSQL schema of the engine's tables, as for
+every command.)
+
 Exit codes: 0 every row succeeded; 3 some rows are invalid, failed, dead
 or unknown; 4 the file was rejected (nothing was written).`,
 		Example: `  batchctl import customers customers.csv
@@ -80,10 +93,22 @@ or unknown; 4 the file was rejected (nothing was written).`,
   batchctl import customers kunden.csv --locale de --date-order dmy --map 'Betrag=amount'
   batchctl import customers customers.csv --once --strict
   batchctl import customers big.csv --no-work && batchctl worker --until-done
-  batchctl import customers big.csv -o jsonl > events.jsonl`,
-		Args:        args(2, "<kind> <file>"),
+  batchctl import customers big.csv -o jsonl > events.jsonl
+  batchctl import --schema orders.schema.json orders.csv --create-table`,
+		Args: func(cmd *cobra.Command, a []string) error {
+			if strings.ContainsAny(o.schema, "./") && len(a) == 1 {
+				return nil
+			}
+			return args(2, "<kind> <file>")(cmd, a)
+		},
 		Annotations: streams(),
-		RunE:        func(cmd *cobra.Command, a []string) error { return c.runImport(cmd.Context(), a[0], a[1], o) },
+		RunE: func(cmd *cobra.Command, a []string) error {
+			kind, file := "", a[len(a)-1]
+			if len(a) == 2 {
+				kind = a[0]
+			}
+			return c.runImport(cmd.Context(), kind, file, o)
+		},
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.workers, "workers", 2, "concurrent workers for the batch's rows")
@@ -92,15 +117,48 @@ or unknown; 4 the file was rejected (nothing was written).`,
 	f.BoolVar(&o.strict, "strict", false, "reject the file if it has a column the kind does not know, or lacks one of its optional columns")
 	f.BoolVar(&o.newBatch, "new-batch", false, "import an error report of a batch as a new batch, not as a re-run of that batch")
 	f.BoolVar(&o.once, "once", false, "if this tenant already imported this file (same content) as this kind, return that batch instead of importing again")
+	// --schema is every command's PostgreSQL schema too: here a value
+	// with a . or a / is a file (orders.schema.json), anything else a
+	// database schema, as elsewhere.
+	f.StringVar(&o.schema, "schema", "", "a Table Schema file (a path with a . or /) that defines the kind for this import only; otherwise the PostgreSQL schema of the engine's tables, as for every command")
+	f.BoolVar(&o.createTable, "create-table", false, "with --schema: create the schema's table when it does not exist")
 	addProgressInterval(f.DurationVar, &o.interval)
 	o.read.add(f)
 	return cmd
 }
 
 func (c *cli) runImport(ctx context.Context, kind, path string, o importOptions) error {
-	reg, err := registry()
+	if o.schema != "" && !strings.ContainsAny(o.schema, "./") {
+		c.global.schema, o.schema = o.schema, "" // the database's schema
+	} else if o.schema != "" {
+		c.global.schemaFlag = false
+	}
+	var schema *tableschema.Schema
+	if o.createTable && o.schema == "" {
+		return usagef("--create-table creates the table of a --schema file (batchctl kind add --create-table stores a kind)")
+	}
+	if o.schema != "" {
+		s, _, err := readSchema(o.schema)
+		if err != nil {
+			return err
+		}
+		if kind != "" && kind != s.Name {
+			return usagef("the schema %s defines kind %s, not %s: give just the file", o.schema, s.Name, kind)
+		}
+		if err := checkBuiltin(s.Name); err != nil {
+			return err
+		}
+		schema, kind = s, s.Name
+	}
+	reg, err := c.registryWith(ctx, kind)
 	if err != nil {
 		return err
+	}
+	if schema != nil {
+		// For the dry run; an import registers it again with its table.
+		if err := schemakind.Register(reg, schema, 0, schemakind.Config{}); err != nil {
+			return usagef("the schema does not compile: %v", err)
+		}
 	}
 	if reg.IsRecalc(kind) {
 		return usagef("%s is a recalculation: its rows come from the database, not a file; run `batchctl recalc %s`", kind, kind)
@@ -147,6 +205,18 @@ func (c *cli) runImport(ctx context.Context, kind, path string, o importOptions)
 		return err
 	}
 	defer app.close()
+	if schema != nil {
+		if o.createTable {
+			if err := schemakind.CreateTable(ctx, app.kinds, schema); err != nil {
+				return err
+			}
+		}
+		if err := schemakind.RegisterAll(app.engine.Registry(), schema, 0, app.kinds); err != nil {
+			return err
+		}
+	} else if !app.engine.Registry().Has(kind) {
+		return usagef("unknown kind %q; known kinds: %s", kind, kindNames(app.engine.Registry().Kinds()))
+	}
 	p.NewBatch = o.newBatch
 	b, err := app.engine.Import(ctx, p)
 	var report *batch.ReportError

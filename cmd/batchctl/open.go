@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -14,8 +15,10 @@ import (
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/processors"
 	"github.com/rowfate/rowfate/processors/customers"
+	"github.com/rowfate/rowfate/processors/schemakind"
 	"github.com/rowfate/rowfate/store/postgres"
 	"github.com/rowfate/rowfate/store/sqlite"
+	"github.com/rowfate/rowfate/tableschema"
 )
 
 // defaultDatabase is the embedded default: a SQLite file in the working
@@ -92,7 +95,9 @@ const (
 type app struct {
 	store  batch.Store
 	engine *batch.Engine
-	close  func()
+	// kinds is where schema kinds' tables are: the engine's database.
+	kinds schemakind.Config
+	close func()
 }
 
 // errNoDatabase: a command that does not create one named a SQLite file
@@ -165,12 +170,17 @@ func (c *cli) open(ctx context.Context, mode openMode) (*app, error) {
 		closeAll()
 		return nil, err
 	}
+	kinds := schemakind.Config{DB: cfg.DB, Dialect: string(cfg.Dialect)}
+	if _, err := c.loadKinds(ctx, store, reg, kinds); err != nil {
+		closeAll()
+		return nil, err
+	}
 	eng, err := batch.NewEngine(batch.Config{Store: store, Registry: reg, Logger: c.logger, WorkerName: "batchctl", LeaseDuration: c.lease})
 	if err != nil {
 		closeAll()
 		return nil, err
 	}
-	return &app{store: store, engine: eng, close: closeAll}, nil
+	return &app{store: store, engine: eng, kinds: kinds, close: closeAll}, nil
 }
 
 func (c *cli) openSQLite(path string, mode openMode) (*sqlite.Store, error) {
@@ -226,4 +236,83 @@ func (c *cli) where() string {
 // that run no processor (kinds, preview, template, a dry run).
 func registry() (*batch.Registry, error) {
 	return processors.Registry(processors.Config{WebhookURL: os.Getenv("ROWFATE_WEBHOOK_URL")})
+}
+
+// loadKinds brings reg's stored kinds (schema kinds) up to the database's:
+// it registers the new and changed ones and removes the removed ones, and
+// says how many changed. A stored definition that no longer parses (a
+// newer build's) is skipped with a warning: the other kinds still work.
+func (c *cli) loadKinds(ctx context.Context, store batch.Store, reg *batch.Registry, cfg schemakind.Config) (int, error) {
+	ks, ok := store.(batch.KindStore)
+	if !ok {
+		return 0, nil
+	}
+	defs, err := ks.KindList(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read the stored kinds: %w", err)
+	}
+	changed := 0
+	stored := map[string]bool{}
+	for _, d := range defs {
+		stored[d.Name] = true
+		if v, ok := reg.DynamicVersion(d.Name); ok && v == d.Version {
+			continue
+		}
+		s, err := tableschema.Parse([]byte(d.Definition), fmt.Sprintf("kind %s v%d", d.Name, d.Version))
+		if err == nil {
+			err = schemakind.RegisterAll(reg, s, d.Version, cfg)
+		}
+		if err != nil {
+			c.logger.Warn("stored kind skipped", "kind", d.Name, "version", d.Version, "err", err)
+			continue
+		}
+		changed++
+	}
+	for _, k := range reg.Kinds() {
+		if _, dyn := reg.DynamicVersion(k.Name); dyn && !stored[k.Name] && k.Source != schemakind.SourceFile {
+			reg.UnregisterDynamic(k.Name)
+			reg.UnregisterDynamicExport(k.Name)
+			changed++
+		}
+	}
+	return changed, nil
+}
+
+// watchKinds reloads the stored kinds every period until ctx is done, so
+// that a long-running worker or service learns of kinds added, changed or
+// removed (batchctl kind add) without a restart.
+func (c *cli) watchKinds(ctx context.Context, a *app, period time.Duration) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, err := c.loadKinds(ctx, a.store, a.engine.Registry(), a.kinds)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			c.logger.Warn("reload stored kinds", "err", err)
+		case n > 0:
+			c.logger.Info("stored kinds reloaded", "changed", n)
+		}
+	}
+}
+
+// registryWith returns the built-in kinds and, when kind is not one of
+// them and a database exists, the database's stored kinds too, for
+// commands that run no processor (a dry run, a preview, a template).
+func (c *cli) registryWith(ctx context.Context, kind string) (*batch.Registry, error) {
+	reg, err := registry()
+	if err != nil || kind == "" || reg.Has(kind) || reg.HasExport(kind) {
+		return reg, err
+	}
+	app, err := c.open(ctx, readOnly)
+	if err != nil {
+		// No database, or none of ours: the built-in kinds are all there is.
+		return reg, nil
+	}
+	defer app.close()
+	return app.engine.Registry(), nil
 }

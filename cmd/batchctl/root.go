@@ -198,7 +198,7 @@ func (c *cli) rootCommand() *cobra.Command {
 		cmd.GroupID = "batches"
 		root.AddCommand(cmd)
 	}
-	for _, cmd := range []*cobra.Command{c.workerCommand(), c.serveCommand(), c.tokenCommand(), c.workerTokenCommand(), c.migrateCommand(), c.kindsCommand()} {
+	for _, cmd := range []*cobra.Command{c.workerCommand(), c.serveCommand(), c.tokenCommand(), c.workerTokenCommand(), c.migrateCommand(), c.kindsCommand(), c.kindCommand(), c.schemaCommand()} {
 		cmd.GroupID = "admin"
 		root.AddCommand(cmd)
 	}

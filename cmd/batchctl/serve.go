@@ -242,6 +242,7 @@ func (c *cli) runServe(ctx context.Context, o serveOptions) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return bc.Run(gctx) })
 	g.Go(func() error { return snd.Run(gctx) })
+	g.Go(func() error { c.watchKinds(gctx, app, kindReload); return nil })
 	g.Go(func() error { c.trimEvents(gctx, app.store, o); return nil })
 	g.Go(func() error { c.sweepFiles(gctx, files, o.fileRetention); return nil })
 	if o.workers > 0 {

@@ -12,13 +12,14 @@ func (c *cli) templateCommand() *cobra.Command {
 		Long: `Write the file a user fills in for an import of the kind: its header and,
 when the kind has one, an example row. As XLSX (--file ending in .xlsx, or
 --format xlsx) the header is frozen, required columns are marked and
-columns with fixed values offer them as a dropdown. It opens no database.`,
+columns with fixed values offer them as a dropdown. It changes nothing (a
+kind stored from a Table Schema is read from the database).`,
 		Example: `  batchctl template customers -f customers.xlsx
   batchctl template customers > customers.csv`,
 		Args: args(1, "<kind>"),
-		RunE: func(_ *cobra.Command, a []string) error {
+		RunE: func(cmd *cobra.Command, a []string) error {
 			kind := a[0]
-			reg, err := registry()
+			reg, err := c.registryWith(cmd.Context(), kind)
 			if err != nil {
 				return err
 			}

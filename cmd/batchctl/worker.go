@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -8,6 +9,10 @@ import (
 
 	"github.com/rowfate/rowfate/batch"
 )
+
+// kindReload is how often long-running commands read the stored kinds
+// again.
+const kindReload = 5 * time.Second
 
 type workerOptions struct {
 	batch     int64
@@ -68,6 +73,11 @@ On SIGINT or SIGTERM it stops claiming, lets the rows under way finish for
 						fmt.Fprintf(c.stderr, "waiting: chunk %d of batch %d has rows due at %s\n", d.ChunkNo, d.BatchID, d.DueAt.Format("15:04:05.000"))
 					}
 				}}
+			// Kinds stored while the worker runs (batchctl kind add) are
+			// worked from the next claim on.
+			kctx, stopKinds := context.WithCancel(cmd.Context())
+			defer stopKinds()
+			go c.watchKinds(kctx, app, kindReload)
 			stats, err := eng.Work(cmd.Context(), p)
 			if err != nil {
 				return err

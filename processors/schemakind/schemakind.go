@@ -46,7 +46,12 @@ type Config struct {
 	Dialect string
 }
 
-// Kind is the dynamic kind of a schema, at a version of its definition.
+// SourceFile is the source of a kind read from a schema file, not stored
+// (version 0): batchctl import --schema.
+const SourceFile = "schema file"
+
+// Kind is the dynamic kind of a schema, at a version of its definition
+// (0: a schema file, not stored).
 // Its CheckFunc checks the table before an import reads any row.
 func Kind(s *tableschema.Schema, version int64, cfg Config) (batch.DynamicKind, error) {
 	c, err := tableschema.Compile(s)
@@ -68,7 +73,7 @@ func Kind(s *tableschema.Schema, version int64, cfg Config) (batch.DynamicKind, 
 		CheckFunc: func(ctx context.Context) error { return CheckTable(ctx, cfg, s) },
 	}
 	if version == 0 {
-		k.Source = "schema file"
+		k.Source = SourceFile
 	}
 	if s.DecimalComma {
 		k.Conventions.Number = rows.DecimalComma
