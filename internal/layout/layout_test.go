@@ -40,6 +40,9 @@ func TestLayers(t *testing.T) {
 		{mod + "/batch/driver", append([]string{"github.com/go-playground/validator", mod + "/batch", mod + "/validate"}, formats...)},
 		{mod + "/store/...", append([]string{"github.com/go-playground/validator", mod + "/batch", mod + "/validate", mod + "/processors"}, formats...)},
 		{mod + "/migrations", []string{mod + "/"}},
+		// A Table Schema is read and compiled below the engine: it knows
+		// rows and the validator, not batches or stores.
+		{mod + "/tableschema", append([]string{mod + "/batch", mod + "/processors", mod + "/server", "github.com/xuri/excelize"}, mod+"/store/")},
 		{mod + "/progress", append([]string{"github.com/go-playground/validator", mod + "/batch", mod + "/validate", mod + "/processors", mod + "/store/"}, formats...)},
 	} {
 		for _, dep := range deps(t, tc.pattern) {
