@@ -15,7 +15,7 @@ import (
 
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/batch/driver"
-	"github.com/rowfate/rowfate/internal/testdb"
+	"github.com/rowfate/rowfate/internal/teststore"
 	"github.com/rowfate/rowfate/metrics"
 	"github.com/rowfate/rowfate/progress"
 	"github.com/rowfate/rowfate/rows"
@@ -43,14 +43,7 @@ func (f txThings) ProcessTx(ctx context.Context, _ batch.Tx, ths []Thing) ([]bat
 
 func setup(t *testing.T, lease time.Duration, proc batch.Processor[Thing]) (*sqlite.Store, *batch.Engine, *metrics.Metrics) {
 	t.Helper()
-	s, err := sqlite.Open(testdb.SQLitePath(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if err := s.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	s := teststore.SQLite(t)
 	m, err := metrics.New(metrics.Config{Store: s})
 	if err != nil {
 		t.Fatal(err)

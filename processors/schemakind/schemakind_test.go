@@ -16,11 +16,9 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/rowfate/rowfate/batch"
-	"github.com/rowfate/rowfate/internal/testdb"
+	"github.com/rowfate/rowfate/internal/teststore"
 	"github.com/rowfate/rowfate/processors/schemakind"
 	"github.com/rowfate/rowfate/rows"
-	"github.com/rowfate/rowfate/store/postgres"
-	"github.com/rowfate/rowfate/store/sqlite"
 	"github.com/rowfate/rowfate/tableschema"
 )
 
@@ -38,25 +36,14 @@ type env struct {
 func envs() map[string]func(t *testing.T) *env {
 	return map[string]func(t *testing.T) *env{
 		"SQLite": func(t *testing.T) *env {
-			s, err := sqlite.Open(testdb.SQLitePath(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			if err := s.Migrate(context.Background()); err != nil {
-				t.Fatal(err)
-			}
+			s := teststore.SQLite(t)
 			return newEnv(t, s, s.DB(), schemakind.SQLite)
 		},
 		"PostgreSQL": func(t *testing.T) *env {
 			// The tables go in the test's own schema (the pool's
 			// search_path), dropped with it.
-			pool := testdb.PostgresPool(t)
-			s := postgres.New(pool, &postgres.Config{Schema: testdb.SchemaOf(pool.Config())})
-			if err := s.Migrate(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			db := stdlib.OpenDBFromPool(pool)
+			s := teststore.Postgres(t)
+			db := stdlib.OpenDBFromPool(s.Pool())
 			t.Cleanup(func() { db.Close() })
 			return newEnv(t, s, db, schemakind.Postgres)
 		},

@@ -16,10 +16,8 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch/driver"
-	"github.com/rowfate/rowfate/internal/testdb"
+	"github.com/rowfate/rowfate/internal/teststore"
 	"github.com/rowfate/rowfate/rows"
-	"github.com/rowfate/rowfate/store/postgres"
-	"github.com/rowfate/rowfate/store/sqlite"
 	"github.com/rowfate/rowfate/webhook"
 	"github.com/rowfate/rowfate/webhook/outbox"
 )
@@ -39,25 +37,14 @@ var engines = []string{"SQLite", "PostgreSQL"}
 // ROWFATE_REQUIRE_POSTGRES=1 (testdb).
 func openStore(t *testing.T, engine string) store {
 	t.Helper()
-	var s store
 	switch engine {
 	case "SQLite":
-		lite, err := sqlite.Open(testdb.SQLitePath(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { lite.Close() })
-		s = lite
+		return teststore.SQLite(t)
 	case "PostgreSQL":
-		pool := testdb.PostgresPool(t)
-		s = postgres.New(pool, &postgres.Config{Schema: testdb.SchemaOf(pool.Config())})
-	default:
-		t.Fatalf("no engine %s", engine)
+		return teststore.Postgres(t)
 	}
-	if err := s.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	t.Fatalf("no engine %s", engine)
+	return nil
 }
 
 // Answers of a receiver besides HTTP statuses.
