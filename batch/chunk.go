@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rowfate/rowfate/internal/failpoint"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -67,6 +68,7 @@ func (e *Engine) workChunk(ctx context.Context, r *run, l *Lease, s *WorkStats) 
 		return e.workTx(ctx, wctx, cancel, s, k, m, l, infos)
 	}
 	outcomes, unworked, err := e.workRows(wctx, s, k, m, l, infos)
+	failpoint.Hit(failpoint.AfterEffect) // effects happened, their outcomes are not recorded
 	cancel(nil)
 	hb.Wait()
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/rowfate/rowfate/internal/failpoint"
 )
 
 // WorkParams configure a run of workers.
@@ -180,6 +182,7 @@ func (e *Engine) workLoop(ctx context.Context, r *run) (WorkStats, error) {
 			return s, fmt.Errorf("claim chunk: %w", err)
 		}
 		e.observer.ChunkClaimed(lease.Kind)
+		failpoint.Hit(failpoint.AfterClaim)
 		c, err := e.workChunk(ctx, r, lease, &s)
 		switch {
 		case errors.Is(err, ErrLeaseLost):

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/internal/failpoint"
 	"github.com/rowfate/rowfate/migrations"
 	"github.com/rowfate/rowfate/rows"
 )
@@ -822,6 +823,7 @@ func (s *Store) ChunkFlush(ctx context.Context, p driver.ChunkFlushParams) (*dri
 		if res != nil {
 			res.Cancelled = cancelled
 		}
+		failpoint.Hit(failpoint.InAck) // a crash before the commit: nothing of the flush stays
 		return err
 	})
 	if err != nil {
