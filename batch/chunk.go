@@ -67,7 +67,7 @@ func (e *Engine) workChunk(ctx context.Context, r *run, l *Lease, s *WorkStats) 
 	if k.transactional() {
 		return e.workTx(ctx, wctx, cancel, s, k, m, l, infos)
 	}
-	outcomes, unworked, err := e.workRows(wctx, s, k, m, l, infos)
+	outcomes, unworked, inflight, err := e.workRows(wctx, s, k, m, l, infos)
 	failpoint.Hit(failpoint.AfterEffect) // effects happened, their outcomes are not recorded
 	cancel(nil)
 	hb.Wait()
@@ -81,8 +81,8 @@ func (e *Engine) workChunk(ctx context.Context, r *run, l *Lease, s *WorkStats) 
 	if err := checkOutcomes(l, outcomes); err != nil {
 		return chunkDone{}, err
 	}
-	done := chunkDone{outcomes: len(outcomes), givenBack: len(unworked), stopped: errors.Is(cause, ErrBatchStopped)}
-	return done, e.flushChunk(ctx, s, l, ChunkFlushParams{Outcomes: outcomes, Unworked: unworked, Release: true})
+	done := chunkDone{outcomes: len(outcomes), givenBack: len(unworked) + len(inflight), stopped: errors.Is(cause, ErrBatchStopped)}
+	return done, e.flushChunk(ctx, s, l, ChunkFlushParams{Outcomes: outcomes, Unworked: unworked, InFlight: inflight, Release: true})
 }
 
 // rowInfos are the RowInfo of a lease's rows, effect keys included.
@@ -99,15 +99,17 @@ func (e *Engine) rowInfos(k kind, m *rows.Mapping, l *Lease) []RowInfo {
 // keyed kind it first claims the rows' effect keys: a key already done is
 // not run again (the row takes its result), a key reused with another
 // payload fails the row, a key another row holds waits. It returns the
-// outcomes and the rows that got none (the work stopped first).
-func (e *Engine) workRows(ctx context.Context, s *WorkStats, k kind, m *rows.Mapping, l *Lease, infos []RowInfo) ([]RowOutcome, []int64, error) {
+// outcomes, the rows that got none (the work stopped first), and the rows
+// whose processor call the stop cut off (in flight: their effect may have
+// happened).
+func (e *Engine) workRows(ctx context.Context, s *WorkStats, k kind, m *rows.Mapping, l *Lease, infos []RowInfo) (outcomes []RowOutcome, unworked, inflight []int64, err error) {
 	set := k.settings()
-	outcomes := make([]RowOutcome, 0, len(l.Rows))
+	outcomes = make([]RowOutcome, 0, len(l.Rows))
 	toRun := make([]int, 0, len(l.Rows))
 	if k.keyed() {
 		claims, err := e.claimEffects(ctx, s, k, m, l)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		for i, c := range claims {
 			row := l.Rows[i].RowNo
@@ -150,6 +152,7 @@ func (e *Engine) workRows(ctx context.Context, s *WorkStats, k kind, m *rows.Map
 		return true
 	}
 	ran := make([]bool, len(l.Rows))
+	called := make([]bool, len(l.Rows)) // the processor was called for it
 	if len(toRun) > 0 {
 		leased := make([]LeasedRow, len(toRun))
 		chunkInfos := make([]RowInfo, len(toRun))
@@ -161,8 +164,9 @@ func (e *Engine) workRows(ctx context.Context, s *WorkStats, k kind, m *rows.Map
 		ccancel()
 		if chunked {
 			for j, i := range toRun {
+				called[i] = true
 				if !record(i, results[j].ID, results[j].Err) {
-					break
+					continue
 				}
 				ran[i] = true
 			}
@@ -172,6 +176,7 @@ func (e *Engine) workRows(ctx context.Context, s *WorkStats, k kind, m *rows.Map
 					break
 				}
 				rctx, rcancel := context.WithTimeout(ContextWithRow(ctx, infos[i]), set.timeout)
+				called[i] = true
 				id, err := k.process(rctx, m, l.Rows[i].RowNo, l.Rows[i].Values)
 				rcancel()
 				if !record(i, id, err) {
@@ -181,13 +186,16 @@ func (e *Engine) workRows(ctx context.Context, s *WorkStats, k kind, m *rows.Map
 			}
 		}
 	}
-	var unworked []int64
 	for _, i := range toRun {
-		if !ran[i] {
+		switch {
+		case ran[i]:
+		case called[i]:
+			inflight = append(inflight, l.Rows[i].RowNo)
+		default:
 			unworked = append(unworked, l.Rows[i].RowNo)
 		}
 	}
-	return outcomes, unworked, nil
+	return outcomes, unworked, inflight, nil
 }
 
 // claimEffects claims a lease's effect keys, retrying transient errors.

@@ -325,6 +325,12 @@ type ChunkFlushParams struct {
 	// (shutdown, a pause): they go back to their state before the claim
 	// and get back the attempt the claim counted.
 	Unworked []int64
+	// InFlight are rows whose processor was called and cut off when the
+	// batch stopped: the effect may have happened. They are given back as
+	// Unworked rows are (worked again, under the same effect key), unless
+	// the batch was cancelled: then they are unknown, to be reconciled,
+	// never cancelled, which would say the effect did not happen.
+	InFlight []int64
 	// Release ends the lease after the flush, so the chunk's remaining due
 	// rows can be claimed again at once.
 	Release bool

@@ -788,9 +788,19 @@ func (s *Store) ChunkFlush(ctx context.Context, p driver.ChunkFlushParams) (*dri
 		}
 		cancelled := status == string(driver.StatusCancelled)
 		outcomes := p.Outcomes
+		unworked := p.Unworked
 		switch {
 		case cancelled:
 			outcomes = cancelledOutcomes(outcomes)
+			for _, r := range p.InFlight {
+				outcomes = append(outcomes, driver.RowOutcome{RowNo: r, State: rows.StateUnknown, Error: &rows.FieldError{Row: r, Code: rows.CodeCancelledLate,
+					Message: "the batch was cancelled while this row's effect was under way: it may have happened; reconcile it"}})
+			}
+		default:
+			unworked = append(slices.Clip(unworked), p.InFlight...)
+		}
+		switch {
+		case cancelled:
 		case p.EffectFunc != nil:
 			more, err := p.EffectFunc(ctx, txOf(q, s.d))
 			if err != nil {
@@ -811,8 +821,8 @@ func (s *Store) ChunkFlush(ctx context.Context, p driver.ChunkFlushParams) (*dri
 			if _, err := q.Exec(ctx, s.q.cancelLeft, p.BatchID, p.TenantID, first, last); err != nil {
 				return fmt.Errorf("cancel rows: %w", err)
 			}
-		case len(p.Unworked) > 0:
-			if _, err := q.Exec(ctx, s.q.giveBack, p.BatchID, p.TenantID, first, last, s.d.IntListArg(p.Unworked)); err != nil {
+		case len(unworked) > 0:
+			if _, err := q.Exec(ctx, s.q.giveBack, p.BatchID, p.TenantID, first, last, s.d.IntListArg(unworked)); err != nil {
 				return fmt.Errorf("give back rows: %w", err)
 			}
 		}

@@ -23,6 +23,7 @@ func runControl(t *testing.T, newStore NewStoreFunc, o Options) {
 	t.Run("CancelSweepsDeadLeases", func(t *testing.T) { t.Parallel(); testCancelSweep(t, newStore(t)) })
 	t.Run("Pause", func(t *testing.T) { t.Parallel(); testPause(t, newStore(t)) })
 	t.Run("GiveBackUnworked", func(t *testing.T) { t.Parallel(); testGiveBack(t, newStore(t)) })
+	t.Run("InFlightCutOff", func(t *testing.T) { t.Parallel(); testInFlight(t, newStore(t)) })
 	t.Run("EffectFuncCommitsWithOutcomes", func(t *testing.T) { t.Parallel(); testEffectFunc(t, newStore(t)) })
 	t.Run("RetryAndSettle", func(t *testing.T) { t.Parallel(); testRetrySettle(t, newStore(t)) })
 	t.Run("WorkerCredentials", func(t *testing.T) { t.Parallel(); testWorkers(t, newStore(t)) })
@@ -451,4 +452,39 @@ func testWorkers(t *testing.T, s driver.Store) {
 	if err != nil || w.TenantIDs != nil {
 		t.Fatalf("auth of an every-tenant worker = %#v, %v", w, err)
 	}
+}
+
+// testInFlight: rows whose processor call a stop cut off are given back,
+// their attempt returned, when the batch was paused; unknown (never
+// cancelled) when it was cancelled: their effect may have happened.
+// Found by the chaos harness (seed 1): a cancelled batch of an external
+// kind recorded a row cancelled whose effect the downstream had applied.
+func testInFlight(t *testing.T, s driver.Store) {
+	ctx := context.Background()
+	b := ingest(t, s, tenant, 3, 10)
+	l := claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
+	if _, err := s.BatchPause(ctx, driver.BatchControlParams{TenantID: tenant, ID: b.ID}, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ChunkFlush(ctx, driver.ChunkFlushParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token,
+		Outcomes: []driver.RowOutcome{{RowNo: 2, State: rows.StateSucceeded, ResultID: "x"}}, InFlight: []int64{3}, Unworked: []int64{4}, Release: true}); err != nil {
+		t.Fatal(err)
+	}
+	wantCounts(t, CheckInvariant(t, s, tenant, b.ID), rows.Counts{rows.StateSucceeded: 1, rows.StateValid: 2})
+	if _, err := s.BatchPause(ctx, driver.BatchControlParams{TenantID: tenant, ID: b.ID}, false); err != nil {
+		t.Fatal(err)
+	}
+	l2 := claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
+	if len(l2.Rows) != 2 || l2.Rows[0].Attempts != 1 {
+		t.Fatalf("given-back rows: %+v (their attempt must not count)", l2.Rows)
+	}
+	if _, err := s.BatchCancel(ctx, driver.BatchControlParams{TenantID: tenant, ID: b.ID}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.ChunkFlush(ctx, driver.ChunkFlushParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l2.ChunkNo, Token: l2.Token,
+		InFlight: []int64{3}, Unworked: []int64{4}, Release: true})
+	if err != nil || !res.Cancelled {
+		t.Fatalf("flush after the cancel: %+v, %v", res, err)
+	}
+	wantCounts(t, CheckInvariant(t, s, tenant, b.ID), rows.Counts{rows.StateSucceeded: 1, rows.StateUnknown: 1, rows.StateCancelled: 1})
 }
