@@ -7,17 +7,22 @@
 #   FUZZTIME  per-target fuzzing time         (default: 60s)
 #   FUZZSHORT per-target time in make test    (default: 10s)
 #   DATABASE_URL  use this PostgreSQL instead of a throwaway local one
+#   DURATION  faults of make chaos            (default: 3m)
+#   SEED      seed of make chaos              (default: a random one, printed)
 
 GO       ?= go
 GOFMT    ?= gofmt
 PKGS     ?= ./...
 FUZZTIME ?= 60s
 FUZZSHORT ?= 10s
+DURATION ?= 3m
+SEED     ?= 0
+ROWS     ?= 200000
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help test test-short bench bench-xlsx bench-compare fuzz fuzz-short lint build
+.PHONY: help test test-short bench bench-xlsx bench-compare fuzz fuzz-short lint build chaos chaos-ci
 
 help: ## Show this list of targets
 	@echo 'Usage: make TARGET [GO=go] [FUZZTIME=60s] [DATABASE_URL=...]'
@@ -34,6 +39,14 @@ test: ## Full test suite with -race against PostgreSQL (throwaway server unless 
 	@# Every benchmark once, as a smoke test, so none of them rots.
 	ROWFATE_REQUIRE_POSTGRES=1 scripts/with-postgres.sh $(GO) test -short -count=1 -run '^$$' -bench . -benchtime=1x $(PKGS)
 	@$(MAKE) --no-print-directory fuzz-short
+	@$(MAKE) --no-print-directory chaos-ci
+
+chaos: ## Crash-and-fault harness (internal/chaos) on a throwaway PostgreSQL: DURATION of faults (3m), SEED (random, printed), ROWS (200000)
+	$(GO) run ./internal/chaos -duration $(DURATION) -seed $(SEED) -rows $(ROWS) -report chaos-report.json
+
+chaos-ci: ## Two short chaos runs, a fixed seed and a random one (printed): what make test runs
+	$(GO) run ./internal/chaos -duration 60s -rows 60000 -batches 12 -seed 1 -settle 2m
+	$(GO) run ./internal/chaos -duration 60s -rows 60000 -batches 12 -settle 2m
 
 fuzz-short: ## Run every Fuzz* target briefly, FUZZSHORT each (default 10s)
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZSHORT)

@@ -48,7 +48,7 @@ var faultKinds = []fault{
 	}},
 	{"cancel_batch", 1, func(ctx context.Context, h *harness) {
 		if b := h.pick(ctx); b != nil {
-			if _, err := h.store.BatchCancel(ctx, driver.BatchControlParams{TenantID: b.Tenant, ID: b.ID}); err == nil {
+			if got, err := h.store.BatchCancel(ctx, driver.BatchControlParams{TenantID: b.Tenant, ID: b.ID}); err == nil && got.Status == driver.StatusCancelled {
 				h.mu.Lock()
 				h.rep.Cancelled = append(h.rep.Cancelled, b.ID)
 				h.mu.Unlock()
