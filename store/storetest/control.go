@@ -23,6 +23,7 @@ func runControl(t *testing.T, newStore NewStoreFunc, o Options) {
 	t.Run("CancelSweepsDeadLeases", func(t *testing.T) { t.Parallel(); testCancelSweep(t, newStore(t)) })
 	t.Run("Pause", func(t *testing.T) { t.Parallel(); testPause(t, newStore(t)) })
 	t.Run("GiveBackUnworked", func(t *testing.T) { t.Parallel(); testGiveBack(t, newStore(t)) })
+	t.Run("CrossTenant", func(t *testing.T) { t.Parallel(); testCrossTenant(t, newStore(t)) })
 	t.Run("InFlightCutOff", func(t *testing.T) { t.Parallel(); testInFlight(t, newStore(t)) })
 	t.Run("EffectFuncCommitsWithOutcomes", func(t *testing.T) { t.Parallel(); testEffectFunc(t, newStore(t)) })
 	t.Run("RetryAndSettle", func(t *testing.T) { t.Parallel(); testRetrySettle(t, newStore(t)) })
