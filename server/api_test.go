@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -60,6 +61,7 @@ type apiHarness struct {
 type apiOptions struct {
 	maxUpload int64
 	hooks     server.HooksConfig
+	idle      time.Duration
 }
 
 func newAPI(t testing.TB, s driver.Store, db *sql.DB, dialect customers.Dialect, o apiOptions) *apiHarness {
@@ -91,7 +93,7 @@ func newAPI(t testing.TB, s driver.Store, db *sql.DB, dialect customers.Dialect,
 	bctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = bc.Run(bctx) }()
-	srv, err := server.New(server.Config{Engine: eng, Files: files, TmpDir: t.TempDir(), MaxUpload: o.maxUpload, Broadcaster: bc,
+	srv, err := server.New(server.Config{Engine: eng, Files: files, TmpDir: t.TempDir(), MaxUpload: o.maxUpload, BodyIdleTimeout: o.idle, Broadcaster: bc,
 		Auth: server.StoreTokens{Store: ss}, Hooks: o.hooks, Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "# metrics\n") })})
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +120,7 @@ func newAPI(t testing.TB, s driver.Store, db *sql.DB, dialect customers.Dialect,
 	return &apiHarness{t: t, store: s, eng: eng, srv: hs, router: router, files: files}
 }
 
-func sqliteAPI(t *testing.T, o apiOptions) *apiHarness {
+func sqliteAPI(t testing.TB, o apiOptions) *apiHarness {
 	t.Helper()
 	s := sqliteStore(t)
 	return newAPI(t, s, s.DB(), customers.SQLite, o)
@@ -126,7 +128,7 @@ func sqliteAPI(t *testing.T, o apiOptions) *apiHarness {
 
 // postgresRLSAPI is postgresAPI with every request's statements run as
 // a tenant role under row-level security (serve --tenant-role).
-func postgresRLSAPI(t *testing.T, o apiOptions) *apiHarness {
+func postgresRLSAPI(t testing.TB, o apiOptions) *apiHarness {
 	t.Helper()
 	pool := testdb.PostgresPool(t)
 	schema := testdb.SchemaOf(pool.Config())
@@ -144,7 +146,7 @@ func postgresRLSAPI(t *testing.T, o apiOptions) *apiHarness {
 	return newAPI(t, s, db, customers.Postgres, o)
 }
 
-func postgresAPI(t *testing.T, o apiOptions) *apiHarness {
+func postgresAPI(t testing.TB, o apiOptions) *apiHarness {
 	t.Helper()
 	s := postgresStore(t)
 	pool := testdb.PostgresPool(t)
@@ -433,7 +435,7 @@ func TestAPIAuth(t *testing.T) {
 // multipart and by JSON rows; list, read, work, and download.
 func TestAPIImport(t *testing.T) {
 	t.Parallel()
-	for name, mk := range map[string]func(*testing.T, apiOptions) *apiHarness{"SQLite": sqliteAPI, "PostgreSQLTenantRole": postgresRLSAPI} {
+	for name, mk := range map[string]func(testing.TB, apiOptions) *apiHarness{"SQLite": sqliteAPI, "PostgreSQLTenantRole": postgresRLSAPI} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			testAPIImport(t, mk(t, apiOptions{}))
@@ -607,7 +609,7 @@ type apiRow struct {
 // history, retry, re-run, pause, resume, cancel, export, recalculation.
 func TestAPIRowsAndActions(t *testing.T) {
 	t.Parallel()
-	for name, mk := range map[string]func(*testing.T, apiOptions) *apiHarness{"SQLite": sqliteAPI, "PostgreSQLTenantRole": postgresRLSAPI} {
+	for name, mk := range map[string]func(testing.TB, apiOptions) *apiHarness{"SQLite": sqliteAPI, "PostgreSQLTenantRole": postgresRLSAPI} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			testAPIRowsAndActions(t, mk(t, apiOptions{}))
@@ -840,7 +842,7 @@ func TestAPIWebhookEndpoints(t *testing.T) {
 // subscribe to tenant acme's batch through any endpoint, on both stores.
 func TestAPICrossTenant(t *testing.T) {
 	t.Parallel()
-	for name, mk := range map[string]func(*testing.T, apiOptions) *apiHarness{"SQLite": sqliteAPI, "PostgreSQL": postgresAPI, "PostgreSQLTenantRole": postgresRLSAPI} {
+	for name, mk := range map[string]func(testing.TB, apiOptions) *apiHarness{"SQLite": sqliteAPI, "PostgreSQL": postgresAPI, "PostgreSQLTenantRole": postgresRLSAPI} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			h := mk(t, apiOptions{})
@@ -1017,4 +1019,59 @@ func sampleHeap(t *testing.T) func() uint64 {
 		}
 	}()
 	return func() uint64 { close(done); return <-out }
+}
+
+// TestSlowBody: a client that sends part of its upload and then nothing
+// is cut off once the body has been idle for BodyIdleTimeout; the server
+// keeps nothing of it.
+func TestSlowBody(t *testing.T) {
+	t.Parallel()
+	h := sqliteAPI(t, apiOptions{idle: 300 * time.Millisecond})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(h.srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/batches HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: multipart/form-data; boundary=B\r\nContent-Length: 100000\r\n\r\n", adminA)
+	fmt.Fprint(conn, "--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"slow.csv\"\r\n\r\nemail,name\r\n")
+	start := time.Now()
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, _ := io.ReadAll(conn) // the server answers, or closes
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("a stalled body held the connection %s", took)
+	}
+	if bs, _ := h.batches(adminA, ""); len(bs) != 0 {
+		t.Errorf("a cut-off upload made a batch: %+v (%s)", bs, resp)
+	}
+}
+
+// FuzzUpload: whatever a client sends as a multipart upload, the server
+// answers with a documented 4xx or a batch, never a 500 or a panic.
+func FuzzUpload(f *testing.F) {
+	body, ct := multipartBody(f, map[string]string{"kind": "customers"}, "c.csv", []byte("email,name,country,signup_date,amount\na@example.com,A,PT,2020-01-01,1\n"))
+	f.Add(body, ct)
+	f.Add([]byte("--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"x.csv\"\r\n\r\nemail\r\n--B--\r\n"), "multipart/form-data; boundary=B")
+	f.Add([]byte("--B\r\n\r\n--B"), "multipart/form-data; boundary=B")
+	f.Add([]byte(""), "multipart/form-data")
+	f.Add([]byte("{}"), "multipart/form-data; boundary=\"\"")
+	h := sqliteAPI(f, apiOptions{maxUpload: 1 << 16})
+	f.Fuzz(func(t *testing.T, body []byte, ct string) {
+		for _, path := range []string{"/v1/batches", "/v1/batches/preview"} {
+			req, err := http.NewRequest("POST", h.srv.URL+path, bytes.NewReader(body))
+			if err != nil {
+				return
+			}
+			req.Header.Set("Authorization", "Bearer "+adminA)
+			req.Header.Set("Content-Type", ct)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				continue
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode >= 500 {
+				t.Fatalf("POST %s with %q: %d", path, ct, resp.StatusCode)
+			}
+		}
+	})
 }

@@ -59,6 +59,11 @@ type Config struct {
 	// MaxUpload is the largest file a request may upload. Defaults to
 	// 1 GiB.
 	MaxUpload int64
+	// BodyIdleTimeout is how long a request body may send nothing before
+	// the connection is closed: a client that trickles its body (a
+	// slow-loris) holds a connection that long at most, while a large
+	// upload that keeps sending takes as long as it needs. Defaults to 30s.
+	BodyIdleTimeout time.Duration
 	// Broadcaster streams batch events. Required.
 	Broadcaster *progress.Broadcaster
 	// Auth authenticates every request but the health checks. Required.
@@ -133,6 +138,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxUpload <= 0 {
 		cfg.MaxUpload = 1 << 30
+	}
+	if cfg.BodyIdleTimeout <= 0 {
+		cfg.BodyIdleTimeout = 30 * time.Second
 	}
 	ws := &cfg.Websocket
 	if ws.PingInterval <= 0 {
@@ -308,6 +316,9 @@ func (s *Server) handler(rt Route) http.Handler {
 			}
 			r = r.WithContext(driver.WithTenant(r.Context(), p.TenantID))
 		}
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = &idleBody{rc: http.NewResponseController(w), body: r.Body, idle: s.cfg.BodyIdleTimeout}
+		}
 		if err := rt.h(w, r, p); err != nil {
 			s.fail(w, r, err)
 		}
@@ -359,3 +370,19 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
 }
+
+// idleBody moves a request's read deadline ahead before each read of its
+// body: a body that keeps coming is read to its end, one that stops for
+// longer than idle fails the read and the connection closes.
+type idleBody struct {
+	rc   *http.ResponseController
+	body io.ReadCloser
+	idle time.Duration
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	_ = b.rc.SetReadDeadline(time.Now().Add(b.idle))
+	return b.body.Read(p)
+}
+
+func (b *idleBody) Close() error { return b.body.Close() }
