@@ -81,7 +81,9 @@ func TestBootstrapRacePostgres(t *testing.T) {
 		if _, err := conn.Exec(ctx, `CREATE SCHEMA `+pgx.Identifier{schema}.Sanitize()); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _, _ = conn.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`) })
+		t.Cleanup(func() {
+			_, _ = conn.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
+		})
 		raceMigrate(t, bin, 10, "--database", dbURL, "--schema", schema)
 		var n, distinct int
 		if err := conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT version) FROM `+pgx.Identifier{schema, "schema_migrations"}.Sanitize()).Scan(&n, &distinct); err != nil {

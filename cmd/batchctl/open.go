@@ -316,3 +316,40 @@ func (c *cli) registryWith(ctx context.Context, kind string) (*batch.Registry, e
 	defer app.close()
 	return app.engine.Registry(), nil
 }
+
+// startupPatience is how long a long-running command (worker, serve) keeps
+// trying to open a database that is restarting or out of reach before it
+// gives up: a supervisor that starts workers with the database (or a
+// failover) should not have to restart them too.
+const startupPatience = time.Minute
+
+// openPatiently is open for the long-running commands: a transient error
+// (the database restarting, a connection cut or refused) is retried with
+// backoff for startupPatience, each logged; any other error (a wrong
+// password, a newer schema) ends it at once.
+func (c *cli) openPatiently(ctx context.Context, mode openMode) (*app, error) {
+	deadline := time.Now().Add(startupPatience)
+	wait := 200 * time.Millisecond
+	for {
+		a, err := c.open(ctx, mode)
+		if err == nil || !startupTransient(err) || time.Now().Add(wait).After(deadline) {
+			return a, err
+		}
+		c.logger.Warn("database not ready; retrying", "err", err, "in", wait)
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+// startupTransient reports whether err, from open, may clear on its own:
+// a store's transient error, or one pgx returned while connecting that
+// postgres.IsTransient says a retry may clear (a refused or cut
+// connection, a server starting up). Authentication or a missing database
+// does not.
+func startupTransient(err error) bool {
+	return errors.Is(err, batch.ErrTransient) || postgres.IsTransient(err)
+}

@@ -178,7 +178,7 @@ func (c *cli) runServe(ctx context.Context, o serveOptions) error {
 	if t, err := c.database(); err == nil && !t.postgres && o.tenantRole != "" {
 		return usagef("--tenant-role is for PostgreSQL: SQLite has no roles (one process owns the file)")
 	}
-	app, err := c.open(ctx, create)
+	app, err := c.openPatiently(ctx, create)
 	if err != nil {
 		return err
 	}

@@ -160,6 +160,13 @@ func TestWatchFollowsAWorkerSQLite(t *testing.T) {
 
 func TestWatchFollowsAWorkerPostgres(t *testing.T) {
 	t.Parallel()
+	testWatchFollowsAWorker(t, postgresSession(t))
+}
+
+// postgresSession returns a session on a fresh PostgreSQL schema, which is
+// also the search_path (the built-in kinds' tables go there).
+func postgresSession(t *testing.T) *session {
+	t.Helper()
 	cfg := testdb.PostgresSchema(t) // fails under ROWFATE_REQUIRE_POSTGRES=1 without DATABASE_URL
 	u, err := url.Parse(testdb.PostgresURL(t))
 	if err != nil {
@@ -168,7 +175,7 @@ func TestWatchFollowsAWorkerPostgres(t *testing.T) {
 	q := u.Query()
 	q.Set("search_path", cfg.ConnConfig.RuntimeParams["search_path"])
 	u.RawQuery = q.Encode()
-	testWatchFollowsAWorker(t, &session{t: t, database: u.String()})
+	return &session{t: t, database: u.String()}
 }
 
 // testWatchFollowsAWorker: `watch -o jsonl` follows a batch a separate

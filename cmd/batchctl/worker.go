@@ -52,7 +52,7 @@ On SIGINT or SIGTERM it stops claiming, lets the rows under way finish for
 				return usagef("--workers must be 1 or more, not %d", o.workers)
 			}
 			c.lease = o.lease
-			app, err := c.open(cmd.Context(), readWrite)
+			app, err := c.openPatiently(cmd.Context(), readWrite)
 			if err != nil {
 				return err
 			}

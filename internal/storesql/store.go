@@ -51,15 +51,15 @@ func (s *Store) Dialect() *Dialect { return s.d }
 
 // statements are the shared statements, expanded once for the dialect.
 type statements struct {
-	insertBatch, ingestSummary, insertChunks, markDuplicates             string
-	nextSeq, finish, sumChunks                                           string
-	batchGet, batchList, batchFind                                       string
-	findChunk, leaseChunk, markProcessing, dueRows, recount, recountFree string
-	leaseRenew, checkLease, rowsList, rowsCount, migrationsTable         string
-	nextDue, killExhausted, batchStatus, leaseHeld, cancelLeft           string
-	giveBack, recordEffects, ingestRenew, ingestDone, deadIngests        string
-	dropBatch                                                            []string
-	migrationsApplied, migrationInsert, schemaVersion                    string
+	insertBatch, ingestSummary, insertChunks, markDuplicates              string
+	nextSeq, finish, sumChunks                                            string
+	batchGet, batchList, batchFind                                        string
+	findChunk, leaseChunk, markProcessing, dueRows, recount, recountFree  string
+	leaseRenew, checkLease, rowsList, rowsCount, migrationsTable          string
+	nextDue, killExhausted, batchStatus, leaseHeld, cancelLeft, sweepDead string
+	giveBack, recordEffects, ingestRenew, ingestDone, deadIngests         string
+	dropBatch                                                             []string
+	migrationsApplied, migrationInsert, schemaVersion                     string
 }
 
 // workable is the condition on a batch b whose rows workers may claim: it
@@ -173,6 +173,11 @@ func newStatements(d *Dialect) statements {
 		// Rows a flush leaves processing in a cancelled batch's chunk were
 		// this lease's: cancelled.
 		cancelLeft: d.Expand(`UPDATE {t}batch_rows SET state = 'cancelled', next_attempt_at = NULL, updated_at = {now}
+			WHERE batch_id = $1 AND tenant_id = $2 AND row_no BETWEEN $3 AND $4 AND state = 'processing'`),
+		// Rows a dead worker left processing in a cancelled batch's chunk,
+		// swept by the claim that finds them: cancelled, or unknown when
+		// their effect may have happened (deadRowState).
+		sweepDead: d.Expand(`UPDATE {t}batch_rows SET ` + deadRowState(d, "$5", "$6") + `, next_attempt_at = NULL, updated_at = {now}
 			WHERE batch_id = $1 AND tenant_id = $2 AND row_no BETWEEN $3 AND $4 AND state = 'processing'`),
 		// Rows claimed but not worked get their state and attempt back.
 		giveBack: d.Expand(`UPDATE {t}batch_rows
@@ -659,7 +664,12 @@ func (s *Store) ChunkClaim(ctx context.Context, p driver.ChunkClaimParams) (*dri
 		}
 		l.Owner = p.Owner
 		if l.Cancelled {
-			return nil // swept by the flush that follows
+			// The rows a dead worker left: their fate is settled here;
+			// the flush that follows recounts and ends the lease.
+			if _, err := q.Exec(ctx, s.q.sweepDead, l.BatchID, l.TenantID, first, last, string(rows.CodeCancelledLate), deadRowMessage); err != nil {
+				return fmt.Errorf("sweep rows of a cancelled batch: %w", err)
+			}
+			return nil
 		}
 		if l.Deferred {
 			// No worker died holding this chunk, so no row can have used

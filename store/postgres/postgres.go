@@ -155,17 +155,19 @@ func interpretError(err error) error {
 	if errors.As(err, &pe) && pe.Code == "23505" {
 		return fmt.Errorf("%w: %v", driver.ErrConflict, err)
 	}
-	if transient(err) {
+	if IsTransient(err) {
 		return fmt.Errorf("%w: %w", driver.ErrTransient, err)
 	}
 	return err
 }
 
-// transient reports whether a retry may clear err: the server went away or
-// restarts (a terminated backend, an admin shutdown), the connection broke,
-// or the transaction lost a serialisation race or a deadlock. A cancelled
-// or expired context is the caller's decision, never transient.
-func transient(err error) bool {
+// IsTransient reports whether a retry may clear err, an error from pgx
+// (the store's own errors already match driver.ErrTransient): the server
+// went away or restarts (a terminated backend, an admin shutdown), the
+// connection broke, or the transaction lost a serialisation race or a
+// deadlock. A cancelled or expired context is the caller's decision, never
+// transient.
+func IsTransient(err error) bool {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}

@@ -23,6 +23,7 @@ func runControl(t *testing.T, newStore NewStoreFunc, o Options) {
 	t.Run("CancelSweepsDeadLeases", func(t *testing.T) { t.Parallel(); testCancelSweep(t, newStore(t)) })
 	t.Run("Pause", func(t *testing.T) { t.Parallel(); testPause(t, newStore(t)) })
 	t.Run("GiveBackUnworked", func(t *testing.T) { t.Parallel(); testGiveBack(t, newStore(t)) })
+	t.Run("CancelDeadEffects", func(t *testing.T) { t.Parallel(); testCancelDeadEffects(t, newStore(t)) })
 	t.Run("CrossTenant", func(t *testing.T) { t.Parallel(); testCrossTenant(t, newStore(t)) })
 	t.Run("InFlightCutOff", func(t *testing.T) { t.Parallel(); testInFlight(t, newStore(t)) })
 	t.Run("EffectFuncCommitsWithOutcomes", func(t *testing.T) { t.Parallel(); testEffectFunc(t, newStore(t)) })
@@ -488,4 +489,45 @@ func testInFlight(t *testing.T, s driver.Store) {
 		t.Fatalf("flush after the cancel: %+v, %v", res, err)
 	}
 	wantCounts(t, CheckInvariant(t, s, tenant, b.ID), rows.Counts{rows.StateSucceeded: 1, rows.StateUnknown: 1, rows.StateCancelled: 1})
+}
+
+// testCancelDeadEffects: a row a dead worker left processing with its
+// effect key claimed (it may have run the effect) is unknown when the
+// batch is cancelled, at the cancel or at the sweep; one without a
+// claimed key is cancelled. Found by the chaos harness (seed 11).
+func testCancelDeadEffects(t *testing.T, s driver.Store) {
+	ctx := context.Background()
+	for _, sweep := range []bool{false, true} {
+		b := ingest(t, s, tenant, 2, 10)
+		lease := time.Minute
+		if sweep {
+			lease = 500 * time.Millisecond
+		}
+		l := claim(t, s, driver.ChunkClaimParams{BatchID: b.ID, LeaseDuration: lease})
+		if _, err := s.EffectsClaim(ctx, driver.EffectsClaimParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token,
+			Effects: []driver.EffectRef{{RowNo: l.Rows[0].RowNo, Key: fmt.Sprintf("dead-%d-%v", b.ID, sweep), Digest: "d"}}}); err != nil {
+			t.Fatal(err)
+		}
+		if sweep {
+			// Cancelled while the lease lives; then its worker is gone.
+			if _, err := s.BatchCancel(ctx, driver.BatchControlParams{TenantID: tenant, ID: b.ID}); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(600 * time.Millisecond)
+			sw := claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
+			if _, err := s.ChunkFlush(ctx, driver.ChunkFlushParams{TenantID: tenant, BatchID: b.ID, ChunkNo: sw.ChunkNo, Token: sw.Token, Release: true}); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			expire(t, s, l)
+			if _, err := s.BatchCancel(ctx, driver.BatchControlParams{TenantID: tenant, ID: b.ID}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wantCounts(t, CheckInvariant(t, s, tenant, b.ID), rows.Counts{rows.StateUnknown: 1, rows.StateCancelled: 1})
+		page, err := s.RowsList(ctx, driver.RowsListParams{TenantID: tenant, BatchID: b.ID, State: rows.StateUnknown})
+		if err != nil || len(page) != 1 || page[0].RowNo != l.Rows[0].RowNo || len(page[0].Errors) == 0 || page[0].Errors[0].Code != rows.CodeCancelledLate {
+			t.Fatalf("sweep %v: the unknown row: %+v, %v", sweep, page, err)
+		}
+	}
 }
