@@ -9,10 +9,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"unicode/utf16"
 )
@@ -46,13 +44,13 @@ func TestHostileFiles(t *testing.T) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			t.Parallel()
 			db := filepath.Join(t.TempDir(), "h.db")
-			cmd := exec.Command(bin, "import", "customers", f, "--database", db, "--no-work")
-			cmd.Env = append(os.Environ(), "DATABASE_URL=")
+			cmd, peak := peakRSSCommand(t, bin, "import", "customers", f, "--database", db, "--no-work")
+			cmd.Env = append(cmd.Env, "DATABASE_URL=")
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			err := cmd.Run()
 			code := cmd.ProcessState.ExitCode()
-			rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
+			rss := peak()
 			if strings.Contains(stderr.String(), "panic") || strings.Contains(stderr.String(), "goroutine ") {
 				t.Fatalf("panicked: %s", stderr.String())
 			}
