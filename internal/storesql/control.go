@@ -17,7 +17,7 @@ import (
 type control struct {
 	insertEffects, existingEffects, takeOverEffect             string
 	lockChunks, cancelBatch, cancelRows, recountBatch, batchOf string
-	pauseBatch, pauseAdd, pauseDrop, pausedList                string
+	pauseBatch, pauseAdd, pauseDrop, pausedList, openBatches   string
 	retryRows, rowChunk, lockChunk, settleRow, settleEffect    string
 	lockChunkDeferred, deferredHeld                            string
 	kindsOpen, workerCreate, workerAuth                        string
@@ -66,7 +66,11 @@ func newControl(d *Dialect) control {
 		pauseBatch: d.Expand(`UPDATE {t}batches SET paused = $3 WHERE id = $1 AND tenant_id = $2`),
 		pauseAdd: d.Expand(`INSERT INTO {t}pauses (tenant_id, scope, value, created_at) VALUES ($1, $2, $3, {now})
 			ON CONFLICT (tenant_id, scope, value) DO NOTHING`),
-		pauseDrop:  d.Expand(`DELETE FROM {t}pauses WHERE tenant_id = $1 AND scope = $2 AND value = $3`),
+		pauseDrop: d.Expand(`DELETE FROM {t}pauses WHERE tenant_id = $1 AND scope = $2 AND value = $3`),
+		// The open batches of a tenant (of a kind, or all of them when $2
+		// is ''), for a resume to queue again.
+		openBatches: d.Expand(`SELECT DISTINCT ch.batch_id FROM {t}batch_chunks ch JOIN {t}batches b ON b.id = ch.batch_id
+			WHERE ch.tenant_id = $1 AND ch.next_due_at IS NOT NULL AND ($2 = '' OR b.kind = $2) ORDER BY ch.batch_id`),
 		pausedList: d.Expand(`SELECT value FROM {t}pauses WHERE tenant_id = $1 ORDER BY scope DESC, value`),
 		retryRows: d.Expand(`UPDATE {t}batch_rows
 			SET state = 'valid', attempts = 0, errors = NULL, result_id = NULL, next_attempt_at = {now}, updated_at = {now}
@@ -270,6 +274,11 @@ func (s *Store) BatchPause(ctx context.Context, p driver.BatchControlParams, pau
 			return err
 		}
 		if !paused {
+			// Its chunks kept their turns while it was paused: without a
+			// queue at the back, they would all go before everyone else's.
+			if err := s.queueTurns(ctx, q, p.ID, p.TenantID); err != nil {
+				return err
+			}
 			return s.drv.Notify(ctx, q)
 		}
 		return nil
@@ -294,6 +303,19 @@ func (s *Store) Pause(ctx context.Context, p driver.PauseParams) error {
 		if _, err := q.Exec(ctx, s.c.pauseDrop, p.TenantID, scope, value); err != nil {
 			return err
 		}
+		rs, err := q.Query(ctx, s.c.openBatches, p.TenantID, p.Kind)
+		if err != nil {
+			return err
+		}
+		ids, err := scanInts(rs)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if err := s.queueTurns(ctx, q, id, p.TenantID); err != nil {
+				return err
+			}
+		}
 		return s.drv.Notify(ctx, q)
 	})
 }
@@ -305,6 +327,19 @@ func (s *Store) Paused(ctx context.Context, tenant string) ([]string, error) {
 		return nil, fmt.Errorf("list pauses: %w", err)
 	}
 	return scanStrings(rs)
+}
+
+func scanInts(rs Rows) ([]int64, error) {
+	var out []int64
+	for rs.Next() {
+		var v int64
+		if err := rs.Scan(&v); err != nil {
+			rs.Close()
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rs.Close()
 }
 
 func scanStrings(rs Rows) ([]string, error) {
@@ -349,6 +384,9 @@ func (s *Store) RowsRetry(ctx context.Context, p driver.RowsRetryParams) (int64,
 		}
 		if _, err := q.Exec(ctx, s.c.recountBatch, p.BatchID); err != nil {
 			return fmt.Errorf("recount: %w", err)
+		}
+		if err := s.queueTurns(ctx, q, p.BatchID, p.TenantID); err != nil {
+			return err
 		}
 		if _, err := s.afterChange(ctx, q, p.BatchID, driver.EventRetried, evs); err != nil {
 			return err

@@ -155,6 +155,9 @@ func (s *Store) BatchRerun(ctx context.Context, p driver.BatchRerunParams) (*dri
 		if _, err := q.Exec(ctx, s.c.recountBatch, p.BatchID); err != nil {
 			return fmt.Errorf("recount: %w", err)
 		}
+		if err := s.queueTurns(ctx, q, p.BatchID, p.TenantID); err != nil {
+			return err
+		}
 		if err := s.rerunBatchFields(ctx, q, p); err != nil {
 			return err
 		}

@@ -58,6 +58,7 @@ type statements struct {
 	leaseRenew, checkLease, rowsList, rowsCount, migrationsTable          string
 	nextDue, killExhausted, batchStatus, leaseHeld, cancelLeft, sweepDead string
 	giveBack, recordEffects, ingestRenew, ingestDone, deadIngests         string
+	turnCount, turnTenant, turnChunks, turnAdvance                        string
 	dropBatch                                                             []string
 	migrationsApplied, migrationInsert, schemaVersion                     string
 }
@@ -141,7 +142,7 @@ func newStatements(d *Dialect) statements {
 		// worker's lease are left in it: its claim sweeps them to cancelled,
 		// so recovery needs no cleanup job.
 		findChunk: d.Expand(`SELECT ch.batch_id, ch.chunk_no, ch.tenant_id, b.kind, b.header, b.options, b.max_attempts, b.status,
-				ch.first_row_no, ch.last_row_no, ch.lease_expires_at IS NULL
+				ch.first_row_no, ch.last_row_no, ch.lease_expires_at IS NULL, ch.turn
 			FROM {t}batch_chunks ch JOIN {t}batches b ON b.id = ch.batch_id
 			WHERE ch.next_due_at IS NOT NULL AND ch.next_due_at <= {now}
 			  AND (ch.lease_expires_at IS NULL OR ch.lease_expires_at < {now})
@@ -149,8 +150,23 @@ func newStatements(d *Dialect) statements {
 			  AND (CAST($1 AS bigint) = 0 OR ch.batch_id = $1)
 			  AND ` + d.InText("ch.tenant_id", "$2") + `
 			  AND ` + d.InText("b.kind", "$3") + `
-			ORDER BY ch.last_claimed_at NULLS FIRST, ch.batch_id, ch.chunk_no
+			ORDER BY ch.turn, ch.batch_id, ch.chunk_no
 			LIMIT 1{skip_locked}`),
+		// Fair turns (migration 0008): a batch's open chunks are queued
+		// at the back of its tenant's queue, which starts no earlier than
+		// the clock; a claim moves the clock up to its chunk's turn.
+		turnCount: d.Expand(`SELECT count(*) FROM {t}batch_chunks WHERE batch_id = $1 AND next_due_at IS NOT NULL`),
+		turnTenant: d.Expand(`INSERT INTO {t}tenant_turns AS tt (tenant_id, next_turn)
+			SELECT $1, turn + $2 FROM {t}turn_clock WHERE true
+			ON CONFLICT (tenant_id) DO UPDATE SET next_turn = CASE
+				WHEN tt.next_turn > (SELECT turn FROM {t}turn_clock) THEN tt.next_turn
+				ELSE (SELECT turn FROM {t}turn_clock) END + $2
+			RETURNING next_turn - $2`),
+		turnChunks: d.Expand(`UPDATE {t}batch_chunks SET turn = $2 + r.k
+			FROM (SELECT chunk_no, row_number() OVER (ORDER BY chunk_no) - 1 AS k
+				FROM {t}batch_chunks WHERE batch_id = $1 AND next_due_at IS NOT NULL) r
+			WHERE {t}batch_chunks.batch_id = $1 AND {t}batch_chunks.chunk_no = r.chunk_no`),
+		turnAdvance: d.Expand(`UPDATE {t}turn_clock SET turn = $1 WHERE turn < $1`),
 		nextDue: d.Expand(`SELECT ch.batch_id, ch.chunk_no, ch.next_due_at, COALESCE(ch.lease_owner, ''), ch.lease_expires_at
 			FROM {t}batch_chunks ch JOIN {t}batches b ON b.id = ch.batch_id
 			WHERE ch.next_due_at IS NOT NULL AND ((` + workable + `) OR b.status = 'cancelled')
@@ -386,6 +402,9 @@ func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*d
 		}
 		if _, err := q.Exec(ctx, s.q.insertChunks, id); err != nil {
 			return fmt.Errorf("insert chunks: %w", err)
+		}
+		if err := s.queueTurns(ctx, q, id, p.TenantID); err != nil {
+			return err
 		}
 		if _, err = s.afterChange(ctx, q, id, driver.EventStarted, evs); err != nil {
 			return err
@@ -627,69 +646,110 @@ func (s *Store) BatchList(ctx context.Context, p driver.BatchListParams) ([]*dri
 	return out, nil
 }
 
-// ChunkClaim leases the claimable chunk served longest ago (skipping, on
+// ChunkClaim leases the due chunk with the lowest turn (skipping, on
 // PostgreSQL, chunks another transaction is claiming), moves its due rows
 // that have used every attempt to dead, marks the others processing and
 // returns them.
 func (s *Store) ChunkClaim(ctx context.Context, p driver.ChunkClaimParams) (*driver.Lease, error) {
 	var l driver.Lease
 	err := s.drv.InTx(ctx, func(q Querier) error {
-		var (
-			first, last     int64
-			header, options string
-			maxAttempts     int
-			status          string
-			released        bool // the last lease ended in a flush
-		)
-		err := q.QueryRow(ctx, s.q.findChunk, p.BatchID, s.d.ListArg(p.TenantIDs), s.d.ListArg(p.Kinds)).
-			Scan(&l.BatchID, &l.ChunkNo, &l.TenantID, &l.Kind, &header, &options, &maxAttempts, &status, &first, &last, &released)
-		if errors.Is(err, sql.ErrNoRows) {
-			return driver.ErrNoWork
+		var turn int64
+		if err := s.claim(ctx, q, p, &l, &turn); err != nil {
+			return err
 		}
-		if err != nil {
-			return fmt.Errorf("find chunk: %w", err)
-		}
-		if err := json.Unmarshal([]byte(header), &l.Header); err != nil {
-			return fmt.Errorf("batch %d header: %w", l.BatchID, err)
-		}
-		var opts BatchOptions
-		if err := json.Unmarshal([]byte(options), &opts); err != nil {
-			return fmt.Errorf("batch %d options: %w", l.BatchID, err)
-		}
-		l.Conventions = opts.Conventions
-		l.Cancelled = status == string(driver.StatusCancelled)
-		l.Deferred = released && !l.Cancelled && slices.Contains(p.DeferKinds, l.Kind)
-		if err := q.QueryRow(ctx, s.q.leaseChunk, p.Owner, p.LeaseDuration.Milliseconds(), l.BatchID, l.ChunkNo, l.Deferred).Scan(&l.Token); err != nil {
-			return fmt.Errorf("lease chunk: %w", err)
-		}
-		l.Owner = p.Owner
-		if l.Cancelled {
-			// The rows a dead worker left: their fate is settled here;
-			// the flush that follows recounts and ends the lease.
-			if _, err := q.Exec(ctx, s.q.sweepDead, l.BatchID, l.TenantID, first, last, string(rows.CodeCancelledLate), deadRowMessage); err != nil {
-				return fmt.Errorf("sweep rows of a cancelled batch: %w", err)
-			}
+		// Last, so that the clock's row is locked for as short a time as
+		// can be, and only when this claim moves it. A claim confined to
+		// one batch (batchctl import working its own file) says nothing
+		// about the other tenants' queues, so it leaves the clock alone.
+		if p.BatchID != 0 {
 			return nil
 		}
-		if l.Deferred {
-			// No worker died holding this chunk, so no row can have used
-			// its attempts without an outcome: nothing to kill, nothing
-			// to mark, nothing to recount.
-			return s.leasedRows(ctx, q, &l, s.q.dueRows, l.BatchID, first, last, l.TenantID)
+		if _, err := q.Exec(ctx, s.q.turnAdvance, turn); err != nil {
+			return fmt.Errorf("advance the turn clock: %w", err)
 		}
-		msg := fmt.Sprintf("used all %d attempts: each time, its worker stopped (crashed, was killed, or lost its lease) before it recorded an outcome", maxAttempts)
-		if _, err := q.Exec(ctx, s.q.killExhausted, l.BatchID, first, last, l.TenantID, maxAttempts, string(rows.CodeExhausted), msg); err != nil {
-			return fmt.Errorf("rows out of attempts: %w", err)
-		}
-		if err := s.leasedRows(ctx, q, &l, s.q.markProcessing, l.BatchID, first, last, l.TenantID); err != nil {
-			return fmt.Errorf("mark rows processing: %w", err)
-		}
-		return s.recount(ctx, q, l.BatchID, l.ChunkNo, false)
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &l, nil
+}
+
+// claim is ChunkClaim's transaction, but for the turn clock: it sets
+// *turn to the claimed chunk's.
+func (s *Store) claim(ctx context.Context, q Querier, p driver.ChunkClaimParams, l *driver.Lease, turn *int64) error {
+	var (
+		first, last     int64
+		header, options string
+		maxAttempts     int
+		status          string
+		released        bool // the last lease ended in a flush
+	)
+	err := q.QueryRow(ctx, s.q.findChunk, p.BatchID, s.d.ListArg(p.TenantIDs), s.d.ListArg(p.Kinds)).
+		Scan(&l.BatchID, &l.ChunkNo, &l.TenantID, &l.Kind, &header, &options, &maxAttempts, &status, &first, &last, &released, turn)
+	if errors.Is(err, sql.ErrNoRows) {
+		return driver.ErrNoWork
+	}
+	if err != nil {
+		return fmt.Errorf("find chunk: %w", err)
+	}
+	if err := json.Unmarshal([]byte(header), &l.Header); err != nil {
+		return fmt.Errorf("batch %d header: %w", l.BatchID, err)
+	}
+	var opts BatchOptions
+	if err := json.Unmarshal([]byte(options), &opts); err != nil {
+		return fmt.Errorf("batch %d options: %w", l.BatchID, err)
+	}
+	l.Conventions = opts.Conventions
+	l.Cancelled = status == string(driver.StatusCancelled)
+	l.Deferred = released && !l.Cancelled && slices.Contains(p.DeferKinds, l.Kind)
+	if err := q.QueryRow(ctx, s.q.leaseChunk, p.Owner, p.LeaseDuration.Milliseconds(), l.BatchID, l.ChunkNo, l.Deferred).Scan(&l.Token); err != nil {
+		return fmt.Errorf("lease chunk: %w", err)
+	}
+	l.Owner = p.Owner
+	if l.Cancelled {
+		// The rows a dead worker left: their fate is settled here;
+		// the flush that follows recounts and ends the lease.
+		if _, err := q.Exec(ctx, s.q.sweepDead, l.BatchID, l.TenantID, first, last, string(rows.CodeCancelledLate), deadRowMessage); err != nil {
+			return fmt.Errorf("sweep rows of a cancelled batch: %w", err)
+		}
+		return nil
+	}
+	if l.Deferred {
+		// No worker died holding this chunk, so no row can have used
+		// its attempts without an outcome: nothing to kill, nothing
+		// to mark, nothing to recount.
+		return s.leasedRows(ctx, q, l, s.q.dueRows, l.BatchID, first, last, l.TenantID)
+	}
+	msg := fmt.Sprintf("used all %d attempts: each time, its worker stopped (crashed, was killed, or lost its lease) before it recorded an outcome", maxAttempts)
+	if _, err := q.Exec(ctx, s.q.killExhausted, l.BatchID, first, last, l.TenantID, maxAttempts, string(rows.CodeExhausted), msg); err != nil {
+		return fmt.Errorf("rows out of attempts: %w", err)
+	}
+	if err := s.leasedRows(ctx, q, l, s.q.markProcessing, l.BatchID, first, last, l.TenantID); err != nil {
+		return fmt.Errorf("mark rows processing: %w", err)
+	}
+	return s.recount(ctx, q, l.BatchID, l.ChunkNo, false)
+}
+
+// queueTurns queues the open chunks of a batch of tenant at the back of
+// the tenant's queue, in chunk order: a new batch, or one a re-run or a
+// resume opens again (which, with its old turns, would go ahead of every
+// other tenant's work). See migration 0008.
+func (s *Store) queueTurns(ctx context.Context, q Querier, batchID int64, tenant string) error {
+	var n, base int64
+	if err := q.QueryRow(ctx, s.q.turnCount, batchID).Scan(&n); err != nil {
+		return fmt.Errorf("queue chunks: %w", err)
+	}
+	if n == 0 {
+		return nil
+	}
+	if err := q.QueryRow(ctx, s.q.turnTenant, tenant, n).Scan(&base); err != nil {
+		return fmt.Errorf("queue chunks: %w", err)
+	}
+	if _, err := q.Exec(ctx, s.q.turnChunks, batchID, base); err != nil {
+		return fmt.Errorf("queue chunks: %w", err)
+	}
+	return nil
 }
 
 // leasedRows reads a claim's rows (row, payload, attempts) into l, in row

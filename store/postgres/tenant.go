@@ -379,6 +379,17 @@ func (s *Store) EnsureTenantRole(ctx context.Context) error {
 				return err
 			}
 		}
+		// The turn clock (migration 0008) holds no tenant's data: a
+		// tenant's transaction reads it to queue a batch's chunks.
+		var clock bool
+		if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, schema+".turn_clock").Scan(&clock); err != nil {
+			return err
+		}
+		if clock {
+			if _, err := tx.Exec(ctx, `GRANT SELECT ON `+schema+`.turn_clock TO `+role); err != nil {
+				return err
+			}
+		}
 		// A serial column's nextval needs USAGE on its sequence; an
 		// identity column's does not (and USAGE would let the role read
 		// the sequence's last value: how many batches all tenants made).

@@ -58,6 +58,7 @@ func RunWith(t *testing.T, newStore NewStoreFunc, o Options) {
 	runDeferred(t, newStore)
 	runService(t, newStore)
 	runStats(t, newStore)
+	runFair(t, newStore)
 	t.Run("KindDefinitions", func(t *testing.T) { t.Parallel(); testKindDefinitions(t, newStore(t)) })
 	t.Run("SchemaStatus", func(t *testing.T) {
 		t.Parallel()
