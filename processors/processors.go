@@ -14,6 +14,7 @@ import (
 
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/processors/customers"
+	"github.com/rowfate/rowfate/processors/exec"
 	"github.com/rowfate/rowfate/processors/httpcall"
 )
 
@@ -29,10 +30,18 @@ type Config struct {
 	// rows POSTed as JSON to this URL, each with its effect key as
 	// Idempotency-Key (batchctl reads $ROWFATE_WEBHOOK_URL).
 	WebhookURL string
+	// ExecCommand, when set, registers the customers-exec kind: each
+	// customer row written as JSON to this program's stdin, its effect key
+	// in ROWFATE_EFFECT_KEY, its id the first line the program prints
+	// (processors/exec; batchctl reads $ROWFATE_EXEC_COMMAND).
+	ExecCommand []string
 }
 
 // WebhookKind is the name of the kind that posts customers to a URL.
 const WebhookKind = "customers-webhook"
+
+// ExecKind is the name of the kind that runs a program per customer.
+const ExecKind = "customers-exec"
 
 // Register adds every built-in import and export kind to reg.
 func Register(reg *batch.Registry, cfg Config) error {
@@ -53,6 +62,21 @@ func Register(reg *batch.Registry, cfg Config) error {
 		if err := batch.Register(reg, batch.Kind[customers.Customer]{
 			Name: WebhookKind, Description: "customers POSTed as JSON to $ROWFATE_WEBHOOK_URL, with Idempotency-Key",
 			Processor: post, KeyedEffects: true, KeyFunc: k.KeyFunc, KeyName: k.KeyName, Example: k.Example,
+		}); err != nil {
+			return err
+		}
+	}
+	if len(cfg.ExecCommand) > 0 {
+		run, err := exec.New(exec.Config[customers.Customer]{Command: cfg.ExecCommand})
+		if err != nil {
+			return fmt.Errorf("%s: %w", ExecKind, err)
+		}
+		// The program's effect is its own: like a webhook's, it is keyed,
+		// and a program that passes the key on makes it happen once.
+		k := customers.Kind(cfg.DB, cfg.Dialect)
+		if err := batch.Register(reg, batch.Kind[customers.Customer]{
+			Name: ExecKind, Description: "customers written as JSON to the stdin of $ROWFATE_EXEC_COMMAND, one run per row",
+			Processor: run, KeyedEffects: true, KeyFunc: k.KeyFunc, KeyName: k.KeyName, Example: k.Example,
 		}); err != nil {
 			return err
 		}

@@ -44,6 +44,12 @@ func (o Optional[T]) OptionalValue() (any, bool) { return o.Value, o.Set }
 // optionalElem returns T, so the binder can convert cells into Value.
 func (Optional[T]) optionalElem() reflect.Type { return reflect.TypeFor[T]() }
 
+// IsZero reports whether the value is not set, so that a field tagged
+// `json:",omitzero"` is left out of a JSON body when the file did not
+// give it: a downstream is not told to clear what the file never
+// mentioned.
+func (o Optional[T]) IsZero() bool { return !o.Set }
+
 // MarshalJSON writes the value, or null when it is not set.
 func (o Optional[T]) MarshalJSON() ([]byte, error) {
 	if !o.Set {

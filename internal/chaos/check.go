@@ -147,7 +147,7 @@ func (h *harness) check(ctx context.Context) error {
 		// applied effect with its id; no key is applied for a row that
 		// did not succeed (or is not unknown); nothing succeeded that was
 		// applied after the batch's cancel committed.
-		if b.Kind == "customers-webhook" {
+		if b.Kind == "customers-webhook" || b.Kind == "customers-exec" {
 			page, err := h.allRows(ctx, b)
 			if err != nil {
 				return err

@@ -4,7 +4,9 @@
 // six `batchctl worker` processes (two tenants, three workers each, with
 // their own credentials, built with -tags chaos so that failpoints can
 // crash them), then imports a stream of batches of the customers kind
-// (transactional) and the customers-webhook kind (external, keyed) and
+// (transactional), the customers-webhook kind (external, keyed: an HTTP
+// call per row) and the customers-exec kind (external, keyed: a program
+// per row, this binary run with -exec-child, which makes the call) and
 // injects faults at random every 1–5 s from a printed seed:
 //
 //   - SIGKILL of a worker; SIGSTOP past its lease, then SIGCONT;
@@ -67,7 +69,11 @@ func main() {
 	flag.DurationVar(&o.settle, "settle", 3*time.Minute, "how long every batch may take to settle once the faults stop")
 	flag.StringVar(&o.report, "report", "", "write the report as JSON to this file")
 	flag.StringVar(&o.bin, "batchctl", "", "a batchctl built with -tags chaos (default: build one)")
+	child := flag.String("exec-child", "", "run as the customers-exec kind's program, posting to this URL (the harness's workers use it)")
 	flag.Parse()
+	if *child != "" {
+		os.Exit(execChild(*child))
+	}
 	if o.seed == 0 {
 		o.seed = rand.Uint64()%1_000_000_000 + 1
 	}
@@ -106,8 +112,10 @@ type harness struct {
 	pool    *pgxpool.Pool
 	store   *postgres.Store
 	bin     string
-	work    *pool
-	rep     *report
+	// execCommand is the workers' ROWFATE_EXEC_COMMAND entry.
+	execCommand string
+	work        *pool
+	rep         *report
 
 	mu      sync.Mutex
 	batches []*imported
@@ -161,9 +169,14 @@ func run(ctx context.Context, o options) (*report, error) {
 	if err := h.store.Migrate(ctx); err != nil {
 		return nil, err
 	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	h.execCommand = "ROWFATE_EXEC_COMMAND=" + self + " -exec-child " + h.down.url()
 	proxied := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&connect_timeout=5", h.prox.port())
 	h.work = &pool{bin: h.bin, url: proxied,
-		env:  []string{"ROWFATE_WEBHOOK_URL=" + h.down.url(), "ROWFATE_FAILPOINTS=after-claim=0.01,after-effect=0.01,in-ack=0.01", "DATABASE_URL="},
+		env:  []string{"ROWFATE_WEBHOOK_URL=" + h.down.url(), h.execCommand, "ROWFATE_FAILPOINTS=after-claim=0.01,after-effect=0.01,in-ack=0.01", "DATABASE_URL="},
 		args: []string{"--lease", "2s", "--grace", "1s", "--workers", "1"}}
 	for _, t := range tenants {
 		for i := 1; i <= 3; i++ {
@@ -228,7 +241,7 @@ func (h *harness) logf(format string, args ...any) {
 // the harness's own commands are not under test).
 func (h *harness) cli(ctx context.Context, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, h.bin, append(args, "--database", h.pg.url("postgres"))...)
-	cmd.Env = append(os.Environ(), "DATABASE_URL=", "ROWFATE_WEBHOOK_URL="+h.down.url())
+	cmd.Env = append(os.Environ(), "DATABASE_URL=", "ROWFATE_WEBHOOK_URL="+h.down.url(), h.execCommand)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -250,10 +263,7 @@ func (h *harness) importAll(ctx context.Context, tmp string) error {
 	for i := 0; i < h.o.batches; i++ {
 		tenant := tenants[i%len(tenants)]
 		// Two in three batches have an external effect.
-		kind := "customers-webhook"
-		if i%3 == 0 {
-			kind = "customers"
-		}
+		kind := []string{"customers", "customers-webhook", "customers-exec"}[i%3]
 		path := filepath.Join(tmp, fmt.Sprintf("batch-%d.csv", i))
 		invalid, err := writeCustomers(path, i, per)
 		if err != nil {

@@ -30,11 +30,11 @@ const Name = "customers"
 
 // Customer is one row of a customers file.
 type Customer struct {
-	Email      string                      `col:"email,alias=e-mail|mail|email address" validate:"required,email,max=254"`
-	Name       string                      `col:"name,alias=full name|customer name" validate:"required,max=200"`
-	Country    rows.Optional[string]       `col:"country,alias=country code,upper" validate:"omitempty,iso3166_1_alpha2"`
-	SignupDate time.Time                   `col:"signup_date,alias=signup date|signed up" layout:"2006-01-02|2006-01-02T15:04:05Z07:00" validate:"required"`
-	Amount     rows.Optional[rows.Decimal] `col:"amount" validate:"omitempty,gte=0"`
+	Email      string                      `col:"email,alias=e-mail|mail|email address" validate:"required,email,max=254" json:"email"`
+	Name       string                      `col:"name,alias=full name|customer name" validate:"required,max=200" json:"name"`
+	Country    rows.Optional[string]       `col:"country,alias=country code,upper" validate:"omitempty,iso3166_1_alpha2" json:"country,omitzero"`
+	SignupDate time.Time                   `col:"signup_date,alias=signup date|signed up" layout:"2006-01-02|2006-01-02T15:04:05Z07:00" validate:"required" json:"signup_date"`
+	Amount     rows.Optional[rows.Decimal] `col:"amount" validate:"omitempty,gte=0" json:"amount,omitzero"`
 }
 
 // ValidateAmount keeps amounts to cents: the column is numeric(18,2), and a
