@@ -22,7 +22,7 @@ ROWS     ?= 200000
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help test test-short bench bench-xlsx bench-compare fuzz fuzz-short lint build chaos chaos-ci
+.PHONY: help test test-short bench bench-xlsx bench-compare bench-scale soak fuzz fuzz-short lint build chaos chaos-ci
 
 help: ## Show this list of targets
 	@echo 'Usage: make TARGET [GO=go] [FUZZTIME=60s] [DATABASE_URL=...]'
@@ -63,6 +63,16 @@ bench-xlsx: ## Read/write 1,000,000 rows as XLSX and CSV, and export them: rows/
 bench-compare: ## rowfate vs psql \copy, pgloader, a naive loop and River on 1,000,000 rows (needs DATABASE_URL; flags in BENCH_COMPARE_ARGS, see bench/compare/README.md)
 	@test -n "$$DATABASE_URL" || { echo 'bench-compare: set DATABASE_URL to the PostgreSQL server to measure'; exit 1; }
 	cd bench/compare && ../../scripts/with-postgres.sh $(GO) run . $(BENCH_COMPARE_ARGS)
+
+bench-scale: ## One PostgreSQL at scale (needs DATABASE_URL): a 10M-row batch, 1,000 batches of 100 tenants, 1/2/4 worker processes; reports in bench-scale-*.json
+	@test -n "$$DATABASE_URL" || { echo 'bench-scale: set DATABASE_URL to the PostgreSQL server to measure'; exit 1; }
+	$(GO) run ./bench/scale -scenario big -rows 10000000 -report bench-scale-big.json
+	$(GO) run ./bench/scale -scenario tenants -tenants 100 -batches 1000 -report bench-scale-tenants.json
+	$(GO) run ./bench/scale -scenario workers -rows 500000 -procs 1,2,4 -runs 3 -report bench-scale-workers.json
+
+soak: ## batchctl serve under a mixed API load for DURATION (default 30m here), sampling memory, goroutines, files, connections (needs DATABASE_URL)
+	@test -n "$$DATABASE_URL" || { echo 'soak: set DATABASE_URL to the PostgreSQL server to use'; exit 1; }
+	$(GO) run ./bench/soak -duration $(or $(SOAK),30m) -report soak-report.json
 
 fuzz: ## Run every Fuzz* target for FUZZTIME each (default 60s); see scripts/fuzz.sh
 	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
