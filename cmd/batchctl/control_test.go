@@ -60,6 +60,7 @@ func TestCancelPauseRetryReconcile(t *testing.T) {
 	sqlOn(t, c.database, `UPDATE batch_rows SET state = 'failed', errors = '[{"code":"processor_error","message":"boom"}]' WHERE batch_id = 1 AND row_no IN (2, 3)`)
 	sqlOn(t, c.database, `UPDATE batch_rows SET state = 'unknown' WHERE batch_id = 1 AND row_no IN (4, 5)`)
 	sqlOn(t, c.database, `UPDATE batch_chunks SET n_failed = 2, n_unknown = 2, n_succeeded = n_succeeded - 4 WHERE batch_id = 1 AND chunk_no = 0`)
+	sqlOn(t, c.database, `UPDATE batch_count_groups SET n_failed = 2, n_unknown = 2, n_succeeded = n_succeeded - 4 WHERE batch_id = 1 AND group_no = 0`)
 	r = c.run("retry", "1")
 	if r.code != exitOK || !strings.HasPrefix(r.stdout, "2 rows of batch 1 are due again; work them with: batchctl worker --batch 1 --until-done --database ") {
 		t.Fatalf("retry: %s", r)

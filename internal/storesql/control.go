@@ -244,8 +244,8 @@ func (s *Store) BatchCancel(ctx context.Context, p driver.BatchControlParams) (*
 		if _, err := q.Exec(ctx, s.c.cancelRows, p.ID, p.TenantID, string(rows.CodeCancelledLate), deadRowMessage); err != nil {
 			return fmt.Errorf("cancel rows: %w", err)
 		}
-		if _, err := q.Exec(ctx, s.c.recountBatch, p.ID); err != nil {
-			return fmt.Errorf("recount: %w", err)
+		if err := s.recountAll(ctx, q, p.ID); err != nil {
+			return err
 		}
 		_, err = s.afterChange(ctx, q, p.ID, driver.EventCancelled, evs)
 		return err
@@ -382,8 +382,8 @@ func (s *Store) RowsRetry(ctx context.Context, p driver.RowsRetryParams) (int64,
 		if n == 0 {
 			return nil
 		}
-		if _, err := q.Exec(ctx, s.c.recountBatch, p.BatchID); err != nil {
-			return fmt.Errorf("recount: %w", err)
+		if err := s.recountAll(ctx, q, p.BatchID); err != nil {
+			return err
 		}
 		if err := s.queueTurns(ctx, q, p.BatchID, p.TenantID); err != nil {
 			return err

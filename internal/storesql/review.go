@@ -152,8 +152,8 @@ func (s *Store) BatchRerun(ctx context.Context, p driver.BatchRerunParams) (*dri
 				return fmt.Errorf("add chunks: %w", err)
 			}
 		}
-		if _, err := q.Exec(ctx, s.c.recountBatch, p.BatchID); err != nil {
-			return fmt.Errorf("recount: %w", err)
+		if err := s.recountAll(ctx, q, p.BatchID); err != nil {
+			return err
 		}
 		if err := s.queueTurns(ctx, q, p.BatchID, p.TenantID); err != nil {
 			return err

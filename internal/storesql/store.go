@@ -59,6 +59,7 @@ type statements struct {
 	nextDue, killExhausted, batchStatus, leaseHeld, cancelLeft, sweepDead string
 	giveBack, recordEffects, ingestRenew, ingestDone, deadIngests         string
 	turnCount, turnTenant, turnChunks, turnAdvance                        string
+	lockGroup, regroup, regroupAll                                        string
 	dropBatch                                                             []string
 	migrationsApplied, migrationInsert, schemaVersion                     string
 }
@@ -69,7 +70,7 @@ const workable = `b.status = 'running' AND NOT b.paused AND NOT EXISTS (SELECT 1
 	WHERE p.tenant_id = b.tenant_id AND (p.scope = 'tenant' OR (p.scope = 'kind' AND p.value = b.kind)))`
 
 // batchColumns and batchFrom select a batch with its totals, summed over
-// its chunks in the same query; scanBatch reads them.
+// its count groups in the same query; scanBatch reads them.
 const batchColumns = `b.id, b.tenant_id, b.kind, b.source_name, b.source_digest, b.status, b.header,
 	b.options, b.skipped_empty, b.created_at, b.finished_at, b.paused`
 
@@ -84,6 +85,7 @@ func newStatements(d *Dialect) statements {
 		dropBatch: []string{
 			d.Expand(`DELETE FROM {t}batch_rows WHERE batch_id = $1`),
 			d.Expand(`DELETE FROM {t}batch_chunks WHERE batch_id = $1`),
+			d.Expand(`DELETE FROM {t}batch_count_groups WHERE batch_id = $1`),
 			d.Expand(`DELETE FROM {t}batch_events WHERE batch_id = $1`),
 			d.Expand(`DELETE FROM {t}batches WHERE id = $1`),
 		},
@@ -119,24 +121,45 @@ func newStatements(d *Dialect) statements {
 					WHEN status = 'finished' AND EXISTS (SELECT 1 FROM {t}batch_chunks WHERE batch_id = $1 AND next_due_at IS NOT NULL) THEN NULL
 					ELSE finished_at END
 			WHERE id = $1 RETURNING status`),
-		sumChunks: d.Expand(`SELECT ` + sums + ` FROM {t}batch_chunks WHERE batch_id = $1`),
+		sumChunks: d.Expand(`SELECT ` + sums + ` FROM {t}batch_count_groups WHERE batch_id = $1`),
+		// Count groups (migration 0009): a group's counts are overwritten
+		// from its chunks', after its row is locked in a statement of its
+		// own, so that on PostgreSQL the aggregate's snapshot is taken
+		// once every flush that recounted a chunk of the group before this
+		// one has committed (a single upsert would aggregate a snapshot
+		// from before the lock, and lose that flush's counts).
+		lockGroup: d.Expand(`SELECT 1 FROM {t}batch_count_groups
+			WHERE batch_id = $1 AND group_no = CAST($2 AS bigint) / ` + groupSizeSQL + `{for_update}`),
+		regroup: d.Expand(`UPDATE {t}batch_count_groups SET (` + CountColumns() + `) = (
+				SELECT ` + sums + ` FROM {t}batch_chunks c
+				WHERE c.batch_id = {t}batch_count_groups.batch_id
+				  AND c.chunk_no >= {t}batch_count_groups.group_no * ` + groupSizeSQL + `
+				  AND c.chunk_no < ({t}batch_count_groups.group_no + 1) * ` + groupSizeSQL + `)
+			WHERE batch_id = $1 AND group_no = CAST($2 AS bigint) / ` + groupSizeSQL),
+		// Every group of a batch, made when missing: after an ingest, or
+		// a batch-wide recount, which holds every chunk's lock.
+		regroupAll: d.Expand(`INSERT INTO {t}batch_count_groups (batch_id, group_no, tenant_id, ` + CountColumns() + `)
+			SELECT batch_id, chunk_no / ` + groupSizeSQL + `, min(tenant_id), ` + sums + `
+			FROM {t}batch_chunks WHERE batch_id = $1
+			GROUP BY batch_id, chunk_no / ` + groupSizeSQL + `
+			ON CONFLICT (batch_id, group_no) DO UPDATE SET ` + excludedCounts()),
 		batchGet: d.Expand(`SELECT ` + batchColumns + `, ` + prefixed(sums, "c.") + `
-			FROM {t}batches b LEFT JOIN {t}batch_chunks c ON c.batch_id = b.id
+			FROM {t}batches b LEFT JOIN {t}batch_count_groups c ON c.batch_id = b.id
 			WHERE b.id = $1 AND b.tenant_id = $2
 			GROUP BY b.id`),
 		batchFind: d.Expand(`SELECT ` + batchColumns + `, ` + prefixed(sums, "c.") + `
-			FROM {t}batches b LEFT JOIN {t}batch_chunks c ON c.batch_id = b.id
+			FROM {t}batches b LEFT JOIN {t}batch_count_groups c ON c.batch_id = b.id
 			WHERE b.tenant_id = $1 AND (($2 <> '' AND b.idempotency_key = $2)
 			   OR ($2 = '' AND b.kind = $3 AND b.source_digest = $4))
 			GROUP BY b.id ORDER BY b.id DESC LIMIT 1`),
-		// The page is chosen first, so the join sums only its batches' chunks.
+		// The page is chosen first, so the join sums only its batches' groups.
 		batchList: d.Expand(`WITH page AS (
 				SELECT id FROM {t}batches WHERE tenant_id = $1 AND (CAST($2 AS bigint) = 0 OR id < $2)
 				  AND (CAST($4 AS text) = '' OR status = $4) AND (CAST($5 AS text) = '' OR kind = $5)
 				ORDER BY id DESC LIMIT $3)
 			SELECT ` + batchColumns + `, ` + prefixed(sums, "c.") + `
 			FROM page JOIN {t}batches b ON b.id = page.id
-			LEFT JOIN {t}batch_chunks c ON c.batch_id = b.id
+			LEFT JOIN {t}batch_count_groups c ON c.batch_id = b.id
 			GROUP BY b.id ORDER BY b.id DESC`),
 		// A chunk of a cancelled batch is claimable too when rows of a dead
 		// worker's lease are left in it: its claim sweeps them to cancelled,
@@ -402,6 +425,9 @@ func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*d
 		}
 		if _, err := q.Exec(ctx, s.q.insertChunks, id); err != nil {
 			return fmt.Errorf("insert chunks: %w", err)
+		}
+		if _, err := q.Exec(ctx, s.q.regroupAll, id); err != nil {
+			return fmt.Errorf("count groups: %w", err)
 		}
 		if err := s.queueTurns(ctx, q, id, p.TenantID); err != nil {
 			return err
@@ -809,6 +835,33 @@ func (s *Store) recount(ctx context.Context, q Querier, batchID, chunkNo int64, 
 	}
 	if _, err := q.Exec(ctx, stmt, batchID, chunkNo); err != nil {
 		return fmt.Errorf("recount chunk %d: %w", chunkNo, err)
+	}
+	var one int
+	switch err := q.QueryRow(ctx, s.q.lockGroup, batchID, chunkNo).Scan(&one); {
+	case errors.Is(err, sql.ErrNoRows):
+		// Every chunk's group is made with the chunk; this is a batch
+		// from before migration 0009's backfill could see it.
+		if _, err := q.Exec(ctx, s.q.regroupAll, batchID); err != nil {
+			return fmt.Errorf("count groups: %w", err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("lock the count group of chunk %d: %w", chunkNo, err)
+	}
+	if _, err := q.Exec(ctx, s.q.regroup, batchID, chunkNo); err != nil {
+		return fmt.Errorf("recount the group of chunk %d: %w", chunkNo, err)
+	}
+	return nil
+}
+
+// recountAll overwrites the counts of every chunk of a batch, then of
+// every count group, from the rows. The caller holds every chunk's lock.
+func (s *Store) recountAll(ctx context.Context, q Querier, batchID int64) error {
+	if _, err := q.Exec(ctx, s.c.recountBatch, batchID); err != nil {
+		return fmt.Errorf("recount: %w", err)
+	}
+	if _, err := q.Exec(ctx, s.q.regroupAll, batchID); err != nil {
+		return fmt.Errorf("count groups: %w", err)
 	}
 	return nil
 }

@@ -41,6 +41,22 @@ func CountAggregates() string {
 	return strings.Join(parts, ", ")
 }
 
+// groupSize is how many consecutive chunks a count group holds
+// (migration 0009): a flush sums at most this many chunks and a status
+// read one group per groupSize chunks.
+const groupSize = 100
+
+var groupSizeSQL = fmt.Sprint(groupSize)
+
+// excludedCounts sets every count column from an upsert's excluded row.
+func excludedCounts() string {
+	parts := make([]string, len(rows.States))
+	for i, s := range rows.States {
+		parts[i] = fmt.Sprintf("n_%s = excluded.n_%s", s, s)
+	}
+	return strings.Join(parts, ", ")
+}
+
 // SumColumns sums the chunk counts into batch totals, in rows.States order.
 func SumColumns() string {
 	parts := make([]string, len(rows.States))

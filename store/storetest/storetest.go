@@ -59,6 +59,7 @@ func RunWith(t *testing.T, newStore NewStoreFunc, o Options) {
 	runService(t, newStore)
 	runStats(t, newStore)
 	runFair(t, newStore)
+	runGroups(t, newStore)
 	t.Run("KindDefinitions", func(t *testing.T) { t.Parallel(); testKindDefinitions(t, newStore(t)) })
 	t.Run("SchemaStatus", func(t *testing.T) {
 		t.Parallel()
