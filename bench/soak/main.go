@@ -125,11 +125,12 @@ func run(ctx context.Context, base string, dur, every time.Duration, seed uint64
 	if out, err := exec.CommandContext(ctx, bin, "migrate", "--database", db).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("migrate: %v: %s", err, out)
 	}
-	tok, err := exec.CommandContext(ctx, bin, "token", "create", "soak", "--tenant", "soak", "--role", "admin", "--database", db).Output()
+	tok, err := exec.CommandContext(ctx, bin, "token", "create", "--name", "soak", "--tenant", "soak", "--role", "admin", "--database", db).Output()
 	if err != nil {
 		return nil, fmt.Errorf("token create: %w", err)
 	}
-	token := strings.TrimSpace(string(tok))
+	lines := strings.Split(strings.TrimSpace(string(tok)), "\n")
+	token := strings.TrimSpace(lines[len(lines)-1]) // printed last
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -195,12 +196,20 @@ func run(ctx context.Context, base string, dur, every time.Duration, seed uint64
 		}
 	}
 	probe()
-	n := len(rep.Samples)
-	fifth := max(1, n/6) // five minutes of thirty
-	rep.Windows = []window{summarize("first", rep.Samples[:fifth]), summarize("last", rep.Samples[n-fifth:])}
+	// The first sixth after a minute of warm-up (caches, pools, the
+	// customers table's first pages) against the last sixth.
+	var warm []sample
+	for _, s := range rep.Samples {
+		if s.Seconds >= 60 || dur < 5*time.Minute {
+			warm = append(warm, s)
+		}
+	}
+	n := len(warm)
+	part := max(1, n/6)
+	rep.Windows = []window{summarize("first", warm[:part]), summarize("last", warm[n-part:])}
 	for _, w := range rep.Windows {
 		logf("%s %d samples: RSS median %.1f MiB (max %.1f), heap %.1f MiB, goroutines %d (max %d), fds %d (max %d), connections %d (max %d)",
-			w.Name, fifth, w.RSSMedianMiB, w.RSSMaxMiB, w.HeapMedianMiB, w.Goroutines, w.GoroutinesMax, w.FDs, w.FDsMax, w.Conns, w.ConnsMax)
+			w.Name, part, w.RSSMedianMiB, w.RSSMaxMiB, w.HeapMedianMiB, w.Goroutines, w.GoroutinesMax, w.FDs, w.FDsMax, w.Conns, w.ConnsMax)
 	}
 	logf("ops %v; refused %v; errors %v; rows queued %d", rep.Ops, rep.Refused, rep.Errors, rep.RowsQueued)
 	return rep, nil
