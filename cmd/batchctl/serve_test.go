@@ -48,7 +48,9 @@ var servingOn = regexp.MustCompile(`serving on (http://\S+)`)
 // startServe runs `batchctl serve` as its own process and returns its URL.
 func startServe(t *testing.T, bin string, args ...string) (string, *strings.Builder) {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	// --files: on PostgreSQL the default is ./rowfate-files, the package's
+	// source folder here.
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--files", t.TempDir()}, args...)...)
 	cmd.Env = append(os.Environ(), "DATABASE_URL=")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
