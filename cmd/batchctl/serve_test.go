@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -214,5 +215,41 @@ func TestServeInsecureDev(t *testing.T) {
 			t.Fatalf("stream after stop: %v, want 1001", err)
 		}
 		break
+	}
+}
+
+// TestServeRefusesOversizeHeaders: a request whose headers pass 64 KiB
+// is answered 431 by batchctl serve's own listener before any handler
+// runs (no token is read, nothing is logged as an error), and the server
+// goes on serving.
+func TestServeRefusesOversizeHeaders(t *testing.T) {
+	t.Parallel()
+	bin := buildBatchctl(t)
+	db := filepath.Join(t.TempDir(), "h.db")
+	if r := run(t, "migrate", "--database", db); r.code != exitOK {
+		t.Fatalf("migrate: %s", r)
+	}
+	base, log := startServe(t, bin, "--database", db, "--token", "tok", "--workers", "0")
+	req, err := http.NewRequest("GET", base+"/v1/batches", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer tok")
+	req.Header.Set("X-Padding", strings.Repeat("a", 100<<10))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("oversize headers: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("oversize headers: %s, want 431", resp.Status)
+	}
+	resp, err = http.Get(base + "/livez")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("after oversize headers, livez: %v %v\n%s", resp, err, log.String())
+	}
+	resp.Body.Close()
+	if strings.Contains(log.String(), "level=ERROR") {
+		t.Errorf("serve logged an error:\n%s", log.String())
 	}
 }
