@@ -62,10 +62,7 @@ var faultKinds = []fault{
 				h.paused[b.ID] = true
 				h.mu.Unlock()
 				time.AfterFunc(time.Duration(1000+h.pickRng.IntN(3000))*time.Millisecond, func() {
-					h.mu.Lock()
-					delete(h.paused, b.ID)
-					h.mu.Unlock()
-					_, _ = h.store.BatchPause(context.WithoutCancel(ctx), driver.BatchControlParams{TenantID: b.Tenant, ID: b.ID}, false)
+					h.resume(context.WithoutCancel(ctx), b)
 				})
 			}
 		}

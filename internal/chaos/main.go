@@ -266,6 +266,7 @@ func (h *harness) importAll(ctx context.Context, tmp string) error {
 	weight := 5*(h.o.batches-execs) + execs
 	big := max((h.o.rows*5+weight-1)/weight, 1)
 	gap := h.o.duration * 8 / 10 / time.Duration(h.o.batches)
+	start := time.Now()
 	for i := 0; i < h.o.batches; i++ {
 		tenant := tenants[i%len(tenants)]
 		// Two in three batches have an external effect.
@@ -303,12 +304,12 @@ func (h *harness) importAll(ctx context.Context, tmp string) error {
 		h.mu.Unlock()
 		h.logf("imported batch %d (%s, %s, %d rows)", b.ID, kind, tenant, per)
 		h.rep.Rows += per
+		// Batch i+1 is due at its place in the schedule, whatever this
+		// import took (imports retried through faults take long); once the
+		// faults are over, the rest come at once.
 		select {
 		case <-ctx.Done():
-			if i+1 < h.o.batches {
-				return fmt.Errorf("the run ended after %d of %d batches: give it a longer -duration", i+1, h.o.batches)
-			}
-		case <-time.After(gap):
+		case <-time.After(time.Until(start.Add(time.Duration(i+1) * gap))):
 		}
 	}
 	return nil
@@ -352,16 +353,35 @@ func (h *harness) restore(ctx context.Context) {
 	for _, w := range h.work.workers {
 		h.work.signal(w, syscall.SIGCONT)
 	}
+	// Every batch the store says is paused: a pause whose resume is still
+	// pending, or one the harness could not resume while the faults ran.
 	h.mu.Lock()
-	paused := h.paused
-	h.paused = map[int64]bool{}
+	all := append([]*imported(nil), h.batches...)
 	h.mu.Unlock()
-	for id := range paused {
-		for _, t := range tenants {
-			_, _ = h.store.BatchPause(ctx, driver.BatchControlParams{TenantID: t, ID: id}, false)
+	for _, b := range all {
+		got, err := h.store.BatchGet(ctx, driver.BatchGetParams{TenantID: b.Tenant, ID: b.ID})
+		if err != nil || got.Paused {
+			h.resume(ctx, b)
 		}
 	}
 	h.down.setSlow(0)
+}
+
+// resume resumes a batch the harness paused, retrying for a minute while
+// the database restarts or drops connections: a resume lost to a fault
+// would leave the batch paused, and unsettled, for good.
+func (h *harness) resume(ctx context.Context, b *imported) {
+	var err error
+	for try := 0; try < 60 && ctx.Err() == nil; try++ {
+		if _, err = h.store.BatchPause(ctx, driver.BatchControlParams{TenantID: b.Tenant, ID: b.ID}, false); err == nil {
+			h.mu.Lock()
+			delete(h.paused, b.ID)
+			h.mu.Unlock()
+			return
+		}
+		time.Sleep(time.Second)
+	}
+	h.logf("could not resume batch %d: %v", b.ID, err)
 }
 
 // settle waits until every batch is finished or cancelled with its final
