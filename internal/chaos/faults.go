@@ -135,13 +135,8 @@ func (h *harness) pickWait(ctx context.Context) *imported {
 // holder flushes with its old token and outcomes that would fail every
 // row: the store must refuse it and write nothing.
 func (h *harness) staleAck(ctx context.Context) {
-	b := h.pickWait(ctx)
-	if b == nil {
-		return
-	}
-	l, err := h.store.ChunkClaim(ctx, driver.ChunkClaimParams{Owner: "chaos-stale", BatchID: b.ID, TenantIDs: []string{b.Tenant},
-		LeaseDuration: 200 * time.Millisecond, Kinds: []string{b.Kind}})
-	if err != nil {
+	b, l := h.claimFor(ctx, "chaos-stale", 200*time.Millisecond)
+	if l == nil {
 		return
 	}
 	time.Sleep(300 * time.Millisecond)
@@ -167,7 +162,7 @@ func (h *harness) staleAck(ctx context.Context) {
 		_, _ = h.store.ChunkFlush(fctx, driver.ChunkFlushParams{TenantID: l.TenantID, BatchID: l.BatchID, ChunkNo: l.ChunkNo, Token: l.Token, Unworked: rowNos(l), Release: true})
 		return
 	}
-	_, err = h.store.ChunkFlush(fctx, driver.ChunkFlushParams{TenantID: l.TenantID, BatchID: l.BatchID, ChunkNo: l.ChunkNo, Token: l.Token,
+	_, err := h.store.ChunkFlush(fctx, driver.ChunkFlushParams{TenantID: l.TenantID, BatchID: l.BatchID, ChunkNo: l.ChunkNo, Token: l.Token,
 		Outcomes: failAll(l, "stale ack"), Release: true})
 	h.mu.Lock()
 	if errors.Is(err, driver.ErrLeaseLost) {
@@ -185,13 +180,8 @@ func (h *harness) staleAck(ctx context.Context) {
 // the other tenant, with the right token and outcomes that would succeed
 // every row: the store must refuse it. Then the rows are given back.
 func (h *harness) forgedAck(ctx context.Context) {
-	b := h.pickWait(ctx)
-	if b == nil {
-		return
-	}
-	l, err := h.store.ChunkClaim(ctx, driver.ChunkClaimParams{Owner: "chaos-forger", BatchID: b.ID, TenantIDs: []string{b.Tenant},
-		LeaseDuration: 10 * time.Second, Kinds: []string{b.Kind}})
-	if err != nil {
+	b, l := h.claimFor(ctx, "chaos-forger", 10*time.Second)
+	if l == nil {
 		return
 	}
 	other := tenants[0]
@@ -203,7 +193,7 @@ func (h *harness) forgedAck(ctx context.Context) {
 	for i, r := range l.Rows {
 		outs[i] = driver.RowOutcome{RowNo: r.RowNo, State: rows.StateSucceeded, ResultID: "forged"}
 	}
-	_, err = h.store.ChunkFlush(fctx, driver.ChunkFlushParams{TenantID: other, BatchID: l.BatchID, ChunkNo: l.ChunkNo, Token: l.Token, Outcomes: outs, Release: true})
+	_, err := h.store.ChunkFlush(fctx, driver.ChunkFlushParams{TenantID: other, BatchID: l.BatchID, ChunkNo: l.ChunkNo, Token: l.Token, Outcomes: outs, Release: true})
 	h.mu.Lock()
 	if err == nil {
 		h.rep.violate("a flush naming tenant %s was accepted for batch %d of tenant %s", other, l.BatchID, b.Tenant)
@@ -213,6 +203,26 @@ func (h *harness) forgedAck(ctx context.Context) {
 	h.mu.Unlock()
 	_, _ = h.store.ChunkFlush(fctx, driver.ChunkFlushParams{TenantID: l.TenantID, BatchID: l.BatchID, ChunkNo: l.ChunkNo, Token: l.Token,
 		Unworked: rowNos(l), Release: true})
+}
+
+// claimFor claims a chunk of a running batch for the harness itself. The
+// workers may hold every claimable chunk, or the database may be
+// restarting: it keeps trying for 30 s, so that the stale and forged ack
+// paths run (a run whose only forged ack found nothing to claim would
+// fail its check for the path). It returns a nil lease if none came.
+func (h *harness) claimFor(ctx context.Context, owner string, lease time.Duration) (*imported, *driver.Lease) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+		if b := h.pickWait(ctx); b != nil {
+			l, err := h.store.ChunkClaim(ctx, driver.ChunkClaimParams{Owner: owner, BatchID: b.ID, TenantIDs: []string{b.Tenant},
+				LeaseDuration: lease, Kinds: []string{b.Kind}})
+			if err == nil {
+				return b, l
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, nil
+		}
+	}
 }
 
 func rowNos(l *driver.Lease) []int64 {
