@@ -232,6 +232,12 @@ func run(ctx context.Context, o options) (*report, error) {
 	return h.rep, nil
 }
 
+// firstLine is s up to its first newline.
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
 // logf says where the run is, on stderr.
 func (h *harness) logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "chaos: %s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
@@ -288,6 +294,7 @@ func (h *harness) importAll(ctx context.Context, tmp string) error {
 			if err == nil || try == 5 {
 				break
 			}
+			h.logf("import of batch file %d, try %d: %v", i, try+1, firstLine(err.Error()))
 			time.Sleep(time.Second)
 		}
 		if err != nil {
