@@ -19,6 +19,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -158,7 +159,8 @@ func timed(ctx context.Context, o options, env []string, args ...string) (time.D
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
-	if exit, ok := err.(*exec.ExitError); ok && exit.ExitCode() == 3 {
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 3 {
 		err = nil
 	}
 	if err != nil {
