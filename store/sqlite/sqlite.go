@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -50,8 +51,10 @@ type Store struct {
 // store on it. It does not migrate; call Migrate.
 func Open(path string) (*Store, error) {
 	q := url.Values{}
+	// The driver runs busy_timeout before the other pragmas, whatever
+	// their order here.
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "foreign_keys(ON)")
 	q.Set("_txlock", "immediate")
@@ -67,7 +70,7 @@ func OpenReadOnly(path string) (*Store, error) {
 	}
 	q := url.Values{}
 	q.Set("mode", "ro")
-	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
 	s, err := open(path, q)
 	if err == nil {
 		return s, nil
@@ -89,13 +92,35 @@ func open(path string, q url.Values) (*Store, error) {
 	}
 	db.SetMaxOpenConns(1)
 	db.SetConnMaxIdleTime(0)
-	if err := db.Ping(); err != nil {
+	if err := ping(db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, explain(path, err))
 	}
 	s := &Store{db: db, path: path}
 	s.Store = storesql.New(s.driver(), dialect())
 	return s, nil
+}
+
+// busyTimeout is how long a statement waits for another process's lock
+// before it fails with SQLITE_BUSY.
+const busyTimeout = 10 * time.Second
+
+// ping opens the store's connection, which runs the pragmas. SQLite does
+// not wait for a lock when it switches a file to WAL: while another
+// process holds the file's write lock, as one does while it switches the
+// same new file, the switch fails at once with SQLITE_BUSY whatever the
+// busy timeout (two batchctl commands started together on a new database
+// did). So a busy open is tried again, for as long as the busy timeout.
+func ping(db *sql.DB) error {
+	deadline := time.Now().Add(busyTimeout)
+	for delay := 2 * time.Millisecond; ; delay = min(2*delay, 100*time.Millisecond) {
+		err := db.Ping()
+		var se *sqlite.Error
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().Add(delay).After(deadline) {
+			return err
+		}
+		time.Sleep(delay)
+	}
 }
 
 // explain turns SQLite's terse open errors into what a user can act on.
