@@ -18,6 +18,7 @@ import (
 
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/internal/testdb"
+	"github.com/rowfate/rowfate/internal/testenv"
 	"github.com/rowfate/rowfate/processors/customers"
 	"github.com/rowfate/rowfate/processors/httpcall"
 	"github.com/rowfate/rowfate/rows"
@@ -472,7 +473,9 @@ func TestListenWakesIdleWorkers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(10 * time.Second)
+		// Its poll is an hour: only the notification can wake it within
+		// the test's patience.
+		deadline := time.Now().Add(testenv.Patience(t))
 		for {
 			got, _ := producer.BatchGet(ctx, batch.BatchGetParams{TenantID: "default", ID: b.ID})
 			if got.Status == batch.StatusFinished {

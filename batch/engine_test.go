@@ -16,6 +16,7 @@ import (
 
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/internal/testdb"
+	"github.com/rowfate/rowfate/internal/testenv"
 	"github.com/rowfate/rowfate/processors/customers"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/store/postgres"
@@ -375,7 +376,7 @@ func TestLeaseLostIsItsOwnOutcome(t *testing.T) {
 			}
 			select {
 			case <-ctx.Done(): // the heartbeat noticed
-			case <-time.After(2 * time.Second):
+			case <-time.After(testenv.Patience(t)):
 				t.Error("processor context not cancelled after the lease was lost")
 			}
 			return "late-" + r.Key, nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/internal/testenv"
 	"github.com/rowfate/rowfate/processors/customers"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/store/storetest"
@@ -66,13 +67,14 @@ func tiers(t *testing.T, bd *bundle, tenant string) map[string][2]string {
 // TestRecalcCancelledAndRerun: a tier recalculation over a tenant's
 // customers, cancelled half-way and re-run, recalculates every customer
 // exactly once (tier_runs counts the writes), and no other tenant's.
+// 5,000 customers; 20,000 in make test-long.
 func TestRecalcCancelledAndRerun(t *testing.T) {
 	t.Parallel()
 	forEachEngine(t, func(t *testing.T, bd *bundle) {
 		ctx := context.Background()
 		e := tierEngine(t, bd)
-		const n = 20_000
-		seedCustomers(t, e, "acme", n)
+		n := testenv.Pick[int64](5_000, 20_000)
+		seedCustomers(t, e, "acme", int(n))
 		seedCustomers(t, e, "globex", 10)
 		b, err := e.Recalc(ctx, batch.RecalcParams{TenantID: "acme", Kind: customers.TierName})
 		if err != nil {

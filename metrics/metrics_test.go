@@ -15,6 +15,7 @@ import (
 
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/internal/testenv"
 	"github.com/rowfate/rowfate/internal/teststore"
 	"github.com/rowfate/rowfate/metrics"
 	"github.com/rowfate/rowfate/progress"
@@ -171,12 +172,10 @@ func testRun(t *testing.T, proc batch.Processor[Thing]) {
 	}
 	// The feed reads the live events a moment after they commit.
 	var fams map[string]*dto.MetricFamily
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	testenv.Until(t, func() bool {
 		fams = scrape(t, m)
-		if value(fams, "rowfate_event_lag_seconds") > 0 || time.Now().After(deadline) {
-			break
-		}
-	}
+		return value(fams, "rowfate_event_lag_seconds") > 0
+	}, func() string { return "an event lag observed" })
 	want := map[string]float64{"succeeded": 15, "failed": 5, "retrying": 5, "dead": 5}
 	for st, n := range want {
 		if got := value(fams, "rowfate_row_outcomes_total", "kind", "things", "state", st); got != n {
@@ -235,11 +234,7 @@ func TestMetricsLeaseLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); value(scrape(t, m), "rowfate_lease_losses_total", "kind", "things") < 1; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no lease loss counted")
-		}
-	}
+	testenv.Until(t, func() bool { return value(scrape(t, m), "rowfate_lease_losses_total", "kind", "things") >= 1 }, func() string { return "a lease loss counted" })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -288,11 +283,7 @@ func TestMetricsStaleAck(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(release)
-	for deadline := time.Now().Add(5 * time.Second); value(scrape(t, m), "rowfate_stale_acks_rejected_total", "kind", "things") != 1; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no stale ack counted")
-		}
-	}
+	testenv.Until(t, func() bool { return value(scrape(t, m), "rowfate_stale_acks_rejected_total", "kind", "things") == 1 }, func() string { return "a stale ack counted" })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

@@ -39,7 +39,7 @@ func BenchmarkWorkWatched(b *testing.B) {
 					c := h.dial(b, bt.ID, 0)
 					wg.Go(func() {
 						defer c.Close()
-						if g := follow(c); g.err != nil {
+						if g := follow(b, c); g.err != nil {
 							b.Error(g.err)
 						}
 					})

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/internal/testdb"
+	"github.com/rowfate/rowfate/internal/testenv"
 	"github.com/rowfate/rowfate/progress"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/server"
@@ -274,7 +276,7 @@ func TestOversizeFrame(t *testing.T) {
 	if err := c.WriteMessage(websocket.TextMessage, []byte(strings.Repeat("x", 2048))); err != nil {
 		t.Fatal(err)
 	}
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = c.SetReadDeadline(time.Now().Add(testenv.Patience(t)))
 	for {
 		_, err := read(t, c)
 		if err == nil {
@@ -292,8 +294,13 @@ func TestOversizeFrame(t *testing.T) {
 func TestMissedPongs(t *testing.T) {
 	t.Parallel()
 	s := sqliteStore(t)
-	h := start(t, s, options{websocket: server.WebsocketConfig{PingInterval: 50 * time.Millisecond, PongWait: 300 * time.Millisecond}})
+	// A pong wait of seconds, not milliseconds: the client that answers
+	// must not miss it on a loaded machine, and the one that does not
+	// answer is told apart by the close code, not by a time.
+	const pongWait = 2 * time.Second
+	h := start(t, s, options{websocket: server.WebsocketConfig{PingInterval: 100 * time.Millisecond, PongWait: pongWait}})
 	b := ingest(t, s, tenant, 10, 10)
+	start := time.Now() // before the upgrade, so the close comes pongWait after it at the soonest
 	silent := h.dial(t, b.ID, 1)
 	defer silent.Close()
 	silent.SetPingHandler(func(string) error { return nil })
@@ -304,33 +311,67 @@ func TestMissedPongs(t *testing.T) {
 		_, _, err := polite.ReadMessage()
 		politeErr <- err
 	}()
-	_ = silent.SetReadDeadline(time.Now().Add(10 * time.Second))
-	start := time.Now()
+	_ = silent.SetReadDeadline(time.Now().Add(testenv.Patience(t)))
 	_, _, err := silent.ReadMessage()
 	if closeCode(err) != server.ClosePongTimeout {
 		t.Fatalf("silent client: %v, want close 4002", err)
 	}
-	if el := time.Since(start); el < 250*time.Millisecond {
+	if el := time.Since(start); el < pongWait {
 		t.Fatalf("closed after %v, before the pong wait", el)
 	}
+	// The polite client has answered pings for as long as the silent one
+	// lasted, and a pong wait more.
 	select {
 	case err := <-politeErr:
 		t.Fatalf("a client that answers pings was closed: %v", err)
-	case <-time.After(time.Second):
+	case <-time.After(pongWait):
 	}
 }
 
 // smallBuffers makes the server's sockets hold little unsent data, so a
 // client that stops reading blocks the server's writes quickly instead of
-// filling the kernel's buffers.
-type smallBuffers struct{ net.Listener }
+// filling the kernel's buffers. It records since when a write of the
+// server's has been blocked.
+type smallBuffers struct {
+	net.Listener
+	// writing is the start (Unix nanoseconds) of the write under way on
+	// the last connection accepted, 0 when none is.
+	writing *atomic.Int64
+}
+
+func newSmallBuffers(l net.Listener) smallBuffers {
+	return smallBuffers{Listener: l, writing: &atomic.Int64{}}
+}
 
 func (l smallBuffers) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
 	if tc, ok := c.(*net.TCPConn); ok {
 		_ = tc.SetWriteBuffer(4096)
 	}
-	return c, err
+	return timedWrites{Conn: c, writing: l.writing}, nil
+}
+
+// blockedFor is how long the server's write under way has been blocked.
+func (l smallBuffers) blockedFor() time.Duration {
+	if start := l.writing.Load(); start != 0 {
+		return time.Since(time.Unix(0, start))
+	}
+	return 0
+}
+
+// timedWrites records when each of its writes starts and ends.
+type timedWrites struct {
+	net.Conn
+	writing *atomic.Int64
+}
+
+func (c timedWrites) Write(p []byte) (int, error) {
+	c.writing.Store(time.Now().UnixNano())
+	defer c.writing.Store(0)
+	return c.Conn.Write(p)
 }
 
 // TestSlowClient: a client that stops reading is closed with 4001 once the
@@ -343,9 +384,13 @@ func TestSlowClient(t *testing.T) {
 	if err := work(context.Background(), s, b.ID, 0); err != nil {
 		t.Fatal(err)
 	}
+	var sb smallBuffers
 	h := start(t, s, options{
 		progress: progress.Config{Buffer: 2, SendTimeout: 100 * time.Millisecond},
-		listen:   func(l net.Listener) net.Listener { return smallBuffers{l} },
+		listen:   func(l net.Listener) net.Listener { sb = newSmallBuffers(l); return sb },
+		// The server's blocked write waits for the client however long
+		// the machine takes to get there; only then does it send 4001.
+		websocket: server.WebsocketConfig{WriteTimeout: testenv.Patience(t)},
 	})
 	d := &websocket.Dialer{HandshakeTimeout: 10 * time.Second, ReadBufferSize: 1024,
 		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -359,7 +404,9 @@ func TestSlowClient(t *testing.T) {
 	if err != nil {
 		t.Fatalf("dial: %v (%s)", err, body(resp))
 	}
-	time.Sleep(time.Second) // read nothing
+	// Read nothing until the server's writes have been blocked for twenty
+	// times the send timeout: the subscription behind them has ended.
+	testenv.Until(t, func() bool { return sb.blockedFor() > 2*time.Second }, func() string { return "the server's writes to block" })
 	var last int64
 	for {
 		m, err := read(t, c)
@@ -403,7 +450,7 @@ func TestShutdownClosesStreams(t *testing.T) {
 	c := h.dial(t, b.ID, 1)
 	defer c.Close()
 	h.srv.Shutdown()
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = c.SetReadDeadline(time.Now().Add(testenv.Patience(t)))
 	if _, err := read(t, c); closeCode(err) != websocket.CloseGoingAway {
 		t.Fatalf("on shutdown: %v, want close 1001", err)
 	}

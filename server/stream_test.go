@@ -15,6 +15,7 @@ import (
 
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/internal/testenv"
 	"github.com/rowfate/rowfate/progress"
 )
 
@@ -72,9 +73,9 @@ type got struct {
 }
 
 // follow reads a stream until its final event.
-func follow(c *websocket.Conn) got {
+func follow(t testing.TB, c *websocket.Conn) got {
 	var g got
-	_ = c.SetReadDeadline(time.Now().Add(5 * time.Minute))
+	_ = c.SetReadDeadline(time.Now().Add(testenv.Patience(t)))
 	for {
 		var m progress.Message
 		if err := c.ReadJSON(&m); err != nil {
@@ -108,13 +109,13 @@ func logOf(t testing.TB, s driver.Store, id int64) []driver.Event {
 	}
 }
 
-// TestFiftySubscribers: a 200,000-row import watched by 50 websocket
-// clients. Each gets a strictly increasing sequence ending with the final
+// TestFiftySubscribers: a 50,000-row import watched by 20 websocket
+// clients (200,000 rows and 50 clients in make test-long). Each gets a strictly increasing sequence ending with the final
 // event, every lifecycle event, live messages at no more than the rate; a
 // replay from cursor 0 afterwards is the whole log, gap-free.
 func TestFiftySubscribers(t *testing.T) {
 	t.Parallel()
-	n, subscribers := 200_000, 50
+	n, subscribers := testenv.Pick(50_000, 200_000), testenv.Pick(20, 50)
 	if testing.Short() {
 		n, subscribers = 20_000, 10
 	}
@@ -126,11 +127,12 @@ func TestFiftySubscribers(t *testing.T) {
 
 	results := make([]got, subscribers)
 	var wg sync.WaitGroup
+	subscribed := time.Now()
 	for i := range subscribers {
 		c := h.dial(t, b.ID, 0)
 		wg.Go(func() {
 			defer c.Close()
-			results[i] = follow(c)
+			results[i] = follow(t, c)
 		})
 	}
 	// A pause and a resume during the run: lifecycle events nobody may
@@ -190,7 +192,7 @@ func TestFiftySubscribers(t *testing.T) {
 				t.Fatalf("subscriber %d missed lifecycle event %d (%s)", i, seq, log[seq-1].Type)
 			}
 		}
-		checkRate(t, liveAt, perSecond)
+		checkRate(t, subscribed, liveAt, perSecond)
 		live += len(liveAt)
 		minLive, maxLive = min(minLive, len(liveAt)), max(maxLive, len(liveAt))
 	}
@@ -199,7 +201,7 @@ func TestFiftySubscribers(t *testing.T) {
 
 	c := h.dial(t, b.ID, 0)
 	defer c.Close()
-	replay := follow(c)
+	replay := follow(t, c)
 	if replay.err != nil || len(replay.msgs) != len(log) {
 		t.Fatalf("replay from 0: %d messages (%v), log has %d", len(replay.msgs), replay.err, len(log))
 	}
@@ -210,19 +212,16 @@ func TestFiftySubscribers(t *testing.T) {
 	}
 }
 
-// checkRate fails when a second-long window holds more live messages than
-// the rate allows. One more is allowed: delivery is measured at the client,
-// where network jitter can bring two sends on either side of a window
-// together.
-func checkRate(t *testing.T, at []time.Time, perSecond int) {
+// checkRate fails when more live messages arrived than the rate allows
+// since the subscription started (its burst of one, and one for rounding,
+// included). It counts from the start, not within a sliding window: a
+// reader that the machine did not run for a while takes what waited for
+// it all at once, which a window at the reader would call a burst.
+func checkRate(t *testing.T, start time.Time, at []time.Time, perSecond int) {
 	t.Helper()
-	for i := range at {
-		k := 0
-		for j := i; j < len(at) && at[j].Sub(at[i]) < time.Second; j++ {
-			k++
-		}
-		if k > perSecond+2 {
-			t.Fatalf("%d live messages within a second; the rate is %d/s", k, perSecond)
+	for i, a := range at {
+		if allowed := float64(perSecond)*a.Sub(start).Seconds() + 2; float64(i+1) > allowed {
+			t.Fatalf("%d live messages %v after the subscription; the rate is %d/s", i+1, a.Sub(start), perSecond)
 		}
 	}
 }
@@ -307,7 +306,7 @@ func TestListenBackendKilled(t *testing.T) {
 		c := h.dial(t, b.ID, 0)
 		wg.Go(func() {
 			defer c.Close()
-			results[i] = follow(c)
+			results[i] = follow(t, c)
 		})
 	}
 	ctx := context.Background()
@@ -332,11 +331,10 @@ func TestListenBackendKilled(t *testing.T) {
 		_, err := e.Work(ctx, batch.WorkParams{BatchID: b.ID, TenantIDs: []string{tenant}, Workers: 1, UntilDone: true})
 		workDone <- err
 	}()
-	time.Sleep(300 * time.Millisecond)
-	killed := listeners()
-	if len(killed) != 1 {
-		t.Fatalf("LISTEN backends: %v, want one", killed)
-	}
+	var killed []int32
+	testenv.Until(t, func() bool { killed = listeners(); return len(killed) == 1 }, func() string {
+		return fmt.Sprintf("one LISTEN backend, have %v", killed)
+	})
 	if _, err := s.Pool().Exec(ctx, `SELECT pg_terminate_backend($1)`, killed[0]); err != nil {
 		t.Fatal(err)
 	}
@@ -350,8 +348,8 @@ func TestListenBackendKilled(t *testing.T) {
 			t.Fatalf("subscriber %d: %d messages, %v", i, len(g.msgs), g.err)
 		}
 	}
-	again := listeners()
-	if len(again) != 1 || again[0] == killed[0] {
-		t.Fatalf("LISTEN backends after the kill: %v (killed %d)", again, killed[0])
-	}
+	var again []int32
+	testenv.Until(t, func() bool { again = listeners(); return len(again) == 1 && again[0] != killed[0] }, func() string {
+		return fmt.Sprintf("one new LISTEN backend after the kill: %v (killed %d)", again, killed[0])
+	})
 }

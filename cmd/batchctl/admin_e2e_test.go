@@ -18,6 +18,8 @@ import (
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/rowfate/rowfate/internal/testenv"
 )
 
 // TestAdminE2E drives the admin page of `batchctl serve` in headless
@@ -52,7 +54,7 @@ func TestAdminE2E(t *testing.T) {
 	})
 	a := &adminAPI{t: t, base: base, token: token}
 
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), testenv.Patience(t))
 	defer cancel()
 	ctx = newBrowser(t, ctx, chrome)
 	b := &page{t: t, ctx: ctx}
@@ -248,7 +250,7 @@ func (p *page) wait(expr, what string) {
 	expr = "(() => { try { return !!(" + expr + "); } catch (e) { return false; } })()"
 	// Give up before the test's context ends, so that the failure can
 	// still read the page.
-	timeout := 60 * time.Second
+	timeout := testenv.Patience(p.t)
 	if d, ok := p.ctx.Deadline(); ok && time.Until(d)-5*time.Second < timeout {
 		timeout = max(time.Until(d)-5*time.Second, time.Second)
 	}

@@ -13,11 +13,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/rowfate/rowfate/internal/testdb"
+	"github.com/rowfate/rowfate/internal/testenv"
 	"github.com/rowfate/rowfate/migrations"
 )
 
 // migrateRounds is how many times the bootstrap tests race their
-// migrators: 50, or $ROWFATE_MIGRATE_ROUNDS.
+// migrators: 5 (3 with -short), 50 in make test-long, or
+// $ROWFATE_MIGRATE_ROUNDS.
 func migrateRounds(t *testing.T) int {
 	if v := os.Getenv("ROWFATE_MIGRATE_ROUNDS"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -29,7 +31,7 @@ func migrateRounds(t *testing.T) int {
 	if testing.Short() {
 		return 3
 	}
-	return 50
+	return testenv.Pick(5, 50)
 }
 
 // raceMigrate starts n `batchctl migrate` processes at once and wants
@@ -58,7 +60,7 @@ func raceMigrate(t *testing.T, bin string, n int, args ...string) {
 }
 
 // TestBootstrapRacePostgres: ten processes migrate an empty database at
-// once, fifty times: all succeed, and each step is applied once.
+// once, migrateRounds times: all succeed, and each step is applied once.
 func TestBootstrapRacePostgres(t *testing.T) {
 	t.Parallel()
 	url := testdb.PostgresURL(t)
@@ -72,7 +74,9 @@ func TestBootstrapRacePostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(ctx)
+	// Closed after the rounds' schemas are dropped: cleanups run last
+	// registered first, and a deferred Close would run before all of them.
+	t.Cleanup(func() { conn.Close(context.Background()) })
 	for round := range migrateRounds(t) {
 		schema := fmt.Sprintf("%s_r%d", testdb.PostgresSchemaName(t), round)
 		// The built-in kinds' tables go in the database's search_path:
@@ -82,7 +86,9 @@ func TestBootstrapRacePostgres(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
-			_, _ = conn.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
+			if _, err := conn.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+				t.Errorf("drop schema %s: %v", schema, err)
+			}
 		})
 		raceMigrate(t, bin, 10, "--database", dbURL, "--schema", schema)
 		var n, distinct int

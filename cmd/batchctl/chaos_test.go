@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rowfate/rowfate/internal/testdb"
+	"github.com/rowfate/rowfate/internal/testenv"
 )
 
 // keyLedger is a downstream that honours Idempotency-Key: each key is
@@ -65,8 +66,8 @@ func buildBatchctl(t *testing.T) string {
 }
 
 // TestWorkersSurviveKillsAndTerminatedBackends runs four batchctl worker
-// processes on one 20,000-row batch of an external effect on PostgreSQL.
-// One is killed with SIGKILL mid-run and a PostgreSQL backend of another is
+// processes on one batch of an external effect on PostgreSQL (6,000 rows;
+// 20,000 in make test-long). One is killed with SIGKILL mid-run and a PostgreSQL backend of another is
 // terminated. Every row must end with exactly one terminal outcome, the
 // downstream must have applied each key once, the totals must equal the
 // aggregate, and the surviving workers must never exit before the work is
@@ -83,7 +84,9 @@ func TestWorkersSurviveKillsAndTerminatedBackends(t *testing.T) {
 	srv := httptest.NewServer(ledger)
 	defer srv.Close()
 
-	const n = 20_000
+	// 20,000 rows, a kill after 3,000 effects and a terminated backend
+	// after 8,000 in make test-long; a third of that in make test.
+	n, kill, terminate := testenv.Pick(6_000, 20_000), testenv.Pick(1_000, 3_000), testenv.Pick(3_000, 8_000)
 	var csv strings.Builder
 	csv.WriteString("email,name,country,signup_date,amount\n")
 	for i := range n {
@@ -132,20 +135,16 @@ func TestWorkersSurviveKillsAndTerminatedBackends(t *testing.T) {
 		}
 	}()
 	waitFor := func(applied int) {
-		deadline := time.Now().Add(2 * time.Minute)
-		for ledger.count() < applied {
-			if time.Now().After(deadline) {
-				t.Fatalf("only %d of %d effects applied", ledger.count(), applied)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		testenv.Until(t, func() bool { return ledger.count() >= applied }, func() string {
+			return fmt.Sprintf("%d effects applied (%d so far)", applied, ledger.count())
+		})
 	}
-	waitFor(3_000)
+	waitFor(kill)
 	if err := workers[0].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	workers[0].killed = true
-	waitFor(8_000)
+	waitFor(terminate)
 	admin, err := pgxpool.New(context.Background(), dbURL)
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +161,7 @@ func TestWorkersSurviveKillsAndTerminatedBackends(t *testing.T) {
 			if err != nil {
 				t.Errorf("worker %d exited with %v:\n%s", i+1, err, w.out.String())
 			}
-		case <-time.After(3 * time.Minute):
+		case <-time.After(testenv.Patience(t)):
 			t.Fatalf("worker %d did not finish", i+1)
 		}
 	}
@@ -171,7 +170,7 @@ func TestWorkersSurviveKillsAndTerminatedBackends(t *testing.T) {
 	c := &session{t: t, database: dbFor("rowfate-check")}
 	var b jsonBatch
 	c.runJSON(exitOK, &b, "status", "1", "-o", "json", "--schema", schema)
-	if b.Status != "finished" || b.Counts["succeeded"] != n || len(b.Counts) != 1 {
+	if b.Status != "finished" || b.Counts["succeeded"] != int64(n) || len(b.Counts) != 1 {
 		t.Fatalf("batch: %+v", b)
 	}
 	var rs []jsonRow

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rowfate/rowfate/internal/testenv"
 )
 
 const schemas = "../../fixtures/schemas/"
@@ -225,20 +228,22 @@ func TestWorkerLearnsNewKind(t *testing.T) {
 	if r := s.run("import", "events", schemas+"events.csv", "--no-work"); r.code != exitRows {
 		t.Fatalf("import: %s", r)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		r := s.run("status", "1", "-o", "json")
+	var r result
+	finished := func() bool {
+		r = s.run("status", "1", "-o", "json")
 		var b struct {
 			Status string           `json:"status"`
 			Counts map[string]int64 `json:"counts"`
 		}
-		if json.Unmarshal([]byte(r.stdout), &b) == nil && b.Status == "finished" {
-			if b.Counts["succeeded"] != 26 {
-				t.Fatalf("finished with %v", b.Counts)
-			}
-			return
+		if json.Unmarshal([]byte(r.stdout), &b) != nil || b.Status != "finished" {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the running worker did not work the new kind's batch: %s\nworker log:\n%s", r, log.String())
+		if b.Counts["succeeded"] != 26 {
+			t.Fatalf("finished with %v", b.Counts)
 		}
+		return true
 	}
+	testenv.Until(t, finished, func() string {
+		return fmt.Sprintf("the running worker to work the new kind's batch: %s\nworker log:\n%s", r, log.String())
+	})
 }

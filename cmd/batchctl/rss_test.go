@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/rowfate/rowfate/internal/testenv"
 )
 
 // rssHelperEnv, when set to a file path, makes the test binary a helper
@@ -29,7 +31,7 @@ func TestMain(m *testing.M) {
 	if out := os.Getenv(rssHelperEnv); out != "" {
 		os.Exit(rssHelper(out, os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	testenv.VerifyNoLeaks(m)
 }
 
 func rssHelper(out string, args []string) int {

@@ -19,6 +19,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/rowfate/rowfate/internal/testdb"
+	"github.com/rowfate/rowfate/internal/testenv"
 	"github.com/rowfate/rowfate/progress"
 )
 
@@ -78,7 +79,7 @@ func startServe(t *testing.T, bin string, args ...string) (string, *strings.Buil
 	select {
 	case u := <-found:
 		return u, &log
-	case <-time.After(30 * time.Second):
+	case <-time.After(testenv.Patience(t)):
 		t.Fatalf("serve did not start:\n%s", log.String())
 		return "", nil
 	}
@@ -119,13 +120,13 @@ func TestServeAcrossProcesses(t *testing.T) {
 		t.Fatalf("dial: %v %v\n%s", err, resp, log.String())
 	}
 	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Patience(t))
 	defer cancel()
 	w := exec.CommandContext(ctx, bin, append([]string{"worker", "--until-done", "--worker-token", "dev", "--batch", "1"}, db...)...)
 	w.Env = append(os.Environ(), "DATABASE_URL=")
 	workerOut := make(chan []byte, 1)
 	go func() { out, _ := w.CombinedOutput(); workerOut <- out }()
-	_ = c.SetReadDeadline(time.Now().Add(2 * time.Minute))
+	_ = c.SetReadDeadline(time.Now().Add(testenv.Patience(t)))
 	var last int64 = 1
 	for {
 		var m progress.Message
@@ -183,14 +184,12 @@ func TestServeInsecureDev(t *testing.T) {
 		code <- Run(ctx, []string{"serve", "--insecure-dev", "--addr", "127.0.0.1:0", "--database", db}, strings.NewReader(""), io.Discard, &stderr)
 	}()
 	var base string
-	for deadline := time.Now().Add(30 * time.Second); base == ""; time.Sleep(20 * time.Millisecond) {
+	testenv.Until(t, func() bool {
 		if m := servingOn.FindStringSubmatch(stderr.String()); m != nil {
 			base = m[1]
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not start: %s", stderr.String())
-		}
-	}
+		return base != ""
+	}, func() string { return "serve to start: " + stderr.String() })
 	if !strings.Contains(stderr.String(), "WARNING: --insecure-dev: no token is checked") {
 		t.Fatalf("no warning: %s", stderr.String())
 	}

@@ -81,12 +81,9 @@ func TestWorkerFailsFastOnAMissingDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	u.Path = "/no_such_database_here"
-	start := time.Now()
+	// "At once" is told by what it printed (no retry), not by a time.
 	r := run(t, "worker", "--until-done", "--worker-token", "dev", "--database", u.String())
 	if r.code != exitError || !strings.Contains(r.stderr, "no_such_database_here") || strings.Contains(r.stderr, "retrying") {
 		t.Fatalf("worker on a missing database: want exit 1 at once, got %s", r)
-	}
-	if took := time.Since(start); took > 10*time.Second {
-		t.Errorf("the worker took %s to give up on a missing database", took)
 	}
 }

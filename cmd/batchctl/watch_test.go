@@ -16,6 +16,7 @@ import (
 
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/internal/testdb"
+	"github.com/rowfate/rowfate/internal/testenv"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -81,15 +82,18 @@ func (c *session) start(args ...string) *running {
 	return r
 }
 
-// wait returns the run's result, failing the test if it takes over 30s.
+// wait returns the run's result. It fails the test only when the run is
+// stuck (testenv.Patience), not when it is merely slow.
 func (r *running) wait(t *testing.T) result {
 	t.Helper()
+	timer := time.NewTimer(testenv.Patience(t))
+	defer timer.Stop()
 	select {
 	case code := <-r.done:
 		return result{code: code, stdout: r.stdout.String(), stderr: r.stderr.String()}
-	case <-time.After(30 * time.Second):
+	case <-timer.C:
 		r.cancel()
-		t.Fatalf("still running after 30s\nstdout:\n%s\nstderr:\n%s", r.stdout.String(), r.stderr.String())
+		t.Fatalf("still running after %v\nstdout:\n%s\nstderr:\n%s", testenv.Patience(t), r.stdout.String(), r.stderr.String())
 		return result{}
 	}
 }
@@ -97,16 +101,17 @@ func (r *running) wait(t *testing.T) result {
 // waitFor waits until the run's stream (stdout or stderr) matches re.
 func (r *running) waitFor(t *testing.T, stream *lockedBuffer, re *regexp.Regexp) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !re.MatchString(stream.String()); time.Sleep(10 * time.Millisecond) {
+	exited := func() bool {
 		select {
 		case code := <-r.done:
 			t.Fatalf("exited %d before %s\nstdout:\n%s\nstderr:\n%s", code, re, r.stdout.String(), r.stderr.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s after 30s\nstdout:\n%s\nstderr:\n%s", re, r.stdout.String(), r.stderr.String())
-		}
+		return false
 	}
+	testenv.Until(t, func() bool { return re.MatchString(stream.String()) || exited() }, func() string {
+		return fmt.Sprintf("%s\nstdout:\n%s\nstderr:\n%s", re, r.stdout.String(), r.stderr.String())
+	})
 }
 
 // checkStream parses a -o jsonl stream: every line is JSON, the events'
@@ -470,11 +475,13 @@ func (wideTerminal) GetTermSize() (width, height int, err error) { return 160, 2
 // ETA and the counts, and completes when the batch settles.
 func TestBarDisplay(t *testing.T) {
 	t.Parallel()
-	var out bytes.Buffer
+	var out lockedBuffer
 	d := newBarDisplay(wideTerminal{cupwriter.New(&out, true)}, 7, mpb.WithRefreshRate(time.Millisecond))
 	eta := 90.0
 	d.show(&batch.Event{Total: 4000, Done: 1000, RowsPerSecond: 500, ETASeconds: &eta, Counts: rows.Counts{rows.StateSucceeded: 990, rows.StateFailed: 10, rows.StateValid: 3000}})
-	time.Sleep(20 * time.Millisecond)
+	// The bar draws on its own goroutine: wait until it has drawn the
+	// first event before the second replaces it.
+	testenv.Until(t, func() bool { return strings.Contains(out.String(), "succeeded 990") }, func() string { return "the first event drawn:\n" + out.String() })
 	d.show(&batch.Event{Total: 4000, Done: 4000, Final: true, Counts: rows.Counts{rows.StateSucceeded: 3990, rows.StateFailed: 10}})
 	d.stop(true)
 	s := out.String()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/internal/testdb"
+	"github.com/rowfate/rowfate/internal/testenv"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/store/postgres"
 	"github.com/rowfate/rowfate/store/storetest"
@@ -355,7 +356,7 @@ func TestTenantRoleOperations(t *testing.T) {
 		if id != b.ID {
 			t.Fatalf("notified batch %d, want %d", id, b.ID)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(testenv.Patience(t)):
 		t.Fatal("no notification of the ingest as tenant a")
 	}
 	if got, err := s.BatchGet(ctx, driver.BatchGetParams{TenantID: "a", ID: b.ID}); err != nil || got.Counts[rows.StateValid] != 5 || got.Counts[rows.StateInvalid] != 1 {

@@ -14,6 +14,7 @@ import (
 	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/internal/storesql"
 	"github.com/rowfate/rowfate/internal/testdb"
+	"github.com/rowfate/rowfate/internal/testenv"
 )
 
 // tenantTestStore is a migrated store with its tenant role, dropped when
@@ -258,7 +259,7 @@ func TestCreateRoleRace(t *testing.T) {
 	}()
 	// Wait until createRole is blocked on the uncommitted role, then
 	// commit it: createRole gets the duplicate.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testenv.Patience(t))
 	for {
 		var waiting bool
 		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'CREATE ROLE %' AND query LIKE '%' || $1 || '%')`, role).Scan(&waiting); err != nil {

@@ -59,13 +59,11 @@ func TestIngestLetsOthersWrite(t *testing.T) {
 		done <- err
 	}()
 	<-reading
-	start := time.Now()
+	// Were the import holding the lock while it waits here, this write
+	// would fail with SQLITE_BUSY after the busy timeout.
 	small, err := other.BatchIngest(ctx, driver.BatchIngestParams{TenantID: "t", Kind: "k", Header: []string{"a"}, Rows: rowsOf(3, func(int) {})})
 	if err != nil {
 		t.Fatalf("another writer while an import reads: %v", err)
-	}
-	if waited := time.Since(start); waited > 2*time.Second {
-		t.Errorf("another writer waited %s for the import's lock", waited)
 	}
 	if _, err := other.ChunkClaim(ctx, driver.ChunkClaimParams{Owner: "w", BatchID: small.ID + 1, LeaseDuration: time.Minute}); !errors.Is(err, driver.ErrNoWork) {
 		t.Fatalf("a claim saw the batch still being imported: %v", err)

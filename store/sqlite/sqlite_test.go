@@ -12,15 +12,7 @@ import (
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	// Under the race detector, modernc's SQLite (C translated to Go, every
-	// memory access instrumented) runs the effect race about twenty times
-	// slower; its one connection serialises the goroutines anyway. make
-	// test runs the full 10,000 keys again without -race.
-	opts := storetest.Options{}
-	if raceEnabled {
-		opts.EffectKeys = 1000
-	}
-	storetest.RunWith(t, func(t *testing.T) driver.Store {
+	storetest.Run(t, func(t *testing.T) driver.Store {
 		s, err := sqlite.Open(testdb.SQLitePath(t))
 		if err != nil {
 			t.Fatal(err)
@@ -30,5 +22,5 @@ func TestConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 		return s
-	}, opts)
+	})
 }

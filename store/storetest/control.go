@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/internal/testenv"
 	"github.com/rowfate/rowfate/rows"
 )
 
 // runControl runs the conformance tests of effects, cancel, pause, retry,
 // settle and credentials.
-func runControl(t *testing.T, newStore NewStoreFunc, o Options) {
-	t.Run("EffectKeysOneWinner", func(t *testing.T) { t.Parallel(); testEffectRace(t, newStore(t), o.EffectKeys) })
+func runControl(t *testing.T, newStore NewStoreFunc) {
+	t.Run("EffectKeysOneWinner", func(t *testing.T) { t.Parallel(); testEffectRace(t, newStore(t)) })
 	t.Run("EffectKeyStatuses", func(t *testing.T) { t.Parallel(); testEffectStatuses(t, newStore(t)) })
 	t.Run("ExhaustedRowsDie", func(t *testing.T) { t.Parallel(); testExhausted(t, newStore(t)) })
 	t.Run("ClaimOnlyKnownKinds", func(t *testing.T) { t.Parallel(); testKinds(t, newStore(t)) })
@@ -33,13 +34,12 @@ func runControl(t *testing.T, newStore NewStoreFunc, o Options) {
 
 // testEffectRace: 64 goroutines claim the same keys at once, each for a
 // row of its own batch; every key has exactly one winner, and the claims
-// with another payload are key reuses.
-func testEffectRace(t *testing.T, s driver.Store, keys int) {
+// with another payload are key reuses. 1,000 keys; 10,000 in make
+// test-long.
+func testEffectRace(t *testing.T, s driver.Store) {
 	ctx := context.Background()
 	const goroutines = 64
-	if keys <= 0 {
-		keys = 10_000
-	}
+	keys := testenv.Pick(1_000, 10_000)
 	if testing.Short() {
 		keys = 500
 	}

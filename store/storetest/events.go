@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/internal/testenv"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -270,7 +271,7 @@ func testEventsNotify(t *testing.T, s driver.Store) {
 		})
 	}()
 	// A notifier may need a moment to listen: ingest until one arrives.
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(testenv.Patience(t))
 	var b *driver.Batch
 	for first := true; first; {
 		b = ingest(t, s, tenant, 10, 10)

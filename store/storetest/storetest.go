@@ -24,18 +24,8 @@ import (
 // NewStoreFunc returns a migrated store on an empty database.
 type NewStoreFunc func(t *testing.T) driver.Store
 
-// Options tune the suite to a store. The zero value runs it in full.
-type Options struct {
-	// EffectKeys is how many effect keys the 64 goroutines of the effect
-	// race claim. Defaults to 10,000.
-	EffectKeys int
-}
-
 // Run runs the conformance suite.
-func Run(t *testing.T, newStore NewStoreFunc) { RunWith(t, newStore, Options{}) }
-
-// RunWith runs the conformance suite with options.
-func RunWith(t *testing.T, newStore NewStoreFunc, o Options) {
+func Run(t *testing.T, newStore NewStoreFunc) {
 	t.Run("MigrateTwice", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t)
@@ -52,7 +42,7 @@ func RunWith(t *testing.T, newStore NewStoreFunc, o Options) {
 	t.Run("TenantScope", func(t *testing.T) { t.Parallel(); testTenantScope(t, newStore(t)) })
 	t.Run("RowsListPages", func(t *testing.T) { t.Parallel(); testRowsList(t, newStore(t)) })
 	t.Run("BatchListTotals", func(t *testing.T) { t.Parallel(); testBatchList(t, newStore(t)) })
-	runControl(t, newStore, o)
+	runControl(t, newStore)
 	runEvents(t, newStore)
 	runReview(t, newStore)
 	runDeferred(t, newStore)

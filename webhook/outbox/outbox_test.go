@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/internal/testenv"
 	"github.com/rowfate/rowfate/internal/teststore"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/webhook"
@@ -217,7 +218,7 @@ func (b *bundle) sender(edit func(*outbox.Config)) *outbox.Sender {
 		Store:        b.s,
 		BackoffFunc:  func(int) time.Duration { return time.Millisecond },
 		PollInterval: 10 * time.Millisecond,
-		Client:       &http.Client{Timeout: 5 * time.Second},
+		Client:       &http.Client{Timeout: 20 * time.Second}, // below the lease, as New requires
 		Lease:        30 * time.Second,
 		Logger:       slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
@@ -243,7 +244,7 @@ func (b *bundle) sendOnce(snd *outbox.Sender, n int) {
 // drain sends until no delivery is pending.
 func (b *bundle) drain(snd *outbox.Sender) {
 	b.t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); len(b.deliveries(driver.DeliveryPending)) > 0; {
+	for deadline := time.Now().Add(testenv.Patience(b.t)); len(b.deliveries(driver.DeliveryPending)) > 0; {
 		if _, err := snd.SendOnce(context.Background()); err != nil {
 			b.t.Fatal(err)
 		}
@@ -351,7 +352,7 @@ func TestSender(t *testing.T) {
 				b.rc.redirect = elsewhere.URL
 				b.endBatch(false)
 				// Even a client that would follow it.
-				snd := b.sender(func(c *outbox.Config) { c.Client = &http.Client{Timeout: 5 * time.Second} })
+				snd := b.sender(func(c *outbox.Config) { c.Client = &http.Client{Timeout: 20 * time.Second} })
 				b.sendOnce(snd, 1)
 				if d := b.only(); d.Status != driver.DeliveryPending || d.Attempts != 1 || d.LastStatus != 307 || !strings.Contains(d.LastError, "redirect not followed") {
 					t.Fatalf("after a 307: %+v", d)
@@ -446,7 +447,9 @@ func TestSendersShareTheOutbox(t *testing.T) {
 		errs       [2]error
 	)
 	for i := range transports {
-		snd := b.sender(func(c *outbox.Config) { c.Client = &http.Client{Timeout: 5 * time.Second, Transport: &transports[i]} })
+		snd := b.sender(func(c *outbox.Config) {
+			c.Client = &http.Client{Timeout: 20 * time.Second, Transport: &transports[i]}
+		})
 		wg.Go(func() { errs[i] = snd.Run(ctx) })
 	}
 	for deadline := time.Now().Add(60 * time.Second); len(b.deliveries(driver.DeliveryDelivered)) < batches*endpoints; {
@@ -501,7 +504,12 @@ func TestRunStops(t *testing.T) {
 			t.Parallel()
 			b := setup(t, engine, hang)
 			b.rc.started = make(chan string, 1)
-			snd := b.sender(nil)
+			// The client would wait for the hanging endpoint longer than
+			// waitRun waits for Run: only a Run that cuts the attempt
+			// short stops in time.
+			snd := b.sender(func(c *outbox.Config) {
+				c.Client, c.Lease = &http.Client{Timeout: 2 * testenv.Patience(t)}, 3*testenv.Patience(t)
+			})
 
 			// Idle: nothing is due.
 			ctx, cancel := context.WithCancel(context.Background())
@@ -511,14 +519,14 @@ func TestRunStops(t *testing.T) {
 			cancel()
 			waitRun(t, done)
 
-			// Busy: the endpoint hangs (the client would wait 5s).
+			// Busy: the endpoint hangs.
 			b.endBatch(false)
 			ctx, cancel = context.WithCancel(context.Background())
 			defer cancel()
 			go func() { done <- snd.Run(ctx) }()
 			select {
 			case <-b.rc.started:
-			case <-time.After(20 * time.Second):
+			case <-time.After(testenv.Patience(t)):
 				t.Fatal("nothing was sent")
 			}
 			cancel()
@@ -537,7 +545,7 @@ func waitRun(t *testing.T, done <-chan error) {
 		if err != nil {
 			t.Fatalf("Run = %v", err)
 		}
-	case <-time.After(3 * time.Second):
+	case <-time.After(testenv.Patience(t)):
 		t.Fatal("Run did not stop")
 	}
 }
@@ -647,11 +655,9 @@ func TestRunErrors(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- snd.Run(ctx) }()
-	for deadline := time.Now().Add(20 * time.Second); len(b.deliveries(driver.DeliveryDelivered)) == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("not delivered through transient claim errors")
-		}
-	}
+	testenv.Until(t, func() bool { return len(b.deliveries(driver.DeliveryDelivered)) > 0 }, func() string {
+		return "a delivery through transient claim errors"
+	})
 	fs.broken.Store(true)
 	b.endBatch(false)
 	select {
@@ -659,7 +665,7 @@ func TestRunErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "does not exist") {
 			t.Fatalf("Run = %v, want the record's error", err)
 		}
-	case <-time.After(20 * time.Second):
+	case <-time.After(testenv.Patience(t)):
 		t.Fatal("Run went on after a broken record")
 	}
 	if !strings.Contains(b.logs.String(), "retrying") {

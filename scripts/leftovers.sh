@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# leftovers.sh: run a command (the test suite), then fail if it left
+# anything behind: a PostgreSQL schema, role or database on DATABASE_URL's
+# server that was not there before, or a process it started that still
+# runs (a batchctl, a test binary, a program a test ran).
+#
+# Usage: scripts/leftovers.sh CMD [ARGS...]
+# Exits with CMD's status, or 1 when CMD passed but left something.
+set -uo pipefail
+
+prog=leftovers
+snapshot() {
+	[ -n "${DATABASE_URL:-}" ] && command -v psql >/dev/null 2>&1 || return 0
+	psql "$DATABASE_URL" -X -q -A -t -c "
+		SELECT 'schema ' || nspname FROM pg_namespace
+		UNION ALL SELECT 'role ' || rolname FROM pg_roles
+		UNION ALL SELECT 'database ' || datname FROM pg_database" | sort
+}
+
+before=$(mktemp)
+after=$(mktemp)
+procs=$(mktemp)
+trap 'rm -f "$before" "$after" "$procs"' EXIT
+snapshot >"$before" || { echo "$prog: cannot list the server's schemas and roles" >&2; exit 1; }
+ps -e -o pid= | sort >"$procs"
+
+"$@"
+status=$?
+
+left=0
+snapshot >"$after" || { echo "$prog: cannot list the server's schemas and roles" >&2; exit 1; }
+new=$(comm -13 "$before" "$after")
+if [ -n "$new" ]; then
+	echo "$prog: the tests left these on the PostgreSQL server:" >&2
+	echo "$new" | head -50 | sed 's/^/  /' >&2
+	left=1
+fi
+# Processes that started during the run and still run: our binaries and
+# whatever they or the tests started (the shell's own children aside).
+sleep 1
+stray=$(ps -e -o pid=,ppid=,args= | while read -r pid ppid args; do
+	grep -qx "$pid" "$procs" && continue
+	[ "$pid" = "$$" ] || [ "$ppid" = "$$" ] || [ "$pid" = "$BASHPID" ] && continue
+	case "$args" in
+	*batchctl* | *.test\ * | *.test | */go-build*) echo "  $pid $args" ;;
+	esac
+done)
+if [ -n "$stray" ]; then
+	echo "$prog: the tests left these processes running:" >&2
+	echo "$stray" >&2
+	left=1
+fi
+if [ "$status" -eq 0 ] && [ "$left" -ne 0 ]; then
+	exit 1
+fi
+exit "$status"
