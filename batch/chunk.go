@@ -67,7 +67,7 @@ func (e *Engine) workChunk(ctx context.Context, r *run, l *Lease, s *WorkStats) 
 	if k.transactional() {
 		return e.workTx(ctx, wctx, cancel, s, k, m, l, infos)
 	}
-	outcomes, unworked, inflight, err := e.workRows(wctx, s, k, m, l, infos)
+	outcomes, unworked, inflight, released, err := e.workRows(wctx, s, k, m, l, infos)
 	failpoint.Hit(failpoint.AfterEffect) // effects happened, their outcomes are not recorded
 	cancel(nil)
 	hb.Wait()
@@ -82,7 +82,7 @@ func (e *Engine) workChunk(ctx context.Context, r *run, l *Lease, s *WorkStats) 
 		return chunkDone{}, err
 	}
 	done := chunkDone{outcomes: len(outcomes), givenBack: len(unworked) + len(inflight), stopped: errors.Is(cause, ErrBatchStopped)}
-	return done, e.flushChunk(ctx, s, l, ChunkFlushParams{Outcomes: outcomes, Unworked: unworked, InFlight: inflight, Release: true})
+	return done, e.flushChunk(ctx, s, l, ChunkFlushParams{Outcomes: outcomes, Unworked: unworked, InFlight: inflight, Released: released, Release: true})
 }
 
 // rowInfos are the RowInfo of a lease's rows, effect keys included.
@@ -99,23 +99,26 @@ func (e *Engine) rowInfos(k kind, m *rows.Mapping, l *Lease) []RowInfo {
 // keyed kind it first claims the rows' effect keys: a key already done is
 // not run again (the row takes its result), a key reused with another
 // payload fails the row, a key another row holds waits. It returns the
-// outcomes, the rows that got none (the work stopped first), and the rows
+// outcomes, the rows that got none (the work stopped first), the rows
 // whose processor call the stop cut off (in flight: their effect may have
-// happened).
-func (e *Engine) workRows(ctx context.Context, s *WorkStats, k kind, m *rows.Mapping, l *Lease, infos []RowInfo) (outcomes []RowOutcome, unworked, inflight []int64, err error) {
+// happened), and the effect keys this lease claimed first for rows it
+// did not run, to release.
+func (e *Engine) workRows(ctx context.Context, s *WorkStats, k kind, m *rows.Mapping, l *Lease, infos []RowInfo) (outcomes []RowOutcome, unworked, inflight []int64, released []string, err error) {
 	set := k.settings()
 	outcomes = make([]RowOutcome, 0, len(l.Rows))
 	toRun := make([]int, 0, len(l.Rows))
+	claimedNew := make([]bool, len(l.Rows))
 	if k.keyed() {
 		claims, err := e.claimEffects(ctx, s, k, m, l)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		for i, c := range claims {
 			row := l.Rows[i].RowNo
 			key := infos[i].EffectKey
 			switch c.Status {
 			case EffectNew, EffectMine:
+				claimedNew[i] = c.Status == EffectNew
 				toRun = append(toRun, i)
 			case EffectDone:
 				outcomes = append(outcomes, RowOutcome{RowNo: row, State: rows.StateSucceeded, ResultID: c.ResultID, EffectKey: key})
@@ -193,9 +196,12 @@ func (e *Engine) workRows(ctx context.Context, s *WorkStats, k kind, m *rows.Map
 			inflight = append(inflight, l.Rows[i].RowNo)
 		default:
 			unworked = append(unworked, l.Rows[i].RowNo)
+			if claimedNew[i] {
+				released = append(released, infos[i].EffectKey)
+			}
 		}
 	}
-	return outcomes, unworked, inflight, nil
+	return outcomes, unworked, inflight, released, nil
 }
 
 // claimEffects claims a lease's effect keys, retrying transient errors.

@@ -488,3 +488,59 @@ func TestListenWakesIdleWorkers(t *testing.T) {
 		}
 	}
 }
+
+// TestPausedKeyedRowsCancelCleanly: a keyed kind's chunk is paused while
+// its first row's call is under way; the batch is then cancelled. The row
+// in flight may have had its effect: unknown, not cancelled (its key was
+// still claimed when the pause gave it back). The rows never called had
+// their new claims released by the pause: cancelled.
+func TestPausedKeyedRowsCancelCleanly(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, bd *bundle) {
+		ctx := context.Background()
+		calling := make(chan string, 4)
+		proc := batch.ProcessFunc[outcomeRow](func(ctx context.Context, r outcomeRow) (string, error) {
+			calling <- r.Key
+			<-ctx.Done() // the call is under way until the pause stops it
+			return "", ctx.Err()
+		})
+		reg := batch.NewRegistry()
+		if err := batch.Register(reg, batch.Kind[outcomeRow]{Name: "payments", Processor: proc, KeyedEffects: true}); err != nil {
+			t.Fatal(err)
+		}
+		e := newEngine(t, bd.store, reg, 150*time.Millisecond)
+		b, err := e.Import(ctx, batch.ImportParams{Kind: "payments", SourceName: "p.csv", Source: strings.NewReader("key,mode\na,ok\nb,ok\nc,ok\nd,ok\n")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wctx, stop := context.WithCancel(ctx)
+		defer stop()
+		worked := make(chan error, 1)
+		go func() {
+			_, err := e.Work(wctx, batch.WorkParams{BatchID: b.ID, Workers: 1})
+			worked <- err
+		}()
+		if key, _ := testenv.Receive(t, calling, func() string { return "the first call" }); key != "a" {
+			t.Fatalf("first call for %q", key)
+		}
+		if _, err := e.PauseBatch(ctx, "default", b.ID, true); err != nil {
+			t.Fatal(err)
+		}
+		// The pause gives every row back: none is processing.
+		testenv.Until(t, func() bool {
+			got, err := bd.store.BatchGet(ctx, batch.BatchGetParams{TenantID: "default", ID: b.ID})
+			return err == nil && got.Counts[rows.StateValid] == 4
+		}, func() string { return "the paused chunk's rows given back" })
+		stop()
+		if err := <-worked; err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatal(err)
+		}
+		if _, err := e.Cancel(ctx, "default", b.ID); err != nil {
+			t.Fatal(err)
+		}
+		got := storetest.CheckInvariant(t, bd.store, "default", b.ID)
+		if got[rows.StateUnknown] != 1 || got[rows.StateCancelled] != 3 || len(got) != 2 {
+			t.Fatalf("after the cancel: %v, want 1 unknown (the call under way) and 3 cancelled", got)
+		}
+	})
+}

@@ -331,6 +331,12 @@ type ChunkFlushParams struct {
 	// the batch was cancelled: then they are unknown, to be reconciled,
 	// never cancelled, which would say the effect did not happen.
 	InFlight []int64
+	// Released are effect keys this lease claimed first (EffectNew) for
+	// Unworked rows it never ran: their claims are dropped, so nothing
+	// takes those rows for ones whose effect may have happened. A key a
+	// lease found already claimed (EffectMine) is never released: an
+	// earlier worker may have run it.
+	Released []string
 	// Release ends the lease after the flush, so the chunk's remaining due
 	// rows can be claimed again at once.
 	Release bool

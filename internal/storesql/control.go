@@ -501,15 +501,20 @@ func (s *Store) WorkerAuth(ctx context.Context, tokenHash string) (*driver.Worke
 	return &w, nil
 }
 
-// deadRowState is the SET of a row a cancel ends: cancelled, unless it was
-// processing and its effect key is claimed and not done, which means its
-// worker (dead now, or gone) may have run the effect before it stopped:
-// then it is unknown, with the error code and message of parameters code
-// and msg, to be reconciled. Found by the chaos harness (seed 11): a
-// keyed kind's chunk whose worker was killed after its downstream calls
-// was recorded cancelled although every call had been applied.
+// deadRowState is the SET of a row a cancel ends: cancelled, unless its
+// effect key is claimed and not done, which means a worker (dead now, or
+// gone) may have run the effect before it stopped: then it is unknown,
+// with the error code and message of parameters code and msg, to be
+// reconciled. Whatever the row's state: a row whose worker died is
+// processing, but the next worker may have given it back unworked (a
+// pause, a shutdown) and made it valid again with its key still claimed.
+// Found by the chaos harness (seed 11, twice): a keyed kind's chunk whose
+// worker was killed after its downstream calls was recorded cancelled
+// although every call had been applied. Keys a lease claimed and gave
+// back unrun are released (ChunkFlushParams.Released), so their rows are
+// cancelled.
 func deadRowState(d *Dialect, code, msg string) string {
-	claimed := d.Expand(`state = 'processing' AND EXISTS (SELECT 1 FROM {t}effects e
+	claimed := d.Expand(`EXISTS (SELECT 1 FROM {t}effects e
 		WHERE e.tenant_id = {t}batch_rows.tenant_id AND e.batch_id = {t}batch_rows.batch_id AND e.row_no = {t}batch_rows.row_no AND e.state = 'claimed')`)
 	return `errors = CASE WHEN ` + claimed + ` THEN ` + d.JSONError("row_no", "code", code, "message", msg) + ` ELSE errors END,
 		state = CASE WHEN ` + claimed + ` THEN 'unknown' ELSE 'cancelled' END`

@@ -51,17 +51,17 @@ func (s *Store) Dialect() *Dialect { return s.d }
 
 // statements are the shared statements, expanded once for the dialect.
 type statements struct {
-	insertBatch, ingestSummary, insertChunks, markDuplicates              string
-	nextSeq, finish, sumChunks                                            string
-	batchGet, batchList, batchFind                                        string
-	findChunk, leaseChunk, markProcessing, dueRows, recount, recountFree  string
-	leaseRenew, checkLease, rowsList, rowsCount, migrationsTable          string
-	nextDue, killExhausted, batchStatus, leaseHeld, cancelLeft, sweepDead string
-	giveBack, recordEffects, ingestRenew, ingestDone, deadIngests         string
-	turnCount, turnTenant, turnChunks, turnAdvance                        string
-	lockGroup, regroup, regroupAll                                        string
-	dropBatch                                                             []string
-	migrationsApplied, migrationInsert, schemaVersion                     string
+	insertBatch, ingestSummary, insertChunks, markDuplicates                      string
+	nextSeq, finish, sumChunks                                                    string
+	batchGet, batchList, batchFind                                                string
+	findChunk, leaseChunk, markProcessing, dueRows, recount, recountFree          string
+	leaseRenew, checkLease, rowsList, rowsCount, migrationsTable                  string
+	nextDue, killExhausted, batchStatus, leaseHeld, cancelLeft, sweepDead         string
+	giveBack, recordEffects, releaseEffects, ingestRenew, ingestDone, deadIngests string
+	turnCount, turnTenant, turnChunks, turnAdvance                                string
+	lockGroup, regroup, regroupAll                                                string
+	dropBatch                                                                     []string
+	migrationsApplied, migrationInsert, schemaVersion                             string
 }
 
 // workable is the condition on a batch b whose rows workers may claim: it
@@ -210,9 +210,13 @@ func newStatements(d *Dialect) statements {
 		leaseHeld: d.Expand(`SELECT 1 FROM {t}batch_chunks
 			WHERE batch_id = $1 AND chunk_no = $2 AND lease_token = $3 AND tenant_id = $4 AND lease_expires_at IS NOT NULL`),
 		// Rows a flush leaves processing in a cancelled batch's chunk were
-		// this lease's: cancelled.
-		cancelLeft: d.Expand(`UPDATE {t}batch_rows SET state = 'cancelled', next_attempt_at = NULL, updated_at = {now}
+		// this lease's and not run by it: cancelled, or unknown when a
+		// worker before it claimed their effect (deadRowState).
+		cancelLeft: d.Expand(`UPDATE {t}batch_rows SET ` + deadRowState(d, "$5", "$6") + `, next_attempt_at = NULL, updated_at = {now}
 			WHERE batch_id = $1 AND tenant_id = $2 AND row_no BETWEEN $3 AND $4 AND state = 'processing'`),
+		// Claims a lease made and gives back unrun.
+		releaseEffects: d.Expand(`DELETE FROM {t}effects
+			WHERE tenant_id = $1 AND batch_id = $2 AND row_no BETWEEN $3 AND $4 AND state = 'claimed' AND ` + d.TextIn("effect_key", "$5")),
 		// Rows a dead worker left processing in a cancelled batch's chunk,
 		// swept by the claim that finds them: cancelled, or unknown when
 		// their effect may have happened (deadRowState).
@@ -939,9 +943,14 @@ func (s *Store) ChunkFlush(ctx context.Context, p driver.ChunkFlushParams) (*dri
 				return err
 			}
 		}
+		if len(p.Released) > 0 {
+			if _, err := q.Exec(ctx, s.q.releaseEffects, p.TenantID, p.BatchID, first, last, s.d.ListArg(p.Released)); err != nil {
+				return fmt.Errorf("release effect keys: %w", err)
+			}
+		}
 		switch {
 		case cancelled:
-			if _, err := q.Exec(ctx, s.q.cancelLeft, p.BatchID, p.TenantID, first, last); err != nil {
+			if _, err := q.Exec(ctx, s.q.cancelLeft, p.BatchID, p.TenantID, first, last, string(rows.CodeCancelledLate), deadRowMessage); err != nil {
 				return fmt.Errorf("cancel rows: %w", err)
 			}
 		case len(unworked) > 0:

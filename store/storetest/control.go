@@ -25,6 +25,7 @@ func runControl(t *testing.T, newStore NewStoreFunc) {
 	t.Run("Pause", func(t *testing.T) { t.Parallel(); testPause(t, newStore(t)) })
 	t.Run("GiveBackUnworked", func(t *testing.T) { t.Parallel(); testGiveBack(t, newStore(t)) })
 	t.Run("CancelDeadEffects", func(t *testing.T) { t.Parallel(); testCancelDeadEffects(t, newStore(t)) })
+	t.Run("CancelGivenBackEffects", func(t *testing.T) { t.Parallel(); testCancelGivenBackEffects(t, newStore(t)) })
 	t.Run("CrossTenant", func(t *testing.T) { t.Parallel(); testCrossTenant(t, newStore(t)) })
 	t.Run("InFlightCutOff", func(t *testing.T) { t.Parallel(); testInFlight(t, newStore(t)) })
 	t.Run("EffectFuncCommitsWithOutcomes", func(t *testing.T) { t.Parallel(); testEffectFunc(t, newStore(t)) })
@@ -530,4 +531,79 @@ func testCancelDeadEffects(t *testing.T, s driver.Store) {
 			t.Fatalf("sweep %v: the unknown row: %+v, %v", sweep, page, err)
 		}
 	}
+}
+
+// testCancelGivenBackEffects: a worker claims its rows' effect keys, runs
+// some and dies; the next worker claims the chunk and the same keys, and
+// gives every row back unworked (a pause). A cancel then finds the rows
+// valid, not processing, but their keys still claimed: the dead worker
+// may have run any of them, so they are unknown, not cancelled (the chaos
+// harness saw cancelled rows whose effect the downstream had applied).
+// Keys a lease claimed first and gives back without running them are
+// released (ChunkFlushParams.Released): those rows are cancelled.
+func testCancelGivenBackEffects(t *testing.T, s driver.Store) {
+	ctx := context.Background()
+	refs := func(b *driver.Batch, l *driver.Lease) []driver.EffectRef {
+		out := make([]driver.EffectRef, len(l.Rows))
+		for i, r := range l.Rows {
+			out[i] = driver.EffectRef{RowNo: r.RowNo, Key: fmt.Sprintf("given-back-%d-%d", b.ID, r.RowNo), Digest: "d"}
+		}
+		return out
+	}
+	claimKeys := func(b *driver.Batch, l *driver.Lease) ([]driver.EffectClaim, []driver.EffectRef) {
+		t.Helper()
+		rs := refs(b, l)
+		cs, err := s.EffectsClaim(ctx, driver.EffectsClaimParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token, Effects: rs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cs, rs
+	}
+	giveBack := func(l *driver.Lease, released []string) {
+		t.Helper()
+		all := make([]int64, len(l.Rows))
+		for i, r := range l.Rows {
+			all[i] = r.RowNo
+		}
+		if _, err := s.ChunkFlush(ctx, driver.ChunkFlushParams{TenantID: tenant, BatchID: l.BatchID, ChunkNo: l.ChunkNo, Token: l.Token,
+			Unworked: all, Released: released, Release: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancel := func(b *driver.Batch) {
+		t.Helper()
+		if _, err := s.BatchCancel(ctx, driver.BatchControlParams{TenantID: tenant, ID: b.ID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// A dead worker's keys, given back by the next one.
+	b := ingest(t, s, tenant, 3, 10)
+	dead := claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
+	if cs, _ := claimKeys(b, dead); cs[0].Status != driver.EffectNew {
+		t.Fatalf("first claim: %+v", cs)
+	}
+	expire(t, s, dead)
+	next := claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
+	cs, _ := claimKeys(b, next)
+	for _, c := range cs {
+		if c.Status != driver.EffectMine {
+			t.Fatalf("the next worker's claim: %+v, want mine", cs)
+		}
+	}
+	giveBack(next, nil) // claimed by the dead worker: nothing to release
+	cancel(b)
+	wantCounts(t, CheckInvariant(t, s, tenant, b.ID), rows.Counts{rows.StateUnknown: 3})
+
+	// Keys claimed and given back by one lease, never run: released.
+	b = ingest(t, s, tenant, 3, 10)
+	l := claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
+	_, rs := claimKeys(b, l)
+	keys := make([]string, len(rs))
+	for i, r := range rs {
+		keys[i] = r.Key
+	}
+	giveBack(l, keys)
+	cancel(b)
+	wantCounts(t, CheckInvariant(t, s, tenant, b.ID), rows.Counts{rows.StateCancelled: 3})
 }
