@@ -51,14 +51,14 @@ test: ## The whole suite with -race on SQLite and PostgreSQL (throwaway server u
 test-long: ## The suite again at full size (ROWFATE_TEST_LONG=1: 10,000-key races, 50-round bootstrap races, long crash tests), FUZZTIME (60s) of fuzzing per target, and a 3-minute chaos run: what .ci/run runs after make test
 	ROWFATE_TEST_LONG=1 ROWFATE_REQUIRE_POSTGRES=1 scripts/with-postgres.sh scripts/leftovers.sh $(GO) test $(RACE) -count=1 -timeout 60m $(PKGS)
 	@$(MAKE) --no-print-directory fuzz
-	$(GO) run ./internal/chaos -duration 3m -rows 100000 -seed $(SEED) -settle 3m
+	scripts/leftovers.sh $(GO) run ./internal/chaos -duration 3m -rows 100000 -seed $(SEED) -settle 3m
 
 chaos: ## Crash-and-fault harness (internal/chaos) on a throwaway PostgreSQL: DURATION of faults (3m), SEED (random, printed), ROWS (200000)
 	$(GO) run ./internal/chaos -duration $(DURATION) -seed $(SEED) -rows $(ROWS) -report chaos-report.json
 
 chaos-ci: ## Two short chaos runs, seed 11 (the seed of a fixed finding, RELIABILITY.md) and a random one (printed): what make test runs
-	$(GO) run ./internal/chaos -duration 60s -rows 60000 -batches 12 -seed 11 -settle 2m
-	$(GO) run ./internal/chaos -duration 60s -rows 60000 -batches 12 -settle 2m
+	scripts/leftovers.sh $(GO) run ./internal/chaos -duration 60s -rows 60000 -batches 12 -seed 11 -settle 2m
+	scripts/leftovers.sh $(GO) run ./internal/chaos -duration 60s -rows 60000 -batches 12 -settle 2m
 
 fuzz-short: ## Run every Fuzz* target briefly, FUZZSHORT each (default 5s)
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZSHORT)

@@ -2,7 +2,8 @@
 # leftovers.sh: run a command (the test suite), then fail if it left
 # anything behind: a PostgreSQL schema, role or database on DATABASE_URL's
 # server that was not there before, or a process it started that still
-# runs (a batchctl, a test binary, a program a test ran).
+# runs (a batchctl, a test binary, a program a test ran, the chaos
+# harness's PostgreSQL).
 #
 # Usage: scripts/leftovers.sh CMD [ARGS...]
 # Exits with CMD's status, or 1 when CMD passed but left something.
@@ -42,7 +43,7 @@ stray=$(ps -e -o pid=,ppid=,args= | while read -r pid ppid args; do
 	grep -qx "$pid" "$procs" && continue
 	[ "$pid" = "$$" ] || [ "$ppid" = "$$" ] || [ "$pid" = "$BASHPID" ] && continue
 	case "$args" in
-	*batchctl* | *.test\ * | *.test | */go-build*) echo "  $pid $args" ;;
+	*batchctl* | *.test\ * | *.test | */go-build* | *rowfate-chaos*) echo "  $pid $args" ;;
 	esac
 done)
 if [ -n "$stray" ]; then
