@@ -3,7 +3,8 @@
 # anything behind: a PostgreSQL schema, role or database on DATABASE_URL's
 # server that was not there before, or a process it started that still
 # runs (a batchctl, a test binary, a program a test ran, the chaos
-# harness's PostgreSQL).
+# harness's PostgreSQL): any process that carries this run's
+# ROWFATE_LEFTOVERS_RUN in its environment.
 #
 # Usage: scripts/leftovers.sh CMD [ARGS...]
 # Exits with CMD's status, or 1 when CMD passed but left something.
@@ -20,13 +21,14 @@ snapshot() {
 
 before=$(mktemp)
 after=$(mktemp)
-procs=$(mktemp)
-trap 'rm -f "$before" "$after" "$procs"' EXIT
+trap 'rm -f "$before" "$after"' EXIT
 snapshot >"$before" || { echo "$prog: cannot list the server's schemas and roles" >&2; exit 1; }
-ps -e -o pid= | sort >"$procs"
+run="$$-$(date +%s%N)"
+export ROWFATE_LEFTOVERS_RUN="$run"
 
 "$@"
 status=$?
+unset ROWFATE_LEFTOVERS_RUN # what this script runs now is not the command's
 
 left=0
 snapshot >"$after" || { echo "$prog: cannot list the server's schemas and roles" >&2; exit 1; }
@@ -36,15 +38,16 @@ if [ -n "$new" ]; then
 	echo "$new" | head -50 | sed 's/^/  /' >&2
 	left=1
 fi
-# Processes that started during the run and still run: our binaries and
-# whatever they or the tests started (the shell's own children aside).
+# Processes of this run that still run: every process the command
+# started, and whatever those started, inherits ROWFATE_LEFTOVERS_RUN.
 sleep 1
-stray=$(ps -e -o pid=,ppid=,args= | while read -r pid ppid args; do
-	grep -qx "$pid" "$procs" && continue
-	[ "$pid" = "$$" ] || [ "$ppid" = "$$" ] || [ "$pid" = "$BASHPID" ] && continue
-	case "$args" in
-	*batchctl* | *.test\ * | *.test | */go-build* | *rowfate-chaos*) echo "  $pid $args" ;;
-	esac
+stray=$(for env in /proc/[0-9]*/environ; do
+	pid=${env#/proc/}
+	pid=${pid%/environ}
+	[ "$pid" = "$$" ] && continue
+	if tr '\0' '\n' 2>/dev/null <"$env" | grep -qx "ROWFATE_LEFTOVERS_RUN=$run"; then
+		echo "  $pid $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)"
+	fi
 done)
 if [ -n "$stray" ]; then
 	echo "$prog: the tests left these processes running:" >&2
