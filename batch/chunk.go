@@ -242,6 +242,11 @@ func (e *Engine) workTx(ctx, wctx context.Context, cancel context.CancelCauseFun
 		outcomes = outcomes[:0]
 		for i, res := range results {
 			row := l.Rows[i]
+			if res.Err == nil && res.ID == "" {
+				// Its writes are in this transaction: roll them all back
+				// rather than commit an effect the engine cannot name.
+				return nil, fmt.Errorf("the processor answered row %d with neither a result id nor an error", row.RowNo)
+			}
 			out, ok := classify(wctx, res.ID, res.Err, row.Attempts, set.maxAttempts)
 			if !ok {
 				return nil, context.Cause(wctx)
@@ -266,6 +271,12 @@ func (e *Engine) workTx(ctx, wctx context.Context, cancel context.CancelCauseFun
 		return outcomes, nil
 	}
 	res, err := e.flushResult(ctx, s, l, ChunkFlushParams{EffectFunc: effect, Release: true})
+	// Whether the work was stopped (a shutdown, a cancel, a pause, a lost
+	// lease) is read before cancel(nil) below, which would make every
+	// failure look like a stop: the rows would go back without using an
+	// attempt and be claimed again at once, forever.
+	stopped := wctx.Err() != nil
+	cause := context.Cause(wctx)
 	cancel(nil)
 	switch {
 	case err == nil:
@@ -275,14 +286,14 @@ func (e *Engine) workTx(ctx, wctx context.Context, cancel context.CancelCauseFun
 		return chunkDone{outcomes: len(outcomes)}, nil
 	case errors.Is(err, ErrLeaseLost):
 		return chunkDone{}, ErrLeaseLost // its writes rolled back with the flush
-	case errors.Is(context.Cause(wctx), ErrLeaseLost):
+	case stopped && errors.Is(cause, ErrLeaseLost):
 		return chunkDone{}, ErrLeaseLost
 	}
 	all := make([]int64, len(l.Rows))
 	for i, row := range l.Rows {
 		all[i] = row.RowNo
 	}
-	if cause := context.Cause(wctx); cause != nil && wctx.Err() != nil {
+	if stopped {
 		// Stopped (shutdown, cancel, pause) mid-transaction: rolled back,
 		// so the rows go back as they were.
 		done := chunkDone{givenBack: len(all), stopped: errors.Is(cause, ErrBatchStopped)}
@@ -364,18 +375,29 @@ func (e *Engine) flushResult(ctx context.Context, s *WorkStats, l *Lease, p Chun
 }
 
 // heartbeat renews the lease every third of its duration until ctx is
-// done. A lost lease cancels the work with ErrLeaseLost; a cancelled or
-// paused batch with ErrBatchStopped.
+// done, and between renewals checks it (a read) every stopCheckInterval:
+// a worker learns of a cancel or a pause within about that, not at its
+// next renewal (10 s apart by default: after a cancel, effects went on
+// starting for 8 s). A lost lease cancels the work with ErrLeaseLost; a
+// cancelled or paused batch with ErrBatchStopped. The processors see it
+// through their context, and no row is started after it.
 func (e *Engine) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, l *Lease) {
-	t := time.NewTicker(max(e.lease/3, time.Millisecond))
-	defer t.Stop()
+	every := max(e.lease/3, time.Millisecond)
+	renew := time.NewTicker(every)
+	defer renew.Stop()
+	check := time.NewTicker(min(e.stopCheck, every))
+	defer check.Stop()
+	p := LeaseRenewParams{TenantID: l.TenantID, BatchID: l.BatchID, ChunkNo: l.ChunkNo, Token: l.Token, LeaseDuration: e.lease}
 	for {
+		var err error
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-renew.C:
+			err = e.store.LeaseRenew(ctx, p)
+		case <-check.C:
+			err = e.store.LeaseCheck(ctx, p)
 		}
-		err := e.store.LeaseRenew(ctx, LeaseRenewParams{TenantID: l.TenantID, BatchID: l.BatchID, ChunkNo: l.ChunkNo, Token: l.Token, LeaseDuration: e.lease})
 		switch {
 		case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrBatchStopped):
 			if errors.Is(err, ErrLeaseLost) {
@@ -384,8 +406,9 @@ func (e *Engine) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 			cancel(err)
 			return
 		case err != nil && ctx.Err() == nil:
-			// A failed renewal is not yet a lost lease; the next tick
-			// retries, and the flush's token check is the real fence.
+			// A failed renewal or check is not yet a lost lease; the next
+			// tick tries again, and the flush's token check is the real
+			// fence.
 			e.logger.WarnContext(ctx, "lease renewal failed", "batch_id", l.BatchID, "chunk_no", l.ChunkNo, "err", err)
 		}
 	}

@@ -33,6 +33,11 @@ type Config struct {
 	// PollInterval is how long an idle worker waits before claiming again.
 	// Defaults to 250ms.
 	PollInterval time.Duration
+	// StopCheckInterval is how often a worker holding a lease reads
+	// whether its batch was cancelled or paused (and the lease still
+	// holds), between renewals: how soon it stops starting rows after a
+	// cancel or a pause. Defaults to 500ms.
+	StopCheckInterval time.Duration
 	// Observer hears of claims, lost leases, refused flushes and recorded
 	// outcomes (metrics). Defaults to none.
 	Observer Observer
@@ -57,7 +62,9 @@ type Engine struct {
 	owner    string
 	lease    time.Duration
 	poll     time.Duration
-	observer Observer
+	// stopCheck is Config.StopCheckInterval.
+	stopCheck time.Duration
+	observer  Observer
 	// bell wakes this engine's idle workers when it imports rows.
 	bell bell
 }
@@ -67,7 +74,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	e := &Engine{store: cfg.Store, registry: cfg.Registry, logger: cfg.Logger, lease: cfg.LeaseDuration, poll: cfg.PollInterval}
+	e := &Engine{store: cfg.Store, registry: cfg.Registry, logger: cfg.Logger, lease: cfg.LeaseDuration, poll: cfg.PollInterval, stopCheck: cfg.StopCheckInterval}
 	if e.logger == nil {
 		e.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -76,6 +83,9 @@ func NewEngine(cfg Config) (*Engine, error) {
 	}
 	if e.poll <= 0 {
 		e.poll = 250 * time.Millisecond
+	}
+	if e.stopCheck <= 0 {
+		e.stopCheck = 500 * time.Millisecond
 	}
 	e.observer = cfg.Observer
 	if e.observer == nil {

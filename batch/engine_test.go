@@ -194,7 +194,7 @@ func TestImportCustomersFixture(t *testing.T) {
 // outcomeRow drives a test processor: mode says how it behaves.
 type outcomeRow struct {
 	Key  string `col:"key" validate:"required"`
-	Mode string `col:"mode" validate:"required,oneof=ok permanent flaky always slow panic"`
+	Mode string `col:"mode" validate:"required,oneof=ok permanent flaky always slow panic empty"`
 }
 
 type outcomeProcessor struct {
@@ -222,6 +222,8 @@ func (p *outcomeProcessor) Process(ctx context.Context, r outcomeRow) (string, e
 	case "panic":
 		var m map[string]int
 		m["boom"]++
+	case "empty":
+		return "", nil // a success that names nothing
 	}
 	return "id-" + r.Key, nil
 }
@@ -240,7 +242,7 @@ func TestProcessorOutcomes(t *testing.T) {
 			t.Fatal(err)
 		}
 		e := newEngine(t, bd.store, reg, 0)
-		src := "key,mode\na,ok\nb,permanent\nc,flaky\nd,always\ne,slow\nf,panic\ng,bogus\n"
+		src := "key,mode\na,ok\nb,permanent\nc,flaky\nd,always\ne,slow\nf,panic\ng,bogus\nh,empty\n"
 		b, err := e.Import(ctx, batch.ImportParams{Kind: "outcomes", SourceName: "o.csv", Source: strings.NewReader(src)})
 		if err != nil {
 			t.Fatal(err)
@@ -250,8 +252,9 @@ func TestProcessorOutcomes(t *testing.T) {
 		}
 		got := storetest.CheckInvariant(t, bd.store, "default", b.ID)
 		// A panic mid-call is unknown, not failed: the effect may have
-		// happened before it.
-		want := rows.Counts{rows.StateSucceeded: 2, rows.StateFailed: 1, rows.StateDead: 1, rows.StateUnknown: 2, rows.StateInvalid: 1}
+		// happened before it. So is a success with no id: a malformed
+		// answer, not a success.
+		want := rows.Counts{rows.StateSucceeded: 2, rows.StateFailed: 1, rows.StateDead: 1, rows.StateUnknown: 3, rows.StateInvalid: 1}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("counts = %v, want %v", got, want)
 		}
@@ -272,6 +275,7 @@ func TestProcessorOutcomes(t *testing.T) {
 			"e": {rows.StateUnknown, 1, batch.CodeTimeout},
 			"f": {rows.StateUnknown, 1, batch.CodeUnknown},
 			"g": {rows.StateInvalid, 0, "oneof"},
+			"h": {rows.StateUnknown, 1, batch.CodeUnknown},
 		}
 		for _, r := range all {
 			w := wantRows[r.Values[0]]
@@ -561,5 +565,76 @@ func TestChunkProcessor(t *testing.T) {
 			t.Errorf("ProcessChunk called %d times, want 4 (one per chunk, plus the retry)", n)
 		}
 		storetest.CheckInvariant(t, bd.store, "default", b.ID)
+	})
+}
+
+// failingTx is a transactional processor whose every call fails as a
+// whole (as a CHECK violation or a panic in the tier recalculation did).
+type failingTx struct {
+	calls atomic.Int64
+	err   error
+	empty bool // answer every row with no id and no error instead
+}
+
+func (p *failingTx) Process(context.Context, outcomeRow) (string, error) {
+	return "", errors.New("called outside a transaction")
+}
+
+func (p *failingTx) ProcessTx(_ context.Context, _ batch.Tx, rs []outcomeRow) ([]batch.Result, error) {
+	p.calls.Add(1)
+	if p.empty {
+		return make([]batch.Result, len(rs)), nil
+	}
+	return nil, p.err
+}
+
+// TestTxFailureUsesAnAttempt: a transactional processor that fails as a
+// whole rolls back, and its rows use an attempt each time, back off, and
+// end dead at MaxAttempts: the worker does not give them back for free
+// and claim them again at once, forever (337 claims in 4 s on
+// PostgreSQL, 2,021 on SQLite, no row ever dead). A success with no id is
+// a malformed answer: the call is rolled back the same way.
+func TestTxFailureUsesAnAttempt(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, bd *bundle) {
+		for i, p := range []*failingTx{{err: errors.New("check constraint violated")}, {empty: true}} {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			reg := batch.NewRegistry()
+			const attempts = 3
+			if err := batch.Register(reg, batch.Kind[outcomeRow]{Name: "tx", Processor: p, MaxAttempts: attempts,
+				BackoffFunc: func(int) time.Duration { return time.Millisecond }}); err != nil {
+				t.Fatal(err)
+			}
+			e := newEngine(t, bd.store, reg, 0)
+			b, err := e.Import(ctx, batch.ImportParams{Kind: "tx", SourceName: "t.csv", Source: strings.NewReader(fmt.Sprintf("key,mode\na%d,ok\nb%d,ok\n", i, i))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := e.Work(ctx, batch.WorkParams{BatchID: b.ID, UntilDone: true})
+				done <- err
+			}()
+			// A loop shows itself in the calls; the rows end after one call an attempt.
+			testenv.Until(t, func() bool {
+				select {
+				case err := <-done:
+					if err != nil {
+						t.Fatal(err)
+					}
+					return true
+				default:
+				}
+				if n := p.calls.Load(); n > 10*attempts {
+					t.Fatalf("the processor was called %d times for %d attempts: its rows are claimed again and again", n, attempts)
+				}
+				return false
+			}, func() string { return fmt.Sprintf("the batch to end (%d calls)", p.calls.Load()) })
+			got := storetest.CheckInvariant(t, bd.store, "default", b.ID)
+			if got[rows.StateDead] != 2 || len(got) != 1 || p.calls.Load() != attempts {
+				t.Fatalf("counts %v after %d calls, want 2 dead after %d", got, p.calls.Load(), attempts)
+			}
+		}
 	})
 }

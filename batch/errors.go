@@ -52,11 +52,17 @@ func (e *unknownError) Error() string { return e.err.Error() }
 func (e *unknownError) Unwrap() error { return e.err }
 
 // classify decides a processed row's outcome from what the processor
-// returned. parent is the worker's context: when it is done the row was
+// returned: an id is a success, and an empty id with no error is a
+// malformed answer (unknown), never a success. parent is the worker's context: when it is done the row was
 // interrupted by shutdown or lease loss, not by its own timeout, and has no
 // outcome yet (ok is false).
 func classify(parent context.Context, id string, err error, attempt, maxAttempts int) (out RowOutcome, ok bool) {
 	switch {
+	case err == nil && id == "":
+		// "Succeeded, but nothing to show for it" is not a success the
+		// engine can record: the call ran, so its effect may have happened.
+		return RowOutcome{State: rows.StateUnknown, Error: &rows.FieldError{Code: CodeUnknown,
+			Message: "the processor answered with neither a result id nor an error, a malformed answer: the effect may have happened; reconcile the row"}}, true
 	case err == nil:
 		return RowOutcome{State: rows.StateSucceeded, ResultID: id}, true
 	case IsPermanent(err):

@@ -3,6 +3,9 @@ package batch
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -40,14 +43,19 @@ type ImportParams struct {
 	Strict bool
 	// IdempotencyKey makes the import happen once: a second import with
 	// the same key and the same content returns the first batch (Reused);
-	// the same key with other content is ErrKeyReused.
+	// the same key with other content is ErrKeyReused. Without one, the
+	// key is the import's own (see NewBatch).
 	IdempotencyKey string
-	// Once imports a file whose content this tenant already imported as
-	// the same kind not again but returns that batch (batchctl --once):
-	// an idempotency key made of the kind and the file's digest.
+	// Once is what every import without NewBatch does now; it is kept
+	// for callers that set it.
 	Once bool
-	// NewBatch imports an error report of one of the tenant's batches as
-	// a new batch; without it, such an import is a *ReportError, and the
+	// NewBatch imports the source as a new batch. Without it an import
+	// is keyed by what it is — the tenant, the kind, the content's digest
+	// and the options the caller gave (Read, Conventions, Strict) — so
+	// importing the same file again returns the batch it made (Reused)
+	// instead of running its rows, and their effects, a second time. It
+	// also imports an error report of one of the tenant's batches as a
+	// new batch; without it, such an import is a *ReportError, and the
 	// caller re-runs that batch with the file (Engine.Rerun).
 	NewBatch bool
 }
@@ -132,8 +140,8 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*Batch, error) {
 	}
 	defer src.close()
 	key := p.IdempotencyKey
-	if key == "" && p.Once {
-		key = "once:" + p.Kind + ":" + src.digest
+	if key == "" && !p.NewBatch {
+		key = sameImportKey(p, src.digest)
 	}
 	if b, err := e.earlier(ctx, p, src, key); b != nil || err != nil {
 		return b, err
@@ -249,8 +257,8 @@ func importError(p ImportParams, err error) error {
 
 // earlier looks for a batch this import repeats. With an idempotency key,
 // the batch of that key is returned (Reused) when its content is the same,
-// and ErrKeyReused when not. Without one, a batch of the same kind and
-// content only earns a warning on the new batch.
+// and ErrKeyReused when not. Without one (NewBatch), a batch of the same
+// kind and content only earns a warning on the new batch.
 func (e *Engine) earlier(ctx context.Context, p ImportParams, src *source, key string) (*Batch, error) {
 	if key != "" {
 		b, err := e.store.BatchFind(ctx, BatchFindParams{TenantID: p.TenantID, IdempotencyKey: key})
@@ -272,8 +280,38 @@ func (e *Engine) earlier(ctx context.Context, p ImportParams, src *source, key s
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", p.SourceName, err)
 	}
-	src.warn("this file was already imported as batch %d on %s; --once returns that batch instead of importing it again", b.ID, b.CreatedAt.UTC().Format("2006-01-02 15:04 UTC"))
+	src.warn("this file was already imported as batch %d on %s; it was imported again as a new batch, as asked", b.ID, b.CreatedAt.UTC().Format("2006-01-02 15:04 UTC"))
 	return nil, nil
+}
+
+// sameImportKey is the idempotency key of an import without one: the
+// kind, the content's digest and, when the caller gave any, a digest of
+// the options that change what the rows become. The form without options
+// is the key batchctl --once has always written, so batches imported
+// with it are found too.
+func sameImportKey(p ImportParams, digest string) string {
+	key := "once:" + p.Kind + ":" + digest
+	opts := importOptions{Encoding: p.Read.Encoding, Delimiter: p.Read.Delimiter, Sheet: p.Read.Sheet, HeaderRow: p.Read.HeaderRow,
+		KeepFormulaQuote: p.Read.KeepFormulaQuote, Conventions: p.Conventions, Strict: p.Strict}
+	b, err := json.Marshal(opts)
+	zero, _ := json.Marshal(importOptions{})
+	if err != nil || string(b) == string(zero) {
+		return key
+	}
+	sum := sha256.Sum256(b)
+	return key + ":" + hex.EncodeToString(sum[:8])
+}
+
+// importOptions are the options of an import that change what its rows
+// become, as sameImportKey digests them.
+type importOptions struct {
+	Encoding         string           `json:"encoding"`
+	Delimiter        rune             `json:"delimiter"`
+	Sheet            string           `json:"sheet"`
+	HeaderRow        int64            `json:"header_row"`
+	KeepFormulaQuote bool             `json:"keep_formula_quote"`
+	Conventions      rows.Conventions `json:"conventions"`
+	Strict           bool             `json:"strict"`
 }
 
 // headerLine is the line (CSV) or sheet row (XLSX) of a reader's header,

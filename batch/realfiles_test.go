@@ -185,7 +185,11 @@ func importAndWorkParams(t *testing.T, e *batch.Engine, path string, p batch.Imp
 	if _, err := e.Work(context.Background(), batch.WorkParams{BatchID: b.ID, TenantIDs: []string{b.TenantID}, UntilDone: true}); err != nil {
 		t.Fatal(err)
 	}
-	return e.Store().BatchGet(context.Background(), batch.BatchGetParams{TenantID: b.TenantID, ID: b.ID})
+	got, err := e.Store().BatchGet(context.Background(), batch.BatchGetParams{TenantID: b.TenantID, ID: b.ID})
+	if got != nil {
+		got.Reused = b.Reused
+	}
+	return got, err
 }
 
 func checkRows(t *testing.T, bd *bundle, name string, id int64, codes map[int64]string, messages map[int64]string) {
@@ -290,31 +294,43 @@ func TestMapAndStrict(t *testing.T) {
 	})
 }
 
-// TestImportTwice: the same file again is named in a warning; with Once
-// (or the same idempotency key) the first batch comes back instead; a key
-// with other content is refused.
+// TestImportTwice: the same file, kind and options again bring the first
+// batch back (for customers-webhook, every customer was POSTed twice
+// under new keys); NewBatch imports it again with a warning that names
+// the first; other options make another batch; a key with other content
+// is refused.
 func TestImportTwice(t *testing.T) {
 	t.Parallel()
 	forEachEngine(t, func(t *testing.T, bd *bundle) {
 		e := customersEngine(t, bd)
 		path := "../fixtures/real/dates_forms.csv"
-		first, err := importAndWorkParams(t, e, path, batch.ImportParams{Once: true})
+		first, err := importAndWorkParams(t, e, path, batch.ImportParams{})
 		if err != nil || first.Reused {
 			t.Fatalf("first import: %+v, %v", first, err)
 		}
+		// The same file, kind and options again: the batch it made, not a
+		// second run of its rows (and of their effects).
 		again, err := importAndWorkParams(t, e, path, batch.ImportParams{})
-		if err != nil || again.ID == first.ID || !strings.Contains(strings.Join(again.Warnings, "\n"), "already imported as batch") {
-			t.Fatalf("second import: %+v, %v", again, err)
+		if err != nil || !again.Reused || again.ID != first.ID {
+			t.Fatalf("second import: %+v, %v; want batch %d back", again, err, first.ID)
 		}
-		f, _ := os.Open(path)
-		defer f.Close()
-		once, err := e.Import(context.Background(), batch.ImportParams{Kind: customers.Name, SourceName: "x.csv", Source: f, Once: true})
+		once, err := importAndWorkParams(t, e, path, batch.ImportParams{Once: true})
 		if err != nil || !once.Reused || once.ID != first.ID {
 			t.Fatalf("import with Once: %+v, %v; want batch %d back", once, err, first.ID)
 		}
-		other, _ := os.Open("../fixtures/real/dates_dmy.csv")
-		defer other.Close()
-		if _, err := e.Import(context.Background(), batch.ImportParams{Kind: customers.Name, SourceName: "y.csv", Source: other, IdempotencyKey: "once:customers:" + first.SourceDigest}); !errors.Is(err, batch.ErrKeyReused) {
+		// Asked for: a new batch, with a warning that says what it repeats.
+		fresh, err := importAndWorkParams(t, e, path, batch.ImportParams{NewBatch: true})
+		if err != nil || fresh.Reused || fresh.ID == first.ID || !strings.Contains(strings.Join(fresh.Warnings, "\n"), "already imported as batch") {
+			t.Fatalf("import with NewBatch: %+v, %v", fresh, err)
+		}
+		// Other options make other rows: another batch.
+		other, err := importAndWorkParams(t, e, path, batch.ImportParams{Read: rows.ReadOptions{Delimiter: ','}})
+		if err != nil || other.Reused || other.ID == first.ID || other.ID == fresh.ID {
+			t.Fatalf("import with other options: %+v, %v", other, err)
+		}
+		f, _ := os.Open("../fixtures/real/dates_dmy.csv")
+		defer f.Close()
+		if _, err := e.Import(context.Background(), batch.ImportParams{Kind: customers.Name, SourceName: "y.csv", Source: f, IdempotencyKey: "once:customers:" + first.SourceDigest}); !errors.Is(err, batch.ErrKeyReused) {
 			t.Fatalf("a key with other content: %v, want ErrKeyReused", err)
 		}
 	})

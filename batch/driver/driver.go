@@ -438,10 +438,14 @@ type RowSettleParams struct {
 }
 
 // Worker is a worker credential: a name, the tenants it may work (nil:
-// every tenant).
+// every tenant), never its token or the token's hash.
 type Worker struct {
 	Name      string   `json:"name"`
 	TenantIDs []string `json:"tenant_ids"`
+	// CreatedAt and RevokedAt are read by WorkerList; WorkerAuth finds
+	// only credentials that are not revoked.
+	CreatedAt time.Time  `json:"created_at"`
+	RevokedAt *time.Time `json:"revoked_at,omitempty"`
 }
 
 // WorkerCreateParams are the parameters of Store.WorkerCreate.
@@ -449,6 +453,19 @@ type WorkerCreateParams struct {
 	Name      string
 	TokenHash string
 	TenantIDs []string
+}
+
+// WorkerListParams are the parameters of Store.WorkerList.
+type WorkerListParams struct {
+	// TenantID, when set, keeps the credentials that may work that
+	// tenant: its own and those of every tenant. "" lists them all.
+	TenantID string
+}
+
+// WorkerRevokeParams are the parameters of Store.WorkerRevoke.
+type WorkerRevokeParams struct {
+	// Name is the credential's name, unique across tenants.
+	Name string
 }
 
 // ErrBatchStopped is returned by LeaseRenew when the lease still holds
@@ -556,6 +573,12 @@ type Store interface {
 	// LeaseRenew extends a lease; ErrLeaseLost when the token is stale,
 	// ErrBatchStopped when its batch was cancelled or paused.
 	LeaseRenew(ctx context.Context, params LeaseRenewParams) error
+	// LeaseCheck answers what LeaseRenew would, without writing:
+	// ErrLeaseLost, ErrBatchStopped, or nil while the lease holds and its
+	// batch may be worked. It is cheap enough to ask twice a second, so
+	// that a worker learns of a cancel or a pause at once, not at its next
+	// renewal. LeaseDuration is ignored.
+	LeaseCheck(ctx context.Context, params LeaseRenewParams) error
 	// ChunkFlush records outcomes under the lease: it locks the chunk row and
 	// checks the token (ErrLeaseLost: nothing written), updates the rows,
 	// overwrites the chunk's counts from its rows, appends an event and
@@ -588,6 +611,12 @@ type Store interface {
 	// WorkerAuth returns the credential with that token hash, or
 	// ErrNotFound.
 	WorkerAuth(ctx context.Context, tokenHash string) (*Worker, error)
+	// WorkerList lists worker credentials by name, revoked ones too.
+	WorkerList(ctx context.Context, params WorkerListParams) ([]Worker, error)
+	// WorkerRevoke revokes a worker credential for good: WorkerAuth no
+	// longer finds it. Revoking it again keeps the first time; an unknown
+	// name is ErrNotFound.
+	WorkerRevoke(ctx context.Context, params WorkerRevokeParams) error
 	// RowsList pages through a batch's rows in row order.
 	RowsList(ctx context.Context, params RowsListParams) ([]Row, error)
 	// RowsCount counts a batch's rows by state with a fresh aggregate over

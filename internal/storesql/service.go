@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/rowfate/rowfate/batch/driver"
@@ -17,6 +18,7 @@ import (
 // and the webhook outbox, expanded once for the dialect.
 type serviceStatements struct {
 	tokenCreate, tokenAuth, tokenList, tokenRevoke                        string
+	workerList, workerRevoke                                              string
 	endpointCreate, endpointList, endpointDisable                         string
 	enqueueHooks, claimDeliveries, recordDelivery, listDeliveries, active string
 }
@@ -35,6 +37,11 @@ func newServiceStatements(d *Dialect) serviceStatements {
 		tokenAuth:   d.Expand(`SELECT id, tenant_id, name, role, token_hash, created_at FROM {t}api_tokens WHERE token_hash = $1 AND revoked_at IS NULL`),
 		tokenList:   d.Expand(`SELECT id, tenant_id, name, role, created_at, revoked_at FROM {t}api_tokens WHERE tenant_id = $1 ORDER BY id`),
 		tokenRevoke: d.Expand(`UPDATE {t}api_tokens SET revoked_at = COALESCE(revoked_at, {now}) WHERE tenant_id = $1 AND id = $2`),
+		// Worker credentials are few (one per machine or pool): the list
+		// is read whole and narrowed to a tenant in Go, which spares a
+		// JSON-array test in each dialect.
+		workerList:   d.Expand(`SELECT name, tenant_ids, created_at, revoked_at FROM {t}workers ORDER BY name`),
+		workerRevoke: d.Expand(`UPDATE {t}workers SET revoked_at = COALESCE(revoked_at, {now}) WHERE name = $1`),
 		endpointCreate: d.Expand(`INSERT INTO {t}webhook_endpoints (tenant_id, url, secret, created_at) VALUES ($1, $2, $3, {now})
 			RETURNING id, created_at`),
 		endpointList: d.Expand(`SELECT id, tenant_id, url, created_at FROM {t}webhook_endpoints
@@ -168,6 +175,52 @@ func (s *Store) TokenRevoke(ctx context.Context, tenantID string, id int64) erro
 	}
 	if n == 0 {
 		return fmt.Errorf("token %d: %w", id, driver.ErrNotFound)
+	}
+	return nil
+}
+
+// WorkerList lists worker credentials by name, revoked ones too; with a
+// tenant, those that may work it.
+func (s *Store) WorkerList(ctx context.Context, p driver.WorkerListParams) ([]driver.Worker, error) {
+	rs, err := s.drv.DB().Query(ctx, s.sv.workerList)
+	if err != nil {
+		return nil, fmt.Errorf("list workers: %w", err)
+	}
+	defer rs.Close()
+	out := []driver.Worker{}
+	for rs.Next() {
+		var (
+			w                driver.Worker
+			tenants          string
+			created, revoked Time
+		)
+		if err := rs.Scan(&w.Name, &tenants, &created, &revoked); err != nil {
+			return nil, fmt.Errorf("list workers: %w", err)
+		}
+		if err := json.Unmarshal([]byte(tenants), &w.TenantIDs); err != nil {
+			return nil, fmt.Errorf("worker %s tenants: %w", w.Name, err)
+		}
+		if len(w.TenantIDs) == 0 {
+			w.TenantIDs = nil // every tenant, stored as [], as WorkerAuth reads it
+		}
+		if p.TenantID != "" && w.TenantIDs != nil && !slices.Contains(w.TenantIDs, p.TenantID) {
+			continue
+		}
+		w.CreatedAt, w.RevokedAt = created.Time, revoked.Ptr()
+		out = append(out, w)
+	}
+	return out, rs.Close()
+}
+
+// WorkerRevoke revokes a worker credential. A second revoke keeps the
+// first time, which is when the credential stopped working.
+func (s *Store) WorkerRevoke(ctx context.Context, p driver.WorkerRevokeParams) error {
+	n, err := s.drv.DB().Exec(ctx, s.sv.workerRevoke, p.Name)
+	if err != nil {
+		return fmt.Errorf("revoke worker %s: %w", p.Name, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("worker %s: %w", p.Name, driver.ErrNotFound)
 	}
 	return nil
 }

@@ -55,7 +55,7 @@ type statements struct {
 	nextSeq, finish, sumChunks                                                    string
 	batchGet, batchList, batchFind                                                string
 	findChunk, leaseChunk, markProcessing, dueRows, recount, recountFree          string
-	leaseRenew, checkLease, rowsList, rowsCount, migrationsTable                  string
+	leaseRenew, leaseCheck, checkLease, rowsList, rowsCount, migrationsTable      string
 	nextDue, killExhausted, batchStatus, leaseHeld, cancelLeft, sweepDead         string
 	giveBack, recordEffects, releaseEffects, ingestRenew, ingestDone, deadIngests string
 	turnCount, turnTenant, turnChunks, turnAdvance                                string
@@ -208,7 +208,7 @@ func newStatements(d *Dialect) statements {
 			  AND state IN ` + ClaimableStates + ` AND next_attempt_at <= {now} AND attempts >= $5`),
 		batchStatus: d.Expand(`SELECT status FROM {t}batches WHERE id = $1`),
 		leaseHeld: d.Expand(`SELECT 1 FROM {t}batch_chunks
-			WHERE batch_id = $1 AND chunk_no = $2 AND lease_token = $3 AND tenant_id = $4 AND lease_expires_at IS NOT NULL`),
+			WHERE batch_id = $1 AND chunk_no = $2 AND lease_token = $3 AND tenant_id = $4 AND lease_expires_at > {now}`),
 		// Rows a flush leaves processing in a cancelled batch's chunk were
 		// this lease's and not run by it: cancelled, or unknown when a
 		// worker before it claimed their effect (deadRowState).
@@ -246,15 +246,22 @@ func newStatements(d *Dialect) statements {
 			RETURNING row_no, payload, attempts`),
 		recount:     d.Expand(recountSQL("")),
 		recountFree: d.Expand(recountSQL(", lease_owner = NULL, lease_expires_at = NULL, lease_deferred = false")),
+		// A lease is fenced by its token and by the database's clock: one
+		// past its expiry is lost even when nobody has claimed the chunk
+		// since (a worker stalled past its lease must not renew, flush or
+		// run an effect when it wakes up).
 		leaseRenew: d.Expand(`UPDATE {t}batch_chunks SET lease_expires_at = {now} + CAST($1 AS bigint) * {ms}
 			WHERE batch_id = $2 AND chunk_no = $3 AND lease_token = $4 AND tenant_id = $5
-			  AND lease_expires_at IS NOT NULL
+			  AND lease_expires_at > {now}
 			  AND EXISTS (SELECT 1 FROM {t}batches b WHERE b.id = $2 AND ` + workable + `)`),
+		leaseCheck: d.Expand(`SELECT lease_token = $3 AND lease_expires_at > {now},
+				EXISTS (SELECT 1 FROM {t}batches b WHERE b.id = $1 AND ` + workable + `)
+			FROM {t}batch_chunks WHERE batch_id = $1 AND chunk_no = $2 AND tenant_id = $4`),
 		// A lease is held from its claim to its releasing flush: a token
 		// that still matches but was released writes nothing either.
 		checkLease: d.Expand(`SELECT first_row_no, last_row_no FROM {t}batch_chunks
 			WHERE batch_id = $1 AND chunk_no = $2 AND lease_token = $3 AND tenant_id = $4
-			  AND lease_expires_at IS NOT NULL{for_update}`),
+			  AND lease_expires_at > {now}{for_update}`),
 		rowsList: d.Expand(`SELECT row_no, chunk_no, state, payload, errors, result_id, attempts, reviewed, updated_at
 			FROM {t}batch_rows
 			WHERE tenant_id = $1 AND batch_id = $2 AND ($3 = '' OR state = $3) AND row_no > $4
@@ -681,33 +688,53 @@ func (s *Store) BatchList(ctx context.Context, p driver.BatchListParams) ([]*dri
 // that have used every attempt to dead, marks the others processing and
 // returns them.
 func (s *Store) ChunkClaim(ctx context.Context, p driver.ChunkClaimParams) (*driver.Lease, error) {
-	var l driver.Lease
-	err := s.drv.InTx(ctx, func(q Querier) error {
-		var turn int64
-		if err := s.claim(ctx, q, p, &l, &turn); err != nil {
-			return err
-		}
-		// Last, so that the clock's row is locked for as short a time as
-		// can be, and only when this claim moves it. A claim confined to
-		// one batch (batchctl import working its own file) says nothing
-		// about the other tenants' queues, so it leaves the clock alone.
-		if p.BatchID != 0 {
+	// A claim that only settles rows (every due row of its chunk was out
+	// of attempts) finishes that work in its own transaction and looks
+	// again; a bound keeps a run of such chunks from holding the caller.
+	for range maxSettlingClaims {
+		var (
+			l       driver.Lease
+			settled bool
+		)
+		err := s.changeTx(ctx, func(q Querier, evs *[]committedEvent) error {
+			var turn int64
+			var err error
+			if settled, err = s.claim(ctx, q, p, &l, &turn, evs); err != nil {
+				return err
+			}
+			// Last, so that the clock's row is locked for as short a time as
+			// can be, and only when this claim moves it. A claim confined to
+			// one batch (batchctl import working its own file) says nothing
+			// about the other tenants' queues, so it leaves the clock alone.
+			if p.BatchID != 0 {
+				return nil
+			}
+			if _, err := q.Exec(ctx, s.q.turnAdvance, turn); err != nil {
+				return fmt.Errorf("advance the turn clock: %w", err)
+			}
 			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
-		if _, err := q.Exec(ctx, s.q.turnAdvance, turn); err != nil {
-			return fmt.Errorf("advance the turn clock: %w", err)
+		if !settled {
+			return &l, nil
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
-	return &l, nil
+	return nil, driver.ErrNoWork
 }
 
+// maxSettlingClaims bounds how many chunks one ChunkClaim settles without
+// finding a row to hand out.
+const maxSettlingClaims = 16
+
 // claim is ChunkClaim's transaction, but for the turn clock: it sets
-// *turn to the claimed chunk's.
-func (s *Store) claim(ctx context.Context, q Querier, p driver.ChunkClaimParams, l *driver.Lease, turn *int64) error {
+// *turn to the claimed chunk's. settled reports a chunk whose due rows
+// were all out of attempts: they are dead, the chunk is recounted and
+// free again, the batch finished if that was its last open work (in this
+// transaction, so that no flush has to follow), and there is nothing to
+// hand out.
+func (s *Store) claim(ctx context.Context, q Querier, p driver.ChunkClaimParams, l *driver.Lease, turn *int64, evs *[]committedEvent) (settled bool, err error) {
 	var (
 		first, last     int64
 		header, options string
@@ -715,50 +742,59 @@ func (s *Store) claim(ctx context.Context, q Querier, p driver.ChunkClaimParams,
 		status          string
 		released        bool // the last lease ended in a flush
 	)
-	err := q.QueryRow(ctx, s.q.findChunk, p.BatchID, s.d.ListArg(p.TenantIDs), s.d.ListArg(p.Kinds)).
+	err = q.QueryRow(ctx, s.q.findChunk, p.BatchID, s.d.ListArg(p.TenantIDs), s.d.ListArg(p.Kinds)).
 		Scan(&l.BatchID, &l.ChunkNo, &l.TenantID, &l.Kind, &header, &options, &maxAttempts, &status, &first, &last, &released, turn)
 	if errors.Is(err, sql.ErrNoRows) {
-		return driver.ErrNoWork
+		return false, driver.ErrNoWork
 	}
 	if err != nil {
-		return fmt.Errorf("find chunk: %w", err)
+		return false, fmt.Errorf("find chunk: %w", err)
 	}
 	if err := json.Unmarshal([]byte(header), &l.Header); err != nil {
-		return fmt.Errorf("batch %d header: %w", l.BatchID, err)
+		return false, fmt.Errorf("batch %d header: %w", l.BatchID, err)
 	}
 	var opts BatchOptions
 	if err := json.Unmarshal([]byte(options), &opts); err != nil {
-		return fmt.Errorf("batch %d options: %w", l.BatchID, err)
+		return false, fmt.Errorf("batch %d options: %w", l.BatchID, err)
 	}
 	l.Conventions = opts.Conventions
 	l.Cancelled = status == string(driver.StatusCancelled)
 	l.Deferred = released && !l.Cancelled && slices.Contains(p.DeferKinds, l.Kind)
 	if err := q.QueryRow(ctx, s.q.leaseChunk, p.Owner, p.LeaseDuration.Milliseconds(), l.BatchID, l.ChunkNo, l.Deferred).Scan(&l.Token); err != nil {
-		return fmt.Errorf("lease chunk: %w", err)
+		return false, fmt.Errorf("lease chunk: %w", err)
 	}
 	l.Owner = p.Owner
 	if l.Cancelled {
 		// The rows a dead worker left: their fate is settled here;
 		// the flush that follows recounts and ends the lease.
 		if _, err := q.Exec(ctx, s.q.sweepDead, l.BatchID, l.TenantID, first, last, string(rows.CodeCancelledLate), deadRowMessage); err != nil {
-			return fmt.Errorf("sweep rows of a cancelled batch: %w", err)
+			return false, fmt.Errorf("sweep rows of a cancelled batch: %w", err)
 		}
-		return nil
+		return false, nil
 	}
 	if l.Deferred {
 		// No worker died holding this chunk, so no row can have used
 		// its attempts without an outcome: nothing to kill, nothing
 		// to mark, nothing to recount.
-		return s.leasedRows(ctx, q, l, s.q.dueRows, l.BatchID, first, last, l.TenantID)
+		return false, s.leasedRows(ctx, q, l, s.q.dueRows, l.BatchID, first, last, l.TenantID)
 	}
 	msg := fmt.Sprintf("used all %d attempts: each time, its worker stopped (crashed, was killed, or lost its lease) before it recorded an outcome", maxAttempts)
 	if _, err := q.Exec(ctx, s.q.killExhausted, l.BatchID, first, last, l.TenantID, maxAttempts, string(rows.CodeExhausted), msg); err != nil {
-		return fmt.Errorf("rows out of attempts: %w", err)
+		return false, fmt.Errorf("rows out of attempts: %w", err)
 	}
 	if err := s.leasedRows(ctx, q, l, s.q.markProcessing, l.BatchID, first, last, l.TenantID); err != nil {
-		return fmt.Errorf("mark rows processing: %w", err)
+		return false, fmt.Errorf("mark rows processing: %w", err)
 	}
-	return s.recount(ctx, q, l.BatchID, l.ChunkNo, false)
+	if len(l.Rows) > 0 {
+		return false, s.recount(ctx, q, l.BatchID, l.ChunkNo, false)
+	}
+	if err := s.recount(ctx, q, l.BatchID, l.ChunkNo, true); err != nil {
+		return false, err
+	}
+	if _, err := s.afterChange(ctx, q, l.BatchID, driver.EventProgress, evs); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // queueTurns queues the open chunks of a batch of tenant at the back of
@@ -889,6 +925,24 @@ func (s *Store) LeaseRenew(ctx context.Context, p driver.LeaseRenewParams) error
 		return fmt.Errorf("renew lease: %w", err)
 	}
 	return driver.ErrBatchStopped
+}
+
+// LeaseCheck tells whether a lease still holds and its batch may still be
+// worked, without writing: see driver.Store.
+func (s *Store) LeaseCheck(ctx context.Context, p driver.LeaseRenewParams) error {
+	var held, workable bool
+	err := s.drv.DB().QueryRow(ctx, s.q.leaseCheck, p.BatchID, p.ChunkNo, p.Token, p.TenantID).Scan(&held, &workable)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return driver.ErrLeaseLost
+	case err != nil:
+		return fmt.Errorf("check lease: %w", err)
+	case !held:
+		return driver.ErrLeaseLost
+	case !workable:
+		return driver.ErrBatchStopped
+	}
+	return nil
 }
 
 // ChunkFlush records outcomes under the lease's fencing token: the chunk

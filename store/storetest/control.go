@@ -31,6 +31,7 @@ func runControl(t *testing.T, newStore NewStoreFunc) {
 	t.Run("EffectFuncCommitsWithOutcomes", func(t *testing.T) { t.Parallel(); testEffectFunc(t, newStore(t)) })
 	t.Run("RetryAndSettle", func(t *testing.T) { t.Parallel(); testRetrySettle(t, newStore(t)) })
 	t.Run("WorkerCredentials", func(t *testing.T) { t.Parallel(); testWorkers(t, newStore(t)) })
+	t.Run("WorkerListRevoke", func(t *testing.T) { t.Parallel(); testWorkerListRevoke(t, newStore(t)) })
 }
 
 // testEffectRace: 64 goroutines claim the same keys at once, each for a
@@ -178,13 +179,16 @@ func testExhausted(t *testing.T, s driver.Store) {
 		}
 		expire(t, s, l)
 	}
-	l := claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
-	if len(l.Rows) != 0 {
-		t.Fatalf("a row past its attempts was handed out again: %+v", l.Rows)
+	// The claim that finds the row out of attempts marks it dead and, as
+	// no row is left to work, finishes the batch itself: no flush follows
+	// it, and a worker that crashed right after it left no batch running
+	// forever.
+	if l, err := s.ChunkClaim(ctx, driver.ChunkClaimParams{Owner: "w1", BatchID: b.ID, LeaseDuration: time.Minute}); !errors.Is(err, driver.ErrNoWork) {
+		t.Fatalf("claim of a chunk whose rows are out of attempts: %+v, %v; want ErrNoWork", l, err)
 	}
-	res, err := s.ChunkFlush(ctx, driver.ChunkFlushParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token, Release: true})
-	if err != nil || !res.Finished {
-		t.Fatalf("flush: %+v, %v", res, err)
+	got, err := s.BatchGet(ctx, driver.BatchGetParams{TenantID: tenant, ID: b.ID})
+	if err != nil || got.Status != driver.StatusFinished {
+		t.Fatalf("after the claim that killed its last row: %+v, %v; want finished", got, err)
 	}
 	wantCounts(t, CheckInvariant(t, s, tenant, b.ID), rows.Counts{rows.StateDead: 1})
 	rs, _ := s.RowsList(ctx, driver.RowsListParams{TenantID: tenant, BatchID: b.ID})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/rows"
@@ -72,12 +73,13 @@ func testDeferredCrashLoop(t *testing.T, s driver.Store) {
 		}
 		expire(t, s, l)
 	}
-	l = claim(t, s, p)
-	if l.Deferred || len(l.Rows) != 0 {
-		t.Fatalf("a row past its attempts was handed out again: %+v", l)
+	// The claim that finds it out of attempts marks it dead and finishes
+	// the batch: nothing to hand out, no flush to follow.
+	if l, err := s.ChunkClaim(ctx, driver.ChunkClaimParams{Owner: "w1", BatchID: b.ID, DeferKinds: []string{"k"}, LeaseDuration: time.Minute}); !errors.Is(err, driver.ErrNoWork) {
+		t.Fatalf("a row past its attempts was handed out again: %+v, %v", l, err)
 	}
-	if _, err := s.ChunkFlush(ctx, driver.ChunkFlushParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token, Release: true}); err != nil {
-		t.Fatal(err)
+	if got, err := s.BatchGet(ctx, driver.BatchGetParams{TenantID: tenant, ID: b.ID}); err != nil || got.Status != driver.StatusFinished {
+		t.Fatalf("after the claim that killed its last row: %+v, %v; want finished", got, err)
 	}
 	wantCounts(t, CheckInvariant(t, s, tenant, b.ID), rows.Counts{rows.StateDead: 1})
 }

@@ -38,6 +38,7 @@ func Run(t *testing.T, newStore NewStoreFunc) {
 	t.Run("ClaimFlushFinish", func(t *testing.T) { t.Parallel(); testClaimFlush(t, newStore(t)) })
 	t.Run("StaleTokenRejected", func(t *testing.T) { t.Parallel(); testStaleToken(t, newStore(t)) })
 	t.Run("ExpiredLeaseReclaimed", func(t *testing.T) { t.Parallel(); testExpiredLease(t, newStore(t)) })
+	t.Run("ExpiredLeaseFencedByTheClock", func(t *testing.T) { t.Parallel(); testExpiredUnclaimed(t, newStore(t)) })
 	t.Run("RetryWaitsUntilDue", func(t *testing.T) { t.Parallel(); testRetryDue(t, newStore(t)) })
 	t.Run("TenantScope", func(t *testing.T) { t.Parallel(); testTenantScope(t, newStore(t)) })
 	t.Run("RowsListPages", func(t *testing.T) { t.Parallel(); testRowsList(t, newStore(t)) })
@@ -306,6 +307,39 @@ func testExpiredLease(t *testing.T, s driver.Store) {
 		t.Fatalf("flush of new owner: %v", err)
 	}
 	wantCounts(t, CheckInvariant(t, s, tenant, b.ID), rows.Counts{rows.StateSucceeded: 3})
+}
+
+// testExpiredUnclaimed: a lease past its expiry by the database's clock
+// is lost even when no other worker has claimed the chunk since (its
+// token still matches): it renews nothing, claims no effect key, flushes
+// nothing and runs no transactional effect. A worker stalled past its
+// lease, with nobody to take its chunk, woke up, renewed and flushed
+// "Old Name" over a newer batch's "New Name".
+func testExpiredUnclaimed(t *testing.T, s driver.Store) {
+	ctx := context.Background()
+	b := ingest(t, s, tenant, 2, 10)
+	l := claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
+	expire(t, s, l)
+	if err := s.LeaseRenew(ctx, driver.LeaseRenewParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token, LeaseDuration: time.Minute}); !errors.Is(err, driver.ErrLeaseLost) {
+		t.Fatalf("renewal of an expired lease = %v, want ErrLeaseLost", err)
+	}
+	if _, err := s.EffectsClaim(ctx, driver.EffectsClaimParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token,
+		Effects: []driver.EffectRef{{RowNo: l.Rows[0].RowNo, Key: fmt.Sprint("expired-", b.ID), Digest: "d"}}}); !errors.Is(err, driver.ErrLeaseLost) {
+		t.Fatalf("effect claim under an expired lease = %v, want ErrLeaseLost", err)
+	}
+	ran := false
+	if _, err := s.ChunkFlush(ctx, driver.ChunkFlushParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token, Outcomes: succeedAll(l), Release: true,
+		EffectFunc: func(context.Context, driver.Tx) ([]driver.RowOutcome, error) { ran = true; return nil, nil }}); !errors.Is(err, driver.ErrLeaseLost) {
+		t.Fatalf("flush under an expired lease = %v, want ErrLeaseLost", err)
+	}
+	if ran {
+		t.Fatal("a transactional effect ran under an expired lease")
+	}
+	wantCounts(t, CheckInvariant(t, s, tenant, b.ID), rows.Counts{rows.StateProcessing: 2})
+	again := claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
+	if len(again.Rows) != 2 || again.Token <= l.Token {
+		t.Fatalf("the next claim: %+v", again)
+	}
 }
 
 func testRetryDue(t *testing.T, s driver.Store) {
