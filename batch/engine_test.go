@@ -638,3 +638,47 @@ func TestTxFailureUsesAnAttempt(t *testing.T) {
 		}
 	})
 }
+
+// lostCommit is a store whose ingests commit but whose caller never hears
+// so: the connection dropped with the answer to COMMIT.
+type lostCommit struct{ batch.Store }
+
+func (s lostCommit) BatchIngest(ctx context.Context, p batch.BatchIngestParams) (*batch.Batch, error) {
+	if _, err := s.Store.BatchIngest(ctx, p); err != nil {
+		return nil, err
+	}
+	return nil, errors.New("conn closed")
+}
+
+// TestImportAfterALostCommit: an import whose commit went through but
+// whose answer was lost reports the batch it made, not a failure (the
+// user retried and made another); a new batch too, and the next import of
+// the same file returns that batch.
+func TestImportAfterALostCommit(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, bd *bundle) {
+		ctx := context.Background()
+		reg := batch.NewRegistry()
+		if err := batch.Register(reg, batch.Kind[outcomeRow]{Name: "outcomes", Processor: &outcomeProcessor{calls: map[string]int{}}}); err != nil {
+			t.Fatal(err)
+		}
+		lossy := newEngine(t, lostCommit{bd.store}, reg, 0)
+		const src = "key,mode\na,ok\nb,ok\n"
+		b, err := lossy.Import(ctx, batch.ImportParams{Kind: "outcomes", SourceName: "o.csv", Source: strings.NewReader(src)})
+		if err != nil || b == nil || b.Reused || b.Counts.Total() != 2 {
+			t.Fatalf("import after a lost commit: %+v, %v; want its batch", b, err)
+		}
+		nb, err := lossy.Import(ctx, batch.ImportParams{Kind: "outcomes", SourceName: "o.csv", Source: strings.NewReader(src), NewBatch: true})
+		if err != nil || nb == nil || nb.ID == b.ID {
+			t.Fatalf("a new batch after a lost commit: %+v, %v", nb, err)
+		}
+		again, err := newEngine(t, bd.store, reg, 0).Import(ctx, batch.ImportParams{Kind: "outcomes", SourceName: "o.csv", Source: strings.NewReader(src)})
+		if err != nil || again.ID != b.ID || !again.Reused {
+			t.Fatalf("the same file again: %+v, %v; want batch %d back", again, err, b.ID)
+		}
+		all, err := bd.store.BatchList(ctx, batch.BatchListParams{TenantID: "default"})
+		if err != nil || len(all) != 2 {
+			t.Fatalf("batches: %d, %v; want 2", len(all), err)
+		}
+	})
+}

@@ -3,12 +3,14 @@ package batch
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/rows/fileformat"
@@ -140,8 +142,14 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*Batch, error) {
 	}
 	defer src.close()
 	key := p.IdempotencyKey
-	if key == "" && !p.NewBatch {
+	switch {
+	case key != "":
+	case !p.NewBatch:
 		key = sameImportKey(p, src.digest)
+	default:
+		// A new batch gets a key of its own all the same: after an
+		// ambiguous commit it is how this import finds its batch.
+		key = "new:" + p.Kind + ":" + src.digest + ":" + rand.Text()
 	}
 	if b, err := e.earlier(ctx, p, src, key); b != nil || err != nil {
 		return b, err
@@ -206,10 +214,18 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*Batch, error) {
 			return IngestSummary{SourceDigest: src.digest, SkippedEmpty: r.SkippedEmpty(), ErrorCounts: chk.tally.Counts(), Width: src.width}
 		},
 	})
-	if errors.Is(err, ErrConflict) && key != "" {
+	if errors.Is(err, ErrConflict) {
 		// Another import with the same key committed first.
 		if b, err := e.earlier(ctx, p, src, key); b != nil || err != nil {
 			return b, err
+		}
+	}
+	if err != nil && !errors.As(err, new(*rows.FileError)) && !errors.Is(err, ErrConflict) {
+		// The commit's answer may have been lost (a dropped connection):
+		// the batch exists if its key does. Reporting a failure then
+		// would make the user import it again.
+		if b := e.committedAnyway(ctx, p, src, key); b != nil {
+			return b, nil
 		}
 	}
 	if err != nil {
@@ -219,6 +235,35 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*Batch, error) {
 	e.bell.ring()
 	return b, nil
 }
+
+// committedAnyway looks, after an ingest failed, for the batch the ingest
+// wrote under key: found, the failure was the answer to a commit that
+// went through. It tries for a while (the database may be restarting),
+// on a context of its own (the caller's may be what was cut off), and
+// finds only an accepted batch.
+func (e *Engine) committedAnyway(ctx context.Context, p ImportParams, src *source, key string) *Batch {
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), committedLookup)
+	defer cancel()
+	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
+		b, err := e.store.BatchFind(lctx, BatchFindParams{TenantID: p.TenantID, IdempotencyKey: key})
+		switch {
+		case err == nil && b.SourceDigest == src.digest && b.Kind == p.Kind && b.Status != "ingesting":
+			e.logger.WarnContext(ctx, "the import's commit was not acknowledged, but its batch exists", "batch_id", b.ID, "source", p.SourceName)
+			e.bell.ring()
+			return b
+		case err == nil, errors.Is(err, ErrNotFound):
+			return nil
+		}
+		select {
+		case <-lctx.Done():
+			return nil
+		case <-time.After(delay):
+		}
+	}
+}
+
+// committedLookup bounds committedAnyway.
+const committedLookup = 30 * time.Second
 
 // reportCheck refuses, unless NewBatch, the import of an error report of
 // one of the tenant's batches of the kind; a report of a batch the tenant

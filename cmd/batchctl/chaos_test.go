@@ -116,10 +116,15 @@ func TestWorkersSurviveKillsAndTerminatedBackends(t *testing.T) {
 		done   chan error
 		killed bool
 	}
+	tok := run(t, "worker-token", "create", "chaos", "--all-tenants", "--database", dbFor("rowfate-token"), "--schema", schema)
+	token := strings.TrimSpace(tok.stdout)
+	if tok.code != exitOK || token == "" {
+		t.Fatalf("worker-token create: %s", tok)
+	}
 	workers := make([]*worker, 4)
 	for i := range workers {
 		w := &worker{done: make(chan error, 1)}
-		w.cmd = exec.Command(bin, "worker", "--until-done", "--worker-token", "dev", "--lease", "2s", "--workers", "2",
+		w.cmd = exec.Command(bin, "worker", "--until-done", "--worker-token", token, "--lease", "2s", "--workers", "2",
 			"--database", dbFor(fmt.Sprint("rowfate-chaos-", i)), "--schema", schema, "-o", "json")
 		w.cmd.Env = env
 		w.cmd.Stdout, w.cmd.Stderr = &w.out, &w.out

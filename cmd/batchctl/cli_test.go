@@ -289,8 +289,9 @@ func TestDryRunSummarises(t *testing.T) {
 	}
 }
 
-// TestRealFileFlags: --locale, --date-order, --map, --strict and --once
-// reach the engine, and the summary says how the file was read.
+// TestRealFileFlags: --locale, --date-order, --map, --strict and
+// --new-batch reach the engine, and the summary says how the file was
+// read; the same file again is its first batch.
 func TestRealFileFlags(t *testing.T) {
 	t.Parallel()
 	c := setup(t)
@@ -315,14 +316,20 @@ func TestRealFileFlags(t *testing.T) {
 	if r.code != exitOK || !strings.Contains(r.stdout, `matched  "Amount (EUR)" -> amount`) {
 		t.Errorf("preview --map: %s", r)
 	}
-	r = c.run("import", "customers", real+"amount_eur.csv", "--once")
+	r = c.run("import", "customers", real+"amount_eur.csv")
 	if r.code != exitOK {
-		t.Fatalf("--once, first: %s", r)
+		t.Fatalf("first import: %s", r)
 	}
 	id := strings.Fields(r.stdout)[1]
-	r = c.run("import", "customers", real+"amount_eur.csv", "--once")
-	if r.code != exitOK || !strings.Contains(r.stderr, "already imported as batch "+id+" (--once)") || !strings.HasPrefix(r.stdout, "batch "+id+" ") {
-		t.Errorf("--once, again: %s", r)
+	for _, once := range [][]string{nil, {"--once"}} {
+		r = c.run(append([]string{"import", "customers", real + "amount_eur.csv"}, once...)...)
+		if r.code != exitOK || !strings.Contains(r.stderr, "already imported as batch "+id+" with the same options") || !strings.HasPrefix(r.stdout, "batch "+id+" ") {
+			t.Errorf("the same file again %v: %s", once, r)
+		}
+	}
+	r = c.run("import", "customers", real+"amount_eur.csv", "--new-batch")
+	if r.code != exitOK || strings.HasPrefix(r.stdout, "batch "+id+" ") || !strings.Contains(r.stdout, "already imported as batch "+id) {
+		t.Errorf("--new-batch: %s", r)
 	}
 	for _, args := range [][]string{
 		{"--locale", "xx"}, {"--date-order", "ymd"}, {"--map", "amount"}, {"--locale", "de", "--decimal-comma"},

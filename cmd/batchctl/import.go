@@ -61,8 +61,11 @@ have is left alone by the kind (customers keeps a stored country or
 amount), and an unknown column that looks like a missing one is named in
 a warning, with the --map that maps it.
 
-An error report of one of the tenant's batches (batchctl errors), fixed
-and imported, is a re-run of that batch (see batchctl rerun): its
+A file this tenant already imported as this kind, with the same options,
+is not imported again: its batch is printed (and its exit code given),
+and no row runs a second time; --new-batch imports it again as a new
+batch. An error report of one of the tenant's batches (batchctl errors),
+fixed and imported, is a re-run of that batch (see batchctl rerun): its
 completed rows are kept and the report's rows replace the ones they came
 from. --new-batch imports it as a new batch instead.
 
@@ -91,7 +94,7 @@ or unknown; 4 the file was rejected (nothing was written).`,
   batchctl import customers clients.xlsx --sheet Data --header-row 3
   batchctl import customers customers.csv --dry-run
   batchctl import customers kunden.csv --locale de --date-order dmy --map 'Betrag=amount'
-  batchctl import customers customers.csv --once --strict
+  batchctl import customers customers.csv --new-batch
   batchctl import customers big.csv --no-work && batchctl worker --until-done
   batchctl import customers big.csv -o jsonl > events.jsonl
   batchctl import --schema orders.schema.json orders.csv --create-table`,
@@ -115,8 +118,8 @@ or unknown; 4 the file was rejected (nothing was written).`,
 	f.BoolVar(&o.noWork, "no-work", false, "only import; leave the valid rows for `batchctl worker`")
 	f.BoolVar(&o.dryRun, "dry-run", false, "validate every row and report; write nothing, run no processor")
 	f.BoolVar(&o.strict, "strict", false, "reject the file if it has a column the kind does not know, or lacks one of its optional columns")
-	f.BoolVar(&o.newBatch, "new-batch", false, "import an error report of a batch as a new batch, not as a re-run of that batch")
-	f.BoolVar(&o.once, "once", false, "if this tenant already imported this file (same content) as this kind, return that batch instead of importing again")
+	f.BoolVar(&o.newBatch, "new-batch", false, "import as a new batch: a file this tenant already imported as this kind with the same options (whose batch is returned otherwise), or an error report of a batch (re-run otherwise)")
+	f.BoolVar(&o.once, "once", false, "what every import does now without --new-batch (kept for scripts that pass it)")
 	// --schema is every command's PostgreSQL schema too: here a value
 	// with a . or a / is a file (orders.schema.json), anything else a
 	// database schema, as elsewhere.
@@ -235,7 +238,7 @@ func (c *cli) runImport(ctx context.Context, kind, path string, o importOptions)
 		return interrupted(ctx, err, "nothing was written")
 	}
 	if b.Reused {
-		fmt.Fprintf(c.stderr, "%s was already imported as batch %d (--once): nothing was imported again\n", path, b.ID)
+		fmt.Fprintf(c.stderr, "%s was already imported as batch %d with the same options: nothing was imported again (--new-batch imports it as a new batch)\n", path, b.ID)
 	} else {
 		fmt.Fprintf(c.stderr, "batch %d created (%s, %s)\n", b.ID, b.Kind, path)
 	}

@@ -56,11 +56,12 @@ func TestWorkerWaitsForTheDatabasePostgres(t *testing.T) {
 			go func() { _, _ = io.Copy(in, out); in.Close() }()
 		}
 	}()
+	token := c.workerToken("late") // on the database itself, before the worker's address answers
 	late := *u
 	late.Host = addr
 	w := &session{t: t, database: late.String()}
 	start := time.Now()
-	r := w.run("worker", "--until-done", "--worker-token", "dev", "--batch", "1")
+	r := w.run("worker", "--until-done", "--worker-token", token, "--batch", "1")
 	if r.code != exitOK || !strings.Contains(r.stderr, "database not ready; retrying") {
 		t.Fatalf("worker started before its database: want exit 0 after retries, got %s", r)
 	}
@@ -81,8 +82,9 @@ func TestWorkerFailsFastOnAMissingDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	u.Path = "/no_such_database_here"
-	// "At once" is told by what it printed (no retry), not by a time.
-	r := run(t, "worker", "--until-done", "--worker-token", "dev", "--database", u.String())
+	// "At once" is told by what it printed (no retry), not by a time. The
+	// token is never checked: there is no database to check it in.
+	r := run(t, "worker", "--until-done", "--worker-token", "rfw_never_checked", "--database", u.String())
 	if r.code != exitError || !strings.Contains(r.stderr, "no_such_database_here") || strings.Contains(r.stderr, "retrying") {
 		t.Fatalf("worker on a missing database: want exit 1 at once, got %s", r)
 	}

@@ -47,7 +47,8 @@ one JSON object a line, as batchctl serve streams them:
 {"type":"event","event":{...},"cursor":N}, with "replay":true for events
 that happened before the watch started, and {"type":"cursor_expired",
 "cursor":N} when the events after --cursor were trimmed (the stream goes
-on after N). Every event is printed, in order, none left out (the bar
+on after N; a finished batch whose events were all trimmed ends there,
+with the batch). Every event is printed, in order, none left out (the bar
 and the plain lines take at most four a second: a progress event then
 stands for the ones before it, as each carries the batch's totals). The
 stream ends with the batch itself: {"type":"batch","batch":{...}}. -o json
@@ -252,6 +253,19 @@ func (f *follower) follow(ctx context.Context, show display, id, cursor int64) (
 	}
 }
 
+// over reports whether a followed batch is over with nothing in its log
+// after cursor: settled, so no event will come. The batch is read before
+// the log: a batch reopened after it was read (a retry, a re-run) has
+// events after cursor by then, and is followed on.
+func (f *follower) over(ctx context.Context, id, cursor int64) (bool, error) {
+	b, err := f.c.batchGet(ctx, f.store, id)
+	if err != nil || !settled(b) {
+		return false, err
+	}
+	more, err := f.c.eventsAfter(ctx, f.store, id, cursor)
+	return !more && err == nil, err
+}
+
 // read reads one subscription until the batch's final event (true), the
 // subscription ends because its reader was too slow (false, nil: resume),
 // or an error.
@@ -291,6 +305,14 @@ func (f *follower) read(ctx context.Context, sub *progress.Subscription, show di
 		switch m.Type {
 		case progress.MessageCursorExpired:
 			show.note("batch %d: the events up to %d were trimmed; following from there", id, m.Cursor)
+			// The stream goes on from the oldest event kept. When
+			// retention trimmed them all, a settled batch's final event is
+			// gone with the rest and nothing will follow: the batch itself
+			// says it is over.
+			over, err := f.over(ctx, id, m.Cursor)
+			if err != nil || over {
+				return over, err
+			}
 		case progress.MessageEvent:
 			*last = m.Event
 			show.show(m.Event)

@@ -18,6 +18,7 @@ import (
 	"github.com/rowfate/rowfate/internal/testdb"
 	"github.com/rowfate/rowfate/internal/testenv"
 	"github.com/rowfate/rowfate/rows"
+	"github.com/rowfate/rowfate/store/sqlite"
 )
 
 // jsonLine is a line of a -o jsonl stream: a progress.Message, or the
@@ -195,7 +196,7 @@ func testWatchFollowsAWorker(t *testing.T, c *session) {
 	w := c.start("watch", "1", "-o", "jsonl")
 	// The replay of the started event says the watch is subscribed.
 	w.waitFor(t, w.stdout, regexp.MustCompile(`"type":"started"`))
-	wk := c.start("worker", "--until-done", "--worker-token", "dev", "--batch", "1")
+	wk := c.start("worker", "--until-done", "--worker-token", c.workerToken("watched"), "--batch", "1")
 	r := w.wait(t)
 	if r.code != exitRows || r.stderr != "" {
 		t.Fatalf("watch: want exit 3, got %s", r)
@@ -303,8 +304,12 @@ func TestImportJSONL(t *testing.T) {
 		t.Errorf("batch: %+v", b)
 	}
 
-	// Without work, or for a file imported before, there is only the batch.
-	r = c.run("import", "customers", fixture, "-o", "jsonl", "--no-work")
+	// For a file imported before, or without work, there is only the batch.
+	r = c.run("import", "customers", fixture, "-o", "jsonl")
+	if r.code != exitRows || strings.Count(r.stdout, "\n") != 1 || !strings.HasPrefix(r.stdout, `{"type":"batch","batch":{"id":1,`) {
+		t.Errorf("import -o jsonl of a file imported before: %s", r)
+	}
+	r = c.run("import", "customers", fixture, "-o", "jsonl", "--no-work", "--new-batch")
 	if r.code != exitRows || strings.Count(r.stdout, "\n") != 1 || !strings.HasPrefix(r.stdout, `{"type":"batch","batch":{"id":2,`) {
 		t.Errorf("import --no-work -o jsonl: %s", r)
 	}
@@ -489,5 +494,83 @@ func TestBarDisplay(t *testing.T) {
 		if !strings.Contains(s, want) {
 			t.Errorf("bar output lacks %q:\n%q", want, s)
 		}
+	}
+}
+
+// trimEvents applies the event retention to a session's SQLite file, as
+// batchctl serve does: by age (every event is made an hour old first, so
+// that all go), or keeping only the last event of a finished batch.
+func trimEvents(t *testing.T, c *session, byAge bool) {
+	t.Helper()
+	p := batch.EventsTrimParams{FinishedKeepLast: true}
+	if byAge {
+		sqlOn(t, c.database, `UPDATE batch_events SET created_at = created_at - 3600000`)
+		p = batch.EventsTrimParams{OlderThan: time.Minute}
+	}
+	s, err := sqlite.Open(c.database)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if n, err := s.EventsTrim(context.Background(), p); err != nil || n == 0 {
+		t.Fatalf("trim events: %d, %v", n, err)
+	}
+}
+
+// TestWatchTrimmedBatch: a settled batch whose events were trimmed is
+// followed from the oldest event kept, or from nothing when none is, and
+// the watch ends with the batch and its exit code, as status gives them,
+// instead of waiting for a final event that will never come.
+func TestWatchTrimmedBatch(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		byAge  bool
+		cancel bool
+	}{
+		{name: "finished, every event trimmed by age", byAge: true},
+		{name: "finished, all but the last trimmed", byAge: false},
+		{name: "cancelled, every event trimmed by age", byAge: true, cancel: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := setup(t)
+			if tc.cancel {
+				c.run("import", "customers", fixture, "--no-work")
+				if r := c.run("cancel", "1"); r.code != exitOK {
+					t.Fatalf("cancel: %s", r)
+				}
+			} else {
+				c.run("import", "customers", fixture)
+			}
+			trimEvents(t, c, tc.byAge)
+			status := c.run("status", "1", "-o", "json")
+
+			w := c.start("watch", "1", "-o", "jsonl")
+			r := w.wait(t)
+			lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+			var first, last jsonLine
+			if err := json.Unmarshal([]byte(lines[0]), &first); err != nil {
+				t.Fatalf("watch -o jsonl: %v\n%s", err, r)
+			}
+			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil {
+				t.Fatalf("watch -o jsonl: %v\n%s", err, r)
+			}
+			if r.code != status.code || first.Type != "cursor_expired" || last.Type != "batch" || last.Batch == nil || last.Batch.Status != map[bool]string{false: "finished", true: "cancelled"}[tc.cancel] {
+				t.Fatalf("watch -o jsonl: want exit %d, cursor_expired first and the batch last, got %s", status.code, r)
+			}
+			if !tc.byAge {
+				var final jsonLine
+				if err := json.Unmarshal([]byte(lines[len(lines)-2]), &final); err != nil || final.Event == nil || !final.Event.Final {
+					t.Errorf("the kept final event is not streamed before the batch: %s", r)
+				}
+			}
+			for _, args := range [][]string{{"watch", "1"}, {"watch", "1", "-o", "json"}, {"watch", "1", "-o", "jsonl", "--cursor", "1"}} {
+				w := c.start(args...)
+				if r := w.wait(t); r.code != status.code {
+					t.Errorf("%v: want exit %d, got %s", args, status.code, r)
+				}
+			}
+		})
 	}
 }

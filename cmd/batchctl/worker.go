@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -42,7 +43,9 @@ one with batchctl worker-token create): it works only its tenants (or the
 one --tenant names), and its name is recorded on every lease it takes. A
 batch of a kind this worker does not know is left to workers that know it.
 On SIGINT or SIGTERM it stops claiming, lets the rows under way finish for
---grace, and gives the rest back without using an attempt.`,
+--grace, and gives the rest back without using an attempt. It checks its
+credential again every third of --lease: once the credential is revoked
+(batchctl worker-token revoke) it stops the same way, says so and exits 1.`,
 		Example: `  batchctl worker --until-done
   batchctl worker --database postgres://db/app --workers 8
   batchctl worker --batch 7 --until-done -o json`,
@@ -57,15 +60,15 @@ On SIGINT or SIGTERM it stops claiming, lets the rows under way finish for
 				return err
 			}
 			defer app.close()
-			name, tenants, err := c.workerIdentity(cmd.Context(), app.store, o.token, cmd.Flags().Changed("tenant"))
+			id, err := c.workerIdentity(cmd.Context(), app.store, o.token, cmd.Flags().Changed("tenant"))
 			if err != nil {
 				return err
 			}
-			eng, err := batch.NewEngine(batch.Config{Store: app.store, Registry: app.engine.Registry(), Logger: c.logger, WorkerName: name, LeaseDuration: o.lease})
+			eng, err := batch.NewEngine(batch.Config{Store: app.store, Registry: app.engine.Registry(), Logger: c.logger, WorkerName: id.name, LeaseDuration: o.lease})
 			if err != nil {
 				return err
 			}
-			p := batch.WorkParams{BatchID: o.batch, TenantIDs: tenants, Workers: o.workers, UntilDone: o.untilDone, Grace: o.grace,
+			p := batch.WorkParams{BatchID: o.batch, TenantIDs: id.tenants, Workers: o.workers, UntilDone: o.untilDone, Grace: o.grace,
 				WaitFunc: func(d batch.ChunkDue) {
 					if d.LeaseOwner != "" {
 						fmt.Fprintf(c.stderr, "waiting: chunk %d of batch %d is leased by %s until %s\n", d.ChunkNo, d.BatchID, d.LeaseOwner, d.LeaseExpiresAt.Format("15:04:05.000"))
@@ -78,19 +81,25 @@ On SIGINT or SIGTERM it stops claiming, lets the rows under way finish for
 			kctx, stopKinds := context.WithCancel(cmd.Context())
 			defer stopKinds()
 			go c.watchKinds(kctx, app, kindReload)
-			stats, err := eng.Work(cmd.Context(), p)
-			if err != nil {
+			// A revoked credential stops the work as a signal would; what
+			// was done is still printed, then the revocation (exit 1).
+			stats, err := c.workAs(cmd.Context(), app.store, eng, id, o.lease, p)
+			var revoked *revokedError
+			if err != nil && !errors.As(err, &revoked) {
 				return err
 			}
 			if c.global.output == "json" {
-				return c.json(map[string]any{"chunks": stats.Chunks, "rows": stats.Rows, "lease_lost": stats.LeaseLost,
-					"given_back": stats.GivenBack, "retries": stats.Retries, "unknown_kinds": stats.UnknownKinds})
+				if jerr := c.json(map[string]any{"chunks": stats.Chunks, "rows": stats.Rows, "lease_lost": stats.LeaseLost,
+					"given_back": stats.GivenBack, "retries": stats.Retries, "unknown_kinds": stats.UnknownKinds}); jerr != nil {
+					return jerr
+				}
+				return err
 			}
 			fmt.Fprintf(c.stdout, "worked %d rows in %d chunks (%d leases lost)\n", stats.Rows, stats.Chunks, stats.LeaseLost)
 			for _, k := range stats.UnknownKinds {
 				fmt.Fprintf(c.stdout, "left alone: open batches of kind %q, which this worker does not know\n", k)
 			}
-			return nil
+			return err
 		},
 	}
 	cmd.Flags().Int64Var(&o.batch, "batch", 0, "only this batch")
