@@ -184,9 +184,12 @@ func TestStaleWorkerUnreclaimedIsFenced(t *testing.T) {
 		if _, err := fresh.Work(ctx, batch.WorkParams{BatchID: newer.ID, Workers: 1, UntilDone: true}); err != nil {
 			t.Fatal(err)
 		}
-		close(gated.gate) // the stalled worker wakes up
-		flushErr, _ := testenv.Receive(t, gated.flushed, func() string { return "the stalled worker's flush" })
+		// The stalled worker wakes up, told to stop first: its flush goes
+		// on (a flush outlives its worker's context), but it claims
+		// nothing afterwards, which would work the old row again, legitimately.
 		stop()
+		close(gated.gate)
+		flushErr, _ := testenv.Receive(t, gated.flushed, func() string { return "the stalled worker's flush" })
 		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 			t.Fatal(err)
 		}

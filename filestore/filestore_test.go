@@ -30,24 +30,24 @@ func digest(b []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// TestPutOpen: a file is kept under its SHA-256 and read back whole; the
-// same bytes twice are kept once.
+// TestPutOpen: a file is kept under its tenant and SHA-256 and read back
+// whole; the same bytes twice are kept once.
 func TestPutOpen(t *testing.T) {
 	t.Parallel()
 	s := open(t)
 	data := []byte("email,name\na@example.com,A\n")
-	info, err := s.Put(bytes.NewReader(data), 0)
+	info, err := s.Put("acme", bytes.NewReader(data), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if info.Digest != digest(data) || info.Size != int64(len(data)) {
 		t.Fatalf("info = %+v", info)
 	}
-	again, err := s.Put(bytes.NewReader(data), 0)
+	again, err := s.Put("acme", bytes.NewReader(data), 0)
 	if err != nil || again != info {
 		t.Fatalf("second put = %+v, %v", again, err)
 	}
-	f, err := s.Open(info.Digest)
+	f, err := s.Open("acme", info.Digest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,20 +73,23 @@ func TestPutOpen(t *testing.T) {
 func TestLimits(t *testing.T) {
 	t.Parallel()
 	s := open(t)
-	if _, err := s.Put(strings.NewReader(strings.Repeat("x", 101)), 100); !errors.Is(err, filestore.ErrTooLarge) {
+	if _, err := s.Put("acme", strings.NewReader(strings.Repeat("x", 101)), 100); !errors.Is(err, filestore.ErrTooLarge) {
 		t.Fatalf("over the limit: %v", err)
 	}
-	if _, err := s.Put(strings.NewReader(strings.Repeat("x", 100)), 100); err != nil {
+	if _, err := s.Put("acme", strings.NewReader(strings.Repeat("x", 100)), 100); err != nil {
 		t.Fatalf("at the limit: %v", err)
 	}
-	entries, _ := os.ReadDir(s.Dir())
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".part-") {
-			t.Errorf("a refused file left %s", e.Name())
+	filepath.WalkDir(s.Dir(), func(p string, d os.DirEntry, _ error) error {
+		if strings.HasPrefix(d.Name(), ".part-") {
+			t.Errorf("a refused file left %s", p)
 		}
+		return nil
+	})
+	if _, err := s.Put("", strings.NewReader("x"), 0); err == nil {
+		t.Error("a file of no tenant was kept")
 	}
 	for _, d := range []string{"", "../../etc/passwd", strings.Repeat("A", 64), strings.Repeat("0", 63), digest([]byte("never stored"))} {
-		if _, err := s.Open(d); !errors.Is(err, filestore.ErrNotFound) {
+		if _, err := s.Open("acme", d); !errors.Is(err, filestore.ErrNotFound) {
 			t.Errorf("open %q: %v", d, err)
 		}
 	}
@@ -97,7 +100,7 @@ func TestLimits(t *testing.T) {
 func TestAbortAndConcurrentPuts(t *testing.T) {
 	t.Parallel()
 	s := open(t)
-	w, err := s.Create()
+	w, err := s.Create("acme")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +116,7 @@ func TestAbortAndConcurrentPuts(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			info, err := s.Put(bytes.NewReader(data), 0)
+			info, err := s.Put("acme", bytes.NewReader(data), 0)
 			if err == nil && info.Digest != digest(data) {
 				err = errors.New("wrong digest")
 			}
@@ -134,25 +137,96 @@ func TestAbortAndConcurrentPuts(t *testing.T) {
 func TestSweep(t *testing.T) {
 	t.Parallel()
 	s := open(t)
-	old, _ := s.Put(strings.NewReader("old"), 0)
-	fresh, _ := s.Put(strings.NewReader("fresh"), 0)
-	past := time.Now().Add(-48 * time.Hour)
-	if err := os.Chtimes(filepath.Join(s.Dir(), old.Digest[:2], old.Digest), past, past); err != nil {
+	old, _ := s.Put("acme", strings.NewReader("old"), 0)
+	fresh, _ := s.Put("acme", strings.NewReader("fresh"), 0)
+	oldID, err := s.NewUpload("acme", old.Digest)
+	if err != nil {
 		t.Fatal(err)
 	}
+	past := time.Now().Add(-48 * time.Hour)
+	// Age the old file and its upload id: the only files named after
+	// them.
+	filepath.WalkDir(s.Dir(), func(p string, d os.DirEntry, _ error) error {
+		if d.Name() == old.Digest || d.Name() == oldID {
+			if err := os.Chtimes(p, past, past); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return nil
+	})
 	part := filepath.Join(s.Dir(), ".part-crashed")
 	os.WriteFile(part, []byte("x"), 0o600)
 	os.Chtimes(part, past, past)
 	n, err := s.Sweep(24 * time.Hour)
-	if err != nil || n != 2 {
-		t.Fatalf("sweep removed %d (%v), want 2", n, err)
+	if err != nil || n != 3 {
+		t.Fatalf("sweep removed %d (%v), want 3", n, err)
 	}
-	if _, err := s.Open(old.Digest); !errors.Is(err, filestore.ErrNotFound) {
+	if _, err := s.Open("acme", old.Digest); !errors.Is(err, filestore.ErrNotFound) {
 		t.Errorf("old file: %v", err)
 	}
-	f, err := s.Open(fresh.Digest)
+	if _, _, err := s.OpenUpload("acme", oldID); !errors.Is(err, filestore.ErrNotFound) {
+		t.Errorf("old upload: %v", err)
+	}
+	f, err := s.Open("acme", fresh.Digest)
 	if err != nil {
 		t.Fatalf("fresh file: %v", err)
+	}
+	f.Close()
+}
+
+// TestTenants: a tenant's files and upload ids are its own. Another
+// tenant opens nothing by digest or by upload id, even when it keeps the
+// same bytes itself, which are then its own file with its own ids.
+func TestTenants(t *testing.T) {
+	t.Parallel()
+	s := open(t)
+	data := []byte("email,name\nsecret@acme.example,A\n")
+	info, err := s.Put("acme", bytes.NewReader(data), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := s.NewUpload("acme", info.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(id, filestore.UploadPrefix) || strings.Contains(id, info.Digest[:8]) {
+		t.Errorf("upload id %q: want an opaque %s id", id, filestore.UploadPrefix)
+	}
+	if again, _ := s.NewUpload("acme", info.Digest); again == id {
+		t.Errorf("two uploads of the same file have the same id %q", id)
+	}
+	f, got, err := s.OpenUpload("acme", id)
+	if err != nil || got != info {
+		t.Fatalf("acme opens its upload: %+v, %v", got, err)
+	}
+	f.Close()
+	for _, tenant := range []string{"globex", "ACME", "acme ", "../acme"} {
+		if _, err := s.Open(tenant, info.Digest); !errors.Is(err, filestore.ErrNotFound) {
+			t.Errorf("%q opens acme's file by its digest: %v", tenant, err)
+		}
+		if _, _, err := s.OpenUpload(tenant, id); !errors.Is(err, filestore.ErrNotFound) {
+			t.Errorf("%q opens acme's upload: %v", tenant, err)
+		}
+	}
+	for _, bad := range []string{"", info.Digest, "upl_", id + "x", "upl_../../../../etc/passwd", filestore.UploadPrefix + strings.Repeat("A", 22)} {
+		if _, _, err := s.OpenUpload("acme", bad); !errors.Is(err, filestore.ErrNotFound) {
+			t.Errorf("upload id %q: %v", bad, err)
+		}
+	}
+	// globex keeps the same bytes: its own file, its own id.
+	if _, err := s.Put("globex", bytes.NewReader(data), 0); err != nil {
+		t.Fatal(err)
+	}
+	gid, err := s.NewUpload("globex", info.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.OpenUpload("acme", gid); !errors.Is(err, filestore.ErrNotFound) {
+		t.Errorf("acme opens globex's upload: %v", err)
+	}
+	f, err = s.Open("globex", info.Digest)
+	if err != nil {
+		t.Fatal(err)
 	}
 	f.Close()
 }

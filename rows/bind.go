@@ -942,6 +942,10 @@ type MappedColumn struct {
 	Field  string `json:"field"`  // Go field name
 }
 
+// Feeds reports whether header cell i (0-based) feeds a field: whether
+// the kind reads that column. A cell past the header feeds none.
+func (m *Mapping) Feeds(i int) bool { return i >= 0 && i < len(m.cell) && m.cell[i] >= 0 }
+
 // Matched lists the header cells that feed a field, in header order.
 func (m *Mapping) Matched() []MappedColumn {
 	var out []MappedColumn

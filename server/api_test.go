@@ -64,6 +64,8 @@ type apiOptions struct {
 	maxUpload int64
 	hooks     server.HooksConfig
 	idle      time.Duration
+	// allowPrivateWebhooks is Config.AllowPrivateWebhooks.
+	allowPrivateWebhooks bool
 }
 
 func newAPI(t testing.TB, s driver.Store, db *sql.DB, dialect customers.Dialect, o apiOptions) *apiHarness {
@@ -96,7 +98,7 @@ func newAPI(t testing.TB, s driver.Store, db *sql.DB, dialect customers.Dialect,
 	done := make(chan struct{})
 	go func() { defer close(done); _ = bc.Run(bctx) }()
 	srv, err := server.New(server.Config{Engine: eng, Files: files, TmpDir: t.TempDir(), MaxUpload: o.maxUpload, BodyIdleTimeout: o.idle, Broadcaster: bc,
-		Auth: server.StoreTokens{Store: ss}, Hooks: o.hooks, Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "# metrics\n") })})
+		Auth: server.StoreTokens{Store: ss}, Hooks: o.hooks, AllowPrivateWebhooks: o.allowPrivateWebhooks, Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "# metrics\n") })})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,10 +150,15 @@ func postgresRLSAPI(t testing.TB, o apiOptions) *apiHarness {
 	return newAPI(t, s, db, customers.Postgres, o)
 }
 
+// postgresAPI is a server on PostgreSQL, the store and the kinds' tables
+// in one schema (an export reads the customers the workers wrote).
 func postgresAPI(t testing.TB, o apiOptions) *apiHarness {
 	t.Helper()
-	s := postgresStore(t)
 	pool := testdb.PostgresPool(t)
+	s := postgres.New(pool, &postgres.Config{Schema: testdb.SchemaOf(pool.Config())})
+	if err := s.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	db := stdlib.OpenDBFromPool(pool)
 	t.Cleanup(func() { db.Close() })
 	return newAPI(t, s, db, customers.Postgres, o)

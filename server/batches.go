@@ -14,6 +14,7 @@ import (
 
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/filestore"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -139,7 +140,8 @@ func (s *Server) batch(r *http.Request, p Principal) (*batch.Batch, error) {
 // preview's upload or the rows themselves.
 type createRequest struct {
 	Kind string `json:"kind"`
-	// Upload is the upload a preview returned (its digest).
+	// Upload is the upload id a preview returned: opaque, and good for
+	// the tenant that previewed only.
 	Upload     string        `json:"upload,omitempty"`
 	SourceName string        `json:"source_name,omitempty"`
 	Options    ImportOptions `json:"options,omitzero"`
@@ -159,7 +161,7 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request, p Principal
 	)
 	switch mediaType(r) {
 	case "multipart/form-data":
-		f, err := s.readForm(w, r)
+		f, err := s.readForm(w, r, p.TenantID)
 		if err != nil {
 			return err
 		}
@@ -172,7 +174,7 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request, p Principal
 		}
 		up = f.file
 	case "application/json":
-		if err := s.readCreateJSON(w, r, &req); err != nil {
+		if err := s.readCreateJSON(w, r, p.TenantID, &req); err != nil {
 			return err
 		}
 		switch {
@@ -184,8 +186,7 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request, p Principal
 				up.Name = fileName(req.SourceName)
 			}
 		case req.Upload != "":
-			up = &upload{Name: fileName(req.SourceName)}
-			up.Digest = req.Upload
+			up = &upload{ID: req.Upload, Name: fileName(req.SourceName)}
 		default:
 			return badRequestf("the body has neither rows nor an upload: send rows, or the upload a preview returned")
 		}
@@ -206,7 +207,7 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request, p Principal
 	if req.rows != nil {
 		params.Format = batch.FormatCSV
 	}
-	b, err := s.importKept(r, up, params)
+	b, err := s.importKept(r, p.TenantID, up, params)
 	if err != nil {
 		return err
 	}
@@ -220,14 +221,14 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request, p Principal
 	return nil
 }
 
-// importKept imports a kept file.
-func (s *Server) importKept(r *http.Request, up *upload, params batch.ImportParams) (*batch.Batch, error) {
+// importKept imports a file kept for the tenant.
+func (s *Server) importKept(r *http.Request, tenant string, up *upload, params batch.ImportParams) (*batch.Batch, error) {
 	if len(params.IdempotencyKey) > 255 {
 		return nil, badRequestf("the Idempotency-Key is longer than 255 characters")
 	}
-	f, err := s.cfg.Files.Open(up.Digest)
+	f, err := s.openUpload(tenant, up, "preview the file again")
 	if err != nil {
-		return nil, problemf(http.StatusNotFound, "file_not_kept", "upload %q is not kept (preview the file again)", up.Digest)
+		return nil, err
 	}
 	defer f.Close()
 	params.Source = f
@@ -235,9 +236,9 @@ func (s *Server) importKept(r *http.Request, up *upload, params batch.ImportPara
 }
 
 // readCreateJSON reads the JSON body of POST /v1/batches, streaming: the
-// rows go one at a time into a CSV file in the file store, so that a large
-// body is never whole in memory.
-func (s *Server) readCreateJSON(w http.ResponseWriter, r *http.Request, req *createRequest) error {
+// rows go one at a time into a CSV file in the tenant's files, so that a
+// large body is never whole in memory.
+func (s *Server) readCreateJSON(w http.ResponseWriter, r *http.Request, tenant string, req *createRequest) error {
 	dec := json.NewDecoder(bufio.NewReaderSize(http.MaxBytesReader(w, r.Body, s.cfg.MaxUpload), 64<<10))
 	dec.UseNumber()
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
@@ -259,7 +260,7 @@ func (s *Server) readCreateJSON(w http.ResponseWriter, r *http.Request, req *cre
 		case "options":
 			field = &req.Options
 		case "rows":
-			up, err := s.keepRows(dec)
+			up, err := s.keepRows(dec, tenant)
 			if err != nil {
 				return err
 			}
@@ -278,12 +279,13 @@ func (s *Server) readCreateJSON(w http.ResponseWriter, r *http.Request, req *cre
 	return nil
 }
 
-// keepRows writes a JSON array of row objects as CSV into the file store.
-func (s *Server) keepRows(dec *json.Decoder) (*upload, error) {
+// keepRows writes a JSON array of row objects as CSV into the tenant's
+// files.
+func (s *Server) keepRows(dec *json.Decoder, tenant string) (*upload, error) {
 	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
 		return nil, badRequestf("rows: want an array of objects")
 	}
-	fw, err := s.cfg.Files.Create()
+	fw, err := s.cfg.Files.Create(tenant)
 	if err != nil {
 		return nil, err
 	}
@@ -323,8 +325,10 @@ func (s *Server) keepRows(dec *json.Decoder) (*upload, error) {
 // made: how the file reads, how its header maps, its first rows, and the
 // counts of a dry run of every row.
 type PreviewView struct {
-	// Upload names the kept file: POST /v1/batches {"kind", "upload"}
-	// imports it without sending it again.
+	// Upload is the kept file's upload id: POST /v1/batches {"kind",
+	// "upload"} imports it without sending it again. It is random and
+	// opaque (not the content's digest), and names the file for the
+	// previewing tenant only.
 	Upload     string `json:"upload"`
 	SourceName string `json:"source_name"`
 	Size       int64  `json:"size"`
@@ -348,8 +352,8 @@ type PreviewView struct {
 const previewRows = 10
 
 // preview keeps an uploaded file and shows what importing it would do.
-func (s *Server) preview(w http.ResponseWriter, r *http.Request, _ Principal) error {
-	f, err := s.readForm(w, r)
+func (s *Server) preview(w http.ResponseWriter, r *http.Request, p Principal) error {
+	f, err := s.readForm(w, r, p.TenantID)
 	if err != nil {
 		return err
 	}
@@ -368,13 +372,17 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request, _ Principal) er
 	if err := opts.apply(&params); err != nil {
 		return err
 	}
-	pv := &PreviewView{Upload: f.file.Digest, SourceName: f.file.Name, Size: f.file.Size, Header: []string{}, Rows: []rows.Record{},
+	id, err := s.cfg.Files.NewUpload(p.TenantID, f.file.Digest)
+	if err != nil {
+		return err
+	}
+	pv := &PreviewView{Upload: id, SourceName: f.file.Name, Size: f.file.Size, Header: []string{}, Rows: []rows.Record{},
 		ErrorCounts: []rows.ErrorCount{}, Errors: []rows.FieldError{}, Warnings: []string{}, Counts: rows.Counts{}}
-	if err := s.previewRead(r, f.file, params, pv); err != nil {
+	if err := s.previewRead(r, p.TenantID, f.file, params, pv); err != nil {
 		return err
 	}
 	if kind != "" && pv.Rejected == "" && !pv.Mapping.Rejected() {
-		if err := s.previewDryRun(r, f.file, params, pv); err != nil {
+		if err := s.previewDryRun(r, p.TenantID, f.file, params, pv); err != nil {
 			return err
 		}
 	}
@@ -383,8 +391,8 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request, _ Principal) er
 }
 
 // previewRead reads the header and the first rows.
-func (s *Server) previewRead(r *http.Request, up *upload, params batch.ImportParams, pv *PreviewView) error {
-	file, err := s.cfg.Files.Open(up.Digest)
+func (s *Server) previewRead(r *http.Request, tenant string, up *upload, params batch.ImportParams, pv *PreviewView) error {
+	file, err := s.cfg.Files.Open(tenant, up.Digest)
 	if err != nil {
 		return err
 	}
@@ -414,8 +422,8 @@ func (s *Server) previewRead(r *http.Request, up *upload, params batch.ImportPar
 }
 
 // previewDryRun validates every row as the import would.
-func (s *Server) previewDryRun(r *http.Request, up *upload, params batch.ImportParams, pv *PreviewView) error {
-	file, err := s.cfg.Files.Open(up.Digest)
+func (s *Server) previewDryRun(r *http.Request, tenant string, up *upload, params batch.ImportParams, pv *PreviewView) error {
+	file, err := s.cfg.Files.Open(tenant, up.Digest)
 	if err != nil {
 		return err
 	}
@@ -506,7 +514,8 @@ func (s *Server) retry(w http.ResponseWriter, r *http.Request, p Principal) erro
 }
 
 // rerun parses the batch's rows again: its stored rows under the kind's
-// current rules, or a corrected file (multipart, or a preview's upload).
+// current rules, or a corrected file (multipart, or a preview's upload
+// id, looked up under the caller's tenant).
 func (s *Server) rerun(w http.ResponseWriter, r *http.Request, p Principal) error {
 	id, err := pathInt(r, "id")
 	if err != nil {
@@ -519,7 +528,7 @@ func (s *Server) rerun(w http.ResponseWriter, r *http.Request, p Principal) erro
 	)
 	switch mediaType(r) {
 	case "multipart/form-data":
-		f, err := s.readForm(w, r)
+		f, err := s.readForm(w, r, p.TenantID)
 		if err != nil {
 			return err
 		}
@@ -537,8 +546,7 @@ func (s *Server) rerun(w http.ResponseWriter, r *http.Request, p Principal) erro
 			return err
 		}
 		if req.Upload != "" {
-			up = &upload{Name: fileName(req.SourceName)}
-			up.Digest = req.Upload
+			up = &upload{ID: req.Upload, Name: fileName(req.SourceName)}
 		}
 		opts = req.Options
 	}
@@ -551,9 +559,9 @@ func (s *Server) rerun(w http.ResponseWriter, r *http.Request, p Principal) erro
 			return err
 		}
 		params.Read, params.Conventions = ip.Read, ip.Conventions
-		f, err := s.cfg.Files.Open(up.Digest)
+		f, err := s.openUpload(p.TenantID, up, "send the file again")
 		if err != nil {
-			return problemf(http.StatusNotFound, "file_not_kept", "upload %q is not kept (send the file again)", up.Digest)
+			return err
 		}
 		defer f.Close()
 		params.Source, params.SourceName = f, up.Name
@@ -567,11 +575,28 @@ func (s *Server) rerun(w http.ResponseWriter, r *http.Request, p Principal) erro
 	return nil
 }
 
-// openKept opens a kept file, for the handlers that stream one back.
-func (s *Server) openKept(digest string) (*os.File, error) {
-	f, err := s.cfg.Files.Open(digest)
+// openKept opens a file kept for the tenant, for the handlers that stream
+// one back.
+func (s *Server) openKept(tenant, digest string) (*os.File, error) {
+	f, err := s.cfg.Files.Open(tenant, digest)
 	if err != nil {
 		return nil, problemf(http.StatusNotFound, "file_not_kept", "the file is not kept (it was imported from the command line, or its retention is over)")
 	}
 	return f, nil
+}
+
+// openUpload opens an upload under the tenant: the file this request
+// sent, by its digest, or the one of an upload id a client gave back.
+// An id is looked up under the caller's tenant only, so another tenant's
+// id (or a digest, which is no id) is not kept, exactly as an id never
+// handed out; the answer does not repeat it. again says what to do.
+func (s *Server) openUpload(tenant string, up *upload, again string) (*os.File, error) {
+	if up.ID == "" {
+		return s.cfg.Files.Open(tenant, up.Digest)
+	}
+	f, _, err := s.cfg.Files.OpenUpload(tenant, up.ID)
+	if errors.Is(err, filestore.ErrNotFound) {
+		return nil, problemf(http.StatusNotFound, "file_not_kept", "the upload is not kept (%s)", again)
+	}
+	return f, err
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -26,6 +27,10 @@ import (
 // never becomes a websocket. Then each message is a progress.Message as a
 // JSON text frame: the replay of the log after the cursor, then the live
 // stream. The client sends nothing but control frames.
+//
+// The credential is checked again every AuthInterval while the stream is
+// open: a token revoked after the upgrade closes its streams (4003)
+// rather than letting them run for as long as the connection lasts.
 func (s *Server) events(w http.ResponseWriter, r *http.Request, p Principal) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
@@ -48,6 +53,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, p Principal) {
 		writeError(w, http.StatusUpgradeRequired, "websocket_required", "this endpoint streams over a websocket")
 		return
 	}
+	// The stream's goroutines end before the handler returns: the
+	// context is cancelled first, then they are waited for.
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(s.base, cancel)()
@@ -76,13 +85,52 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, p Principal) {
 		return // the upgrader answered the client
 	}
 	defer conn.Close()
-	s.stream(ctx, cancel, conn, sub, cursor)
+	s.stream(ctx, cancel, conn, sub, cursor, s.revoked(ctx, &wg, r, p))
+}
+
+// revoked authenticates the stream's request again every AuthInterval
+// until ctx ends; the channel is closed when its credential is refused or
+// now acts for another tenant. The check runs on a context without the
+// request's tenant, as the first one did, and a failure to check (the
+// database is down) is logged and tried again at the next interval. Its
+// goroutine, in wg, ends with ctx.
+func (s *Server) revoked(ctx context.Context, wg *sync.WaitGroup, r *http.Request, p Principal) <-chan struct{} {
+	out := make(chan struct{})
+	every := s.cfg.Websocket.AuthInterval
+	wg.Go(func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			actx, cancel := context.WithTimeout(s.base, every)
+			stop := context.AfterFunc(ctx, cancel)
+			again, err := s.cfg.Auth.Authenticate(r.WithContext(actx))
+			stop()
+			cancel()
+			switch {
+			case ctx.Err() != nil:
+				return
+			case errors.Is(err, ErrUnauthenticated), err == nil && again.TenantID != p.TenantID:
+				s.cfg.Logger.Info("event stream: credential revoked", "tenant_id", p.TenantID, "name", p.Name)
+				close(out)
+				return
+			case err != nil:
+				s.cfg.Logger.Warn("event stream: authenticate again", "tenant_id", p.TenantID, "err", err)
+			}
+		}
+	})
+	return out
 }
 
 // stream runs a connection: a reader goroutine that takes the client's
 // control frames and notices its silence, and this goroutine, the one
-// writer, which sends the messages and the pings.
-func (s *Server) stream(ctx context.Context, cancel context.CancelFunc, conn *websocket.Conn, sub *progress.Subscription, cursor int64) {
+// writer, which sends the messages and the pings, and closes the stream
+// when its credential is revoked.
+func (s *Server) stream(ctx context.Context, cancel context.CancelFunc, conn *websocket.Conn, sub *progress.Subscription, cursor int64, revoked <-chan struct{}) {
 	cfg := s.cfg.Websocket
 	conn.SetReadLimit(cfg.ReadLimit)
 	readErr := make(chan error, 1)
@@ -134,6 +182,9 @@ func (s *Server) stream(ctx context.Context, cancel context.CancelFunc, conn *we
 			if err := conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(cfg.WriteTimeout)); err != nil {
 				return
 			}
+		case <-revoked:
+			closeWith(CloseRevoked, "the token is no longer valid")
+			return
 		case <-ctx.Done():
 			s.closeDone(ctx, conn, readErr, closeWith)
 			return

@@ -76,13 +76,15 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request, p Principal) err
 }
 
 // file downloads the file a batch was made from (an upload) or wrote (an
-// export), while the file store keeps it.
+// export), while the file store keeps it. The batch is read with the
+// caller's tenant and its file opened among the tenant's files: another
+// tenant's batch is not found, and its digest opens nothing here.
 func (s *Server) file(w http.ResponseWriter, r *http.Request, p Principal) error {
 	b, err := s.batch(r, p)
 	if err != nil {
 		return err
 	}
-	f, err := s.openKept(b.SourceDigest)
+	f, err := s.openKept(p.TenantID, b.SourceDigest)
 	if err != nil {
 		return err
 	}
@@ -118,8 +120,8 @@ func (s *Server) template(w http.ResponseWriter, r *http.Request, _ Principal) e
 	return nil
 }
 
-// export writes an export kind's rows to a file kept in the file store,
-// recorded as a batch; GET /v1/batches/{id}/file downloads it.
+// export writes an export kind's rows to a file kept among the tenant's
+// files, recorded as a batch; GET /v1/batches/{id}/file downloads it.
 func (s *Server) export(w http.ResponseWriter, r *http.Request, p Principal) error {
 	var req struct {
 		Kind   string `json:"kind"`
@@ -139,7 +141,7 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request, p Principal) err
 	if err != nil {
 		return badRequestf("format %q: want one of %s", req.Format, strings.Join(fileformat.Names(), ", "))
 	}
-	fw, err := s.cfg.Files.Create()
+	fw, err := s.cfg.Files.Create(p.TenantID)
 	if err != nil {
 		return err
 	}

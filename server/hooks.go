@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,7 +30,11 @@ type HooksConfig struct {
 	// FetchPrefixes are the URL prefixes a hook's file may be fetched
 	// from ("https://files.example.com/exports/"). A URL under none of
 	// them is refused before any connection: the service never fetches
-	// what a sender points it at elsewhere.
+	// what a sender points it at elsewhere. Both are compared in
+	// canonical form (see canonicalURL): scheme, host and port exactly,
+	// and the path with its dot segments resolved after decoding. A
+	// prefix whose path does not end in a slash ends at a segment
+	// boundary: "/exports" takes "/exports/a.csv", not "/exports-old/".
 	FetchPrefixes []string
 	// Client fetches the files. Defaults to one with a 2-minute timeout
 	// that follows no redirects.
@@ -40,6 +45,9 @@ type HooksConfig struct {
 	// Now is the server's clock for the timestamp check. Defaults to
 	// time.Now.
 	Now func() time.Time
+
+	// prefixes are FetchPrefixes in canonical form.
+	prefixes []fetchURL
 }
 
 func (h *HooksConfig) validate() error {
@@ -50,11 +58,16 @@ func (h *HooksConfig) validate() error {
 			}
 		}
 	}
+	h.prefixes = nil
 	for _, p := range h.FetchPrefixes {
-		u, err := url.Parse(p)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return fmt.Errorf("server: hook fetch prefix %q is not an http(s) URL with a host", p)
+		u, err := canonicalURL(p)
+		if err == nil && strings.ContainsAny(p, "?#") {
+			err = errors.New("a prefix has no query or fragment")
 		}
+		if err != nil {
+			return fmt.Errorf("server: hook fetch prefix %q is not an http(s) URL with a host: %w", p, err)
+		}
+		h.prefixes = append(h.prefixes, u)
 	}
 	if h.Client == nil {
 		h.Client = &http.Client{Timeout: 2 * time.Minute, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -80,8 +93,9 @@ type HookImport struct {
 // HookImportData says which file to import as which kind.
 type HookImportData struct {
 	Kind string `json:"kind"`
-	// URL is where the file is; it must start with one of the
-	// configured fetch prefixes.
+	// URL is where the file is; it must be under one of the configured
+	// fetch prefixes, compared in canonical form, and the file is fetched
+	// from its canonical form.
 	URL string `json:"url"`
 	// Name is the file's name (defaults to the URL's last segment).
 	Name    string        `json:"name,omitempty"`
@@ -129,16 +143,15 @@ func (s *Server) hookImport(w http.ResponseWriter, r *http.Request, _ Principal)
 	if !s.registry().Has(d.Kind) {
 		return problemf(http.StatusNotFound, "unknown_kind", "no import kind %q", d.Kind)
 	}
-	if !s.fetchAllowed(d.URL) {
-		return problemf(http.StatusForbidden, "forbidden", "%q is not under an allowed fetch prefix (serve --hook-fetch-prefix)", d.URL)
+	u, err := s.fetchURL(d.URL)
+	if err != nil {
+		return problemf(http.StatusForbidden, "forbidden", "%q is not under an allowed fetch prefix (serve --hook-fetch-prefix): %v", d.URL, err)
 	}
 	name := d.Name
 	if name == "" {
-		if u, err := url.Parse(d.URL); err == nil {
-			name = u.Path
-		}
+		name = u.path
 	}
-	up, err := s.fetch(r, d.URL, fileName(name))
+	up, err := s.fetch(r, tenant, u, fileName(name))
 	if err != nil {
 		return err
 	}
@@ -146,7 +159,7 @@ func (s *Server) hookImport(w http.ResponseWriter, r *http.Request, _ Principal)
 	if err := d.Options.apply(&params); err != nil {
 		return err
 	}
-	b, err := s.importKept(r, up, params)
+	b, err := s.importKept(r, tenant, up, params)
 	if err != nil {
 		return err
 	}
@@ -184,38 +197,39 @@ func (s *Server) verifyHook(hdr http.Header, raw []byte) (tenant, id string, err
 	return "", "", err
 }
 
-// fetchAllowed reports whether u is under one of the fetch prefixes,
-// compared on the parsed URL so that "https://files.example.com.evil/"
-// or a user-info trick does not pass for "https://files.example.com/".
-func (s *Server) fetchAllowed(raw string) bool {
-	u, err := url.Parse(raw)
-	if err != nil || u.User != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return false
+// fetchURL returns the canonical form of a hook's file URL when it is
+// under one of the fetch prefixes, or why not.
+func (s *Server) fetchURL(raw string) (fetchURL, error) {
+	u, err := canonicalURL(raw)
+	if err != nil {
+		return fetchURL{}, err
 	}
-	for _, p := range s.cfg.Hooks.FetchPrefixes {
-		pu, _ := url.Parse(p)
-		if strings.EqualFold(u.Scheme, pu.Scheme) && strings.EqualFold(u.Host, pu.Host) && strings.HasPrefix(u.EscapedPath(), pu.EscapedPath()) {
-			return true
+	for _, p := range s.cfg.Hooks.prefixes {
+		if p.contains(u) {
+			return u, nil
 		}
 	}
-	return false
+	return fetchURL{}, errors.New("under no prefix")
 }
 
-// fetch streams the hook's file into the file store.
-func (s *Server) fetch(r *http.Request, u, name string) (*upload, error) {
-	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, u, nil)
+// fetch streams the hook's file, from its canonical URL, into the
+// tenant's files. Why a fetch failed is logged, not answered: the answer
+// says that it failed.
+func (s *Server) fetch(r *http.Request, tenant string, u fetchURL, name string) (*upload, error) {
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, u.String(), nil)
 	if err != nil {
-		return nil, badRequestf("hook url %q: %v", u, err)
+		return nil, badRequestf("hook url: %v", err)
 	}
 	resp, err := s.cfg.Hooks.Client.Do(req)
 	if err != nil {
-		return nil, problemf(http.StatusBadGateway, "unavailable", "fetch %s: %v", u, err)
+		s.cfg.Logger.Warn("hook import: fetch", "tenant_id", tenant, "err", err)
+		return nil, problemf(http.StatusBadGateway, "unavailable", "fetch %s: could not connect", u)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return nil, problemf(http.StatusBadGateway, "unavailable", "fetch %s: %s", u, resp.Status)
 	}
-	return s.keep(resp.Body, name)
+	return s.keep(tenant, resp.Body, name)
 }
 
 // listEndpoints lists the tenant's webhook endpoints (never their secrets).
@@ -235,7 +249,10 @@ func (s *Server) listEndpoints(w http.ResponseWriter, r *http.Request, p Princip
 }
 
 // createEndpoint adds a webhook endpoint; its secret is in this answer
-// only.
+// only. An endpoint at a loopback, private, link-local or otherwise
+// non-public address is refused unless Config.AllowPrivateWebhooks: a
+// tenant must not make the service post into its own network. The
+// sender checks again at each dial, after resolving the name.
 func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request, p Principal) error {
 	var req struct {
 		URL string `json:"url"`
@@ -243,12 +260,15 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request, p Princi
 	if err := decodeJSON(w, r, &req, maxJSONBody, false); err != nil {
 		return err
 	}
-	u, err := url.Parse(req.URL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
-		return badRequestf("url %q: want an http(s) URL with a host and no user info", req.URL)
+	u, err := outbox.CheckURL(req.URL, s.cfg.AllowPrivateWebhooks)
+	switch {
+	case errors.Is(err, outbox.ErrDestinationNotAllowed):
+		return problemf(http.StatusBadRequest, "destination_not_allowed", "url %q: %v", req.URL, err)
+	case err != nil:
+		return badRequestf("url %q: %v", req.URL, err)
 	}
 	secret := outbox.NewSecret()
-	ep, err := s.cfg.Service.EndpointCreate(r.Context(), driver.EndpointCreateParams{TenantID: p.TenantID, URL: u.String(), Secret: secret})
+	ep, err := s.cfg.Service.EndpointCreate(r.Context(), driver.EndpointCreateParams{TenantID: p.TenantID, URL: u, Secret: secret})
 	if err != nil {
 		return err
 	}
@@ -288,4 +308,141 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, p Princi
 	ds, next := keyset(ds, limit, func(d driver.Delivery) int64 { return d.ID })
 	writeJSON(w, http.StatusOK, map[string]any{"deliveries": ds, "next_before": next})
 	return nil
+}
+
+// fetchURL is a URL in canonical form: the scheme and host in lower case,
+// the port explicit, the path decoded with its dot segments resolved, and
+// no user info or fragment. Hook URLs are compared with the fetch
+// prefixes in this form, and fetched in it, so that the file server
+// cannot read a path other than the one that was allowed.
+type fetchURL struct {
+	scheme, host, port string
+	// path is decoded, absolute, without dot segments.
+	path     string
+	rawQuery string
+}
+
+// String is the URL to fetch: the path escaped again, the port left out
+// when it is the scheme's.
+func (u fetchURL) String() string {
+	host := u.host
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if u.port != defaultPort(u.scheme) {
+		host += ":" + u.port
+	}
+	return (&url.URL{Scheme: u.scheme, Host: host, Path: u.path, RawQuery: u.rawQuery}).String()
+}
+
+// contains reports whether u is under the prefix p.
+func (p fetchURL) contains(u fetchURL) bool {
+	if u.scheme != p.scheme || u.host != p.host || u.port != p.port {
+		return false
+	}
+	if strings.HasSuffix(p.path, "/") {
+		return strings.HasPrefix(u.path, p.path)
+	}
+	return u.path == p.path || strings.HasPrefix(u.path, p.path+"/")
+}
+
+func defaultPort(scheme string) string {
+	if scheme == "https" {
+		return "443"
+	}
+	return "80"
+}
+
+// canonicalURL puts an http(s) URL in canonical form, or says why it
+// cannot be trusted to mean one path. Servers differ in how they read a
+// path: some decode %2F into a separator, some treat a backslash as
+// one, some decode twice, some read "..;x" as "..". Rather than guess
+// which reading the file server has, what could be read two ways is
+// refused: encoded slashes and backslashes, a backslash, a percent sign
+// left after decoding (a double encoding), control characters, and dot
+// segments with parameters. What is left has one meaning: its dot
+// segments, encoded or not, are resolved (RFC 3986, 5.2.4) after
+// decoding.
+func canonicalURL(raw string) (fetchURL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fetchURL{}, errors.New("not a URL")
+	}
+	scheme := strings.ToLower(u.Scheme)
+	if scheme != "http" && scheme != "https" {
+		return fetchURL{}, errors.New("not an http(s) URL")
+	}
+	if u.Opaque != "" || u.Host == "" {
+		return fetchURL{}, errors.New("no host")
+	}
+	if u.User != nil {
+		return fetchURL{}, errors.New("user info")
+	}
+	host := strings.ToLower(u.Hostname())
+	if host == "" || strings.ContainsAny(host, "%/\\") {
+		return fetchURL{}, errors.New("not a host name or address")
+	}
+	port := defaultPort(scheme)
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 65535 {
+			return fetchURL{}, errors.New("not a port")
+		}
+		port = strconv.Itoa(n)
+	}
+	escaped := strings.ToLower(u.EscapedPath())
+	if strings.Contains(escaped, "%2f") || strings.Contains(escaped, "%5c") {
+		return fetchURL{}, errors.New("an encoded slash or backslash in the path")
+	}
+	p := u.Path
+	if p == "" {
+		p = "/"
+	}
+	if !strings.HasPrefix(p, "/") {
+		return fetchURL{}, errors.New("a relative path")
+	}
+	for _, c := range p {
+		switch {
+		case c == '\\':
+			return fetchURL{}, errors.New("a backslash in the path")
+		case c == '%':
+			return fetchURL{}, errors.New("a percent sign in the decoded path (a double encoding)")
+		case c < 0x20 || c == 0x7f:
+			return fetchURL{}, errors.New("a control character in the path")
+		}
+	}
+	resolved, err := resolveDots(p)
+	if err != nil {
+		return fetchURL{}, err
+	}
+	return fetchURL{scheme: scheme, host: host, port: port, path: resolved, rawQuery: u.RawQuery}, nil
+}
+
+// resolveDots removes the dot segments of an absolute, decoded path, as
+// RFC 3986 (5.2.4) does: "/a/b/../c/./d" is "/a/c/d", and ".." above the
+// root stays at the root. A dot segment with parameters ("..;x"), which
+// some servers read as the dot segment, is refused.
+func resolveDots(p string) (string, error) {
+	segs := strings.Split(p, "/")[1:]
+	out := make([]string, 0, len(segs))
+	for i, seg := range segs {
+		last := i == len(segs)-1
+		if name, _, params := strings.Cut(seg, ";"); params && (name == "." || name == "..") {
+			return "", errors.New("a dot segment with parameters in the path")
+		}
+		switch seg {
+		case ".":
+		case "..":
+			if len(out) > 0 {
+				out = out[:len(out)-1]
+			}
+		default:
+			out = append(out, seg)
+			continue
+		}
+		if last {
+			out = append(out, "") // "/a/b/.." is the folder "/a/"
+		}
+	}
+	return "/" + strings.Join(out, "/"), nil
 }

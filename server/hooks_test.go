@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -33,6 +34,8 @@ type hookHarness struct {
 	*apiHarness
 	files   *httptest.Server
 	fetches atomic.Int64
+	// private counts the fetches of the file outside the prefix.
+	private atomic.Int64
 	now     time.Time
 }
 
@@ -40,13 +43,20 @@ func newHookHarness(t *testing.T) *hookHarness {
 	t.Helper()
 	hh := &hookHarness{now: time.Now()}
 	file := fixture(t)
+	// The file server resolves its paths as static file servers do
+	// (backslashes are slashes, dot segments are resolved), and has a
+	// private file outside the fetch prefix.
 	hh.files = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hh.fetches.Add(1)
-		if r.URL.Path != "/exports/customers.csv" {
+		switch path.Clean(strings.ReplaceAll(r.URL.Path, `\`, "/")) {
+		case "/exports/customers.csv":
+			w.Write(file)
+		case "/private/secret.csv":
+			hh.private.Add(1)
+			w.Write(file)
+		default:
 			http.NotFound(w, r)
-			return
 		}
-		w.Write(file)
 	}))
 	t.Cleanup(hh.files.Close)
 	hh.apiHarness = sqliteAPI(t, apiOptions{hooks: server.HooksConfig{
@@ -150,17 +160,45 @@ func reserialise(t *testing.T, b []byte) []byte {
 }
 
 // TestHookFetchAllowlist: a hook's file comes only from under a fetch
-// prefix, compared on the parsed URL.
+// prefix, compared on the canonical URL: dot segments resolved after
+// decoding, encoded slashes, backslashes and double encodings refused,
+// scheme, host and port compared exactly. What is fetched is the
+// canonical URL, so the file server cannot read the path otherwise.
 func TestHookFetchAllowlist(t *testing.T) {
 	t.Parallel()
 	hh := newHookHarness(t)
 	host := strings.TrimPrefix(hh.files.URL, "http://")
+	hostname, port, _ := strings.Cut(host, ":")
 	for i, u := range []string{
 		hh.files.URL + "/elsewhere/customers.csv",
 		"http://evil.example.com/exports/customers.csv",
 		"http://" + host + ".evil.example.com/exports/customers.csv",
 		"http://user@" + host + "/exports/customers.csv",
 		"file:///etc/passwd",
+		// Dot segments, plain and percent-encoded.
+		hh.files.URL + "/exports/../private/secret.csv",
+		hh.files.URL + "/exports/%2e%2e/private/secret.csv",
+		hh.files.URL + "/exports/%2E%2E/private/secret.csv",
+		hh.files.URL + "/exports/.%2e/private/secret.csv",
+		hh.files.URL + "/exports/%2e./private/secret.csv",
+		hh.files.URL + "/exports/./../private/secret.csv",
+		hh.files.URL + "/exports/sub/../../private/secret.csv",
+		hh.files.URL + "/exports/%2e%2e%2fprivate/secret.csv",
+		hh.files.URL + "/exports/..%2fprivate/secret.csv",
+		hh.files.URL + "/exports/..%2Fprivate/secret.csv",
+		hh.files.URL + "/exports/..%5cprivate/secret.csv",
+		hh.files.URL + "/exports/%252e%252e/private/secret.csv",
+		hh.files.URL + "/exports/..;/private/secret.csv",
+		hh.files.URL + "/exports/%00/../../private/secret.csv",
+		hh.files.URL + "/exports",
+		hh.files.URL + "/exportsX/customers.csv",
+		// Another port, another spelling of the host.
+		"http://" + hostname + ":1/exports/customers.csv",
+		"http://localhost:" + port + "/exports/customers.csv",
+		"https://" + host + "/exports/customers.csv",
+		"http:" + "//" + host + "@evil.example.com/exports/customers.csv",
+		"http:/" + host + "/exports/customers.csv",
+		"http:" + host + "/exports/customers.csv",
 	} {
 		a := hh.send(t, testSecret, fmt.Sprintf("msg_allow_%d", i), hh.now, hh.body(u), nil)
 		if a.status != http.StatusForbidden {
@@ -168,7 +206,22 @@ func TestHookFetchAllowlist(t *testing.T) {
 		}
 	}
 	if n := hh.fetches.Load(); n != 0 {
-		t.Errorf("fetched %d times from outside the prefixes", n)
+		t.Errorf("fetched %d times from outside the prefixes (%d of them the private file)", n, hh.private.Load())
+	}
+	// Spellings of an allowed file: fetched at its canonical URL.
+	for i, u := range []string{
+		"HTTP://" + strings.ToUpper(hostname) + ":" + port + "/exports/customers.csv",
+		hh.files.URL + "/exports/./customers.csv",
+		hh.files.URL + "/exports/sub/../customers.csv",
+		hh.files.URL + "/exports/customers%2ecsv",
+	} {
+		a := hh.send(t, testSecret, fmt.Sprintf("msg_canonical_%d", i), hh.now, hh.body(u), nil)
+		if a.status != http.StatusCreated {
+			t.Errorf("%s: %s", u, a)
+		}
+	}
+	if n := hh.private.Load(); n != 0 {
+		t.Errorf("the private file was fetched %d times", n)
 	}
 	// Hooks not configured: the endpoint says so.
 	plain := sqliteAPI(t, apiOptions{})

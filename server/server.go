@@ -49,9 +49,9 @@ type Config struct {
 	// Service keeps the webhook endpoints and deliveries. Defaults to
 	// Engine's store when it implements driver.ServiceStore.
 	Service driver.ServiceStore
-	// Files keeps uploaded files and exports, content-addressed: the
-	// original file of a batch is downloadable while it is kept. Without
-	// it uploads are spooled to temporary files and not kept.
+	// Files keeps uploaded files and exports, each under its tenant and
+	// content-addressed within it: the original file of a batch is
+	// downloadable while it is kept. Required for the API.
 	Files *filestore.Store
 	// TmpDir holds temporary files (spooled uploads, workbooks being
 	// read). Defaults to the system's.
@@ -74,6 +74,12 @@ type Config struct {
 	AllowedOrigins []string
 	// Hooks configures the incoming webhook that starts an import.
 	Hooks HooksConfig
+	// AllowPrivateWebhooks lets tenants add webhook endpoints at
+	// loopback, private, link-local and other non-public addresses. Off,
+	// such an endpoint is refused (destination_not_allowed): a tenant
+	// must not make the service post into the network it runs in. The
+	// sender (outbox.Config.AllowPrivate) checks again at each dial.
+	AllowPrivateWebhooks bool
 	// Metrics, when set, is served at GET /metrics.
 	Metrics http.Handler
 	// NoAdmin leaves the admin page out.
@@ -98,6 +104,12 @@ type WebsocketConfig struct {
 	// say but control frames); a larger one closes the connection with
 	// code 1009. Defaults to 4 KiB.
 	ReadLimit int64
+	// AuthInterval is how often an open stream's credential is
+	// authenticated again: a stream whose token was revoked meanwhile is
+	// closed (code 4003) within about this long. An error other than a
+	// refused credential (the database is down) leaves the stream open
+	// until the next check. Defaults to 2s.
+	AuthInterval time.Duration
 }
 
 // Close codes of the event stream, besides the standard ones.
@@ -107,6 +119,10 @@ const (
 	CloseSlowConsumer = 4001
 	// ClosePongTimeout: the client answered no ping in PongWait.
 	ClosePongTimeout = 4002
+	// CloseRevoked: the stream's credential no longer authenticates (an
+	// API token revoked while the stream was open). Reconnecting needs a
+	// valid token.
+	CloseRevoked = 4003
 	// CloseNotFound: the batch is gone.
 	CloseNotFound = 4004
 )
@@ -133,6 +149,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Store == nil || cfg.Broadcaster == nil || cfg.Auth == nil {
 		return nil, errors.New("server: Config.Store (or Engine), Broadcaster and Auth are required")
 	}
+	if cfg.Engine != nil && cfg.Files == nil {
+		return nil, errors.New("server: Config.Files is required with an Engine: uploads and exports are kept there")
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -154,6 +173,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if ws.ReadLimit <= 0 {
 		ws.ReadLimit = 4 << 10
+	}
+	if ws.AuthInterval <= 0 {
+		ws.AuthInterval = 2 * time.Second
 	}
 	if err := cfg.Hooks.validate(); err != nil {
 		return nil, err

@@ -25,9 +25,13 @@ const (
 	maxFieldBytes = 64 << 10
 )
 
-// upload is a file a request sent, kept in the file store by its digest.
+// upload is a file a request sent, kept in the file store under the
+// caller's tenant: by its digest when this request sent it, or by the
+// upload id a client gave back (a preview's).
 type upload struct {
 	filestore.Info
+	// ID is the upload id a client gave; "" for a file this request sent.
+	ID string
 	// Name is the file's name as the client gave it, without a folder.
 	Name string
 }
@@ -46,9 +50,9 @@ func (f *form) value(name string) string {
 }
 
 // readForm streams a multipart/form-data request: the part named "file"
-// goes straight into the file store (never whole into memory), at most
-// MaxUpload bytes; the other parts are small fields.
-func (s *Server) readForm(w http.ResponseWriter, r *http.Request) (*form, error) {
+// goes straight into the tenant's files (never whole into memory), at
+// most MaxUpload bytes; the other parts are small fields.
+func (s *Server) readForm(w http.ResponseWriter, r *http.Request, tenant string) (*form, error) {
 	if mediaType(r) != "multipart/form-data" {
 		return nil, problemf(http.StatusUnsupportedMediaType, "unsupported_media_type", "send the file as multipart/form-data (a part named file), not %q", r.Header.Get("Content-Type"))
 	}
@@ -73,7 +77,7 @@ func (s *Server) readForm(w http.ResponseWriter, r *http.Request) (*form, error)
 			if f.file != nil {
 				return nil, badRequestf("multipart body: more than one part named file")
 			}
-			up, err := s.keep(part, fileName(part.FileName()))
+			up, err := s.keep(tenant, part, fileName(part.FileName()))
 			if err != nil {
 				return nil, err
 			}
@@ -105,9 +109,9 @@ func bodyError(err error) error {
 	return badRequestf("multipart body: %v", err)
 }
 
-// keep streams r into the file store, at most MaxUpload bytes.
-func (s *Server) keep(r io.Reader, name string) (*upload, error) {
-	info, err := s.cfg.Files.Put(r, s.cfg.MaxUpload)
+// keep streams r into the tenant's files, at most MaxUpload bytes.
+func (s *Server) keep(tenant string, r io.Reader, name string) (*upload, error) {
+	info, err := s.cfg.Files.Put(tenant, r, s.cfg.MaxUpload)
 	if err != nil {
 		if errors.Is(err, filestore.ErrTooLarge) {
 			return nil, problemf(http.StatusRequestEntityTooLarge, "too_large", "%s is larger than the %d bytes a file may have (serve --max-upload)", name, s.cfg.MaxUpload)

@@ -128,6 +128,8 @@ type IngestSummary struct {
 	ErrorCounts []rows.ErrorCount
 	// Width is the most cells any row had.
 	Width int
+	// Warnings, learnt while the rows were read, join the batch's.
+	Warnings []string
 }
 
 // BatchIngestParams are the parameters of Store.BatchIngest.

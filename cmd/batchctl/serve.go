@@ -41,6 +41,8 @@ type serveOptions struct {
 	hookPrefixes  []string
 	metrics       bool
 	tenantRole    string
+	workerToken   string
+	allowPrivate  bool
 }
 
 func (c *cli) serveCommand() *cobra.Command {
@@ -54,6 +56,14 @@ admin page at /, batches' live progress over websockets, /livez, /readyz
 and /metrics. With --workers (2 by default) it also works the batches, as
 batchctl worker does; --workers 0 leaves them to worker processes.
 
+Workers: the in-process workers need a worker credential, as batchctl
+worker does (--worker-token or ROWFATE_WORKER_TOKEN; make one with
+batchctl worker-token create), and work only its tenants. serve refuses
+to start without one, unless --workers 0 or --insecure-dev (whose workers
+work every tenant). --tenant names the bootstrap token's tenant, not the
+workers'. A credential revoked while serve runs stops its workers (the
+rows they hold go back); the API goes on serving.
+
 Authentication: every API request carries an API token (batchctl token
 create --tenant T --role admin|viewer) as "Authorization: Bearer TOKEN", or,
 from a browser's websocket, as the subprotocol "bearer.TOKEN" next to
@@ -63,16 +73,24 @@ bootstrap admin token for --tenant (default $ROWFATE_SERVE_TOKEN).
 --insecure-dev serves anyone who can reach --addr as an admin of --tenant,
 for a developer's machine only.
 
-Files: uploads stream to --files (content-addressed by SHA-256, never whole
-in memory) and are kept for --file-retention, so that re-runs and the
-"original file" download work from the service; exports are kept there too.
+Files: uploads stream to --files (never whole in memory) and are kept for
+--file-retention, so that re-runs and the "original file" download work
+from the service; exports are kept there too. Each file is kept under its
+tenant, content-addressed by SHA-256 within it, and looked up under the
+caller's tenant only; a preview hands out an opaque upload id, never the
+digest.
 
 Webhooks: batches that finish or are cancelled are announced to the
 tenant's endpoints (batchctl webhook add), signed in the Standard Webhooks
-format, from a durable outbox with bounded retries. POST /v1/hooks/import
-starts an import from a signed request (--hook-secret TENANT=whsec_...,
-several per tenant while rotating) whose file is fetched from under a
---hook-fetch-prefix.
+format, from a durable outbox with bounded retries. Endpoints must be at
+public addresses: one at a loopback, private, link-local or otherwise
+non-public address is refused when added and at each connection (the
+address a name resolves to is checked as it is dialled), unless
+--allow-private-webhooks, for a service whose tenants may all reach its
+network. POST /v1/hooks/import starts an import from a signed request
+(--hook-secret TENANT=whsec_..., several per tenant while rotating) whose
+file is fetched from under a --hook-fetch-prefix (compared, and fetched,
+in canonical form: dot segments resolved, ambiguous encodings refused).
 
 Tenants in the database: on PostgreSQL, --tenant-role ROLE runs every
 request's statements as ROLE (created if missing and granted the tenant
@@ -86,7 +104,8 @@ Browsers may open a stream from the server's own origin and from the
 of events at once (LISTEN) and polls each second as well; on SQLite serve
 polls the file.`,
 		Example: `  batchctl token create --tenant acme --role admin --name ops
-  batchctl serve --addr :8080 --database postgres://db/app --tenant acme
+  ROWFATE_WORKER_TOKEN=rfw_... batchctl serve --addr :8080 --database postgres://db/app --tenant acme
+  batchctl serve --workers 0 --database postgres://db/app
   batchctl serve --insecure-dev
   batchctl serve --hook-secret acme=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw --hook-fetch-prefix https://files.example.com/`,
 		Args: args(0, ""),
@@ -101,6 +120,8 @@ polls the file.`,
 	f.DurationVar(&o.retention, "event-retention", 7*24*time.Hour, "trim events older than this (0 keeps them)")
 	f.BoolVar(&o.compact, "compact-finished", false, "trim every event of a finished or cancelled batch but its last")
 	f.IntVar(&o.workers, "workers", 2, "concurrent workers in this process (0: leave the batches to batchctl worker processes)")
+	f.StringVar(&o.workerToken, "worker-token", "", "the in-process workers' credential: they work its tenants only (default $ROWFATE_WORKER_TOKEN)")
+	f.BoolVar(&o.allowPrivate, "allow-private-webhooks", false, "let webhook endpoints be at loopback, private, link-local and other non-public addresses")
 	f.DurationVar(&o.lease, "lease", 30*time.Second, "how long a claimed chunk is this process's without a renewal")
 	f.StringVar(&o.files, "files", "", "folder of kept uploads and exports (default: beside a SQLite file, else ./rowfate-files)")
 	f.DurationVar(&o.fileRetention, "file-retention", 30*24*time.Hour, "remove kept files not used for this long (0 keeps them)")
@@ -178,6 +199,13 @@ func (c *cli) runServe(ctx context.Context, o serveOptions) error {
 	if t, err := c.database(); err == nil && !t.postgres && o.tenantRole != "" {
 		return usagef("--tenant-role is for PostgreSQL: SQLite has no roles (one process owns the file)")
 	}
+	// The in-process workers claim chunks as any worker does, and so need
+	// a worker's credential; without one they would work every tenant.
+	needWorker := o.workers > 0 && (!o.insecure || o.workerToken != "" || os.Getenv("ROWFATE_WORKER_TOKEN") != "")
+	if needWorker && o.workerToken == "" && os.Getenv("ROWFATE_WORKER_TOKEN") == "" {
+		return usagef("serve runs %d workers, and workers need a credential: --worker-token or ROWFATE_WORKER_TOKEN (make one with `batchctl worker-token create NAME%s`), "+
+			"or --workers 0 to leave the batches to batchctl worker processes", o.workers, c.hint())
+	}
 	app, err := c.openPatiently(ctx, create)
 	if err != nil {
 		return err
@@ -186,6 +214,15 @@ func (c *cli) runServe(ctx context.Context, o serveOptions) error {
 	ss, err := serviceStore(app.store)
 	if err != nil {
 		return err
+	}
+	// Without a credential (--insecure-dev), the workers work every
+	// tenant, as the development worker token does. --tenant is the
+	// bootstrap token's: it does not narrow the workers.
+	worker := workerID{name: "serve"}
+	if needWorker {
+		if worker, err = c.workerIdentity(ctx, app.store, o.workerToken, false); err != nil {
+			return err
+		}
 	}
 	var auth server.Authenticator = server.StoreTokens{Store: ss}
 	switch {
@@ -210,7 +247,7 @@ func (c *cli) runServe(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return err
 	}
-	eng, err := batch.NewEngine(batch.Config{Store: app.store, Registry: app.engine.Registry(), Logger: c.logger, WorkerName: "serve",
+	eng, err := batch.NewEngine(batch.Config{Store: app.store, Registry: app.engine.Registry(), Logger: c.logger, WorkerName: worker.name,
 		LeaseDuration: o.lease, Observer: m})
 	if err != nil {
 		return err
@@ -221,7 +258,8 @@ func (c *cli) runServe(ctx context.Context, o serveOptions) error {
 		metricsHandler = m.Handler()
 	}
 	srv, err := server.New(server.Config{Engine: eng, Files: files, MaxUpload: maxUpload, Broadcaster: bc, Auth: auth, Metrics: metricsHandler,
-		AllowedOrigins: o.origins, Logger: c.logger, Hooks: server.HooksConfig{Secrets: secrets, FetchPrefixes: o.hookPrefixes}})
+		AllowedOrigins: o.origins, Logger: c.logger, Hooks: server.HooksConfig{Secrets: secrets, FetchPrefixes: o.hookPrefixes},
+		AllowPrivateWebhooks: o.allowPrivate})
 	if err != nil {
 		return usagef("%v", err)
 	}
@@ -233,9 +271,17 @@ func (c *cli) runServe(ctx context.Context, o serveOptions) error {
 		fmt.Fprintf(c.stderr, "WARNING: --insecure-dev: no token is checked; anyone who can reach %s acts as an admin of tenant %q\n", ln.Addr(), c.global.tenant)
 	}
 	abs, _ := filepath.Abs(dir)
-	fmt.Fprintf(c.stderr, "serving on http://%s (%s, files in %s, %d workers)\n", ln.Addr(), c.where(), abs, o.workers)
+	workers := fmt.Sprintf("%d workers", o.workers)
+	switch {
+	case o.workers == 0:
+	case len(worker.tenants) > 0:
+		workers += fmt.Sprintf(" as %s for tenants %s", worker.name, strings.Join(worker.tenants, ", "))
+	default:
+		workers += fmt.Sprintf(" as %s for every tenant", worker.name)
+	}
+	fmt.Fprintf(c.stderr, "serving on http://%s (%s, files in %s, %s)\n", ln.Addr(), c.where(), abs, workers)
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
-	snd, err := outbox.New(outbox.Config{Store: ss, Logger: c.logger})
+	snd, err := outbox.New(outbox.Config{Store: ss, Logger: c.logger, AllowPrivate: o.allowPrivate})
 	if err != nil {
 		return err
 	}
@@ -247,8 +293,17 @@ func (c *cli) runServe(ctx context.Context, o serveOptions) error {
 	g.Go(func() error { c.sweepFiles(gctx, files, o.fileRetention); return nil })
 	if o.workers > 0 {
 		g.Go(func() error {
-			_, err := eng.Work(gctx, batch.WorkParams{Workers: o.workers})
-			if gctx.Err() != nil {
+			// The credential is checked again while the workers run; a
+			// revoked one stops them (their rows go back), and the
+			// service goes on serving without workers.
+			_, err := c.workAs(gctx, app.store, eng, worker, o.lease, batch.WorkParams{Workers: o.workers, TenantIDs: worker.tenants})
+			var revoked *revokedError
+			switch {
+			case gctx.Err() != nil:
+				return nil
+			case errors.As(err, &revoked):
+				c.logger.Error("in-process workers stopped; serving goes on without them", "err", revoked)
+				fmt.Fprintf(c.stderr, "the workers stopped: %v; serving goes on without workers\n", revoked)
 				return nil
 			}
 			return err

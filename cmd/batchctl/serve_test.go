@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -48,12 +49,24 @@ func TestServeTokenFlags(t *testing.T) {
 var servingOn = regexp.MustCompile(`serving on (http://\S+)`)
 
 // startServe runs `batchctl serve` as its own process and returns its URL.
+// Its in-process workers get the development worker token unless the
+// environment names one.
 func startServe(t *testing.T, bin string, args ...string) (string, *strings.Builder) {
+	t.Helper()
+	env := []string{}
+	if os.Getenv("ROWFATE_WORKER_TOKEN") == "" {
+		env = append(env, "ROWFATE_WORKER_TOKEN=dev")
+	}
+	return startServeEnv(t, bin, env, args...)
+}
+
+// startServeEnv is startServe with variables added to the environment.
+func startServeEnv(t *testing.T, bin string, env []string, args ...string) (string, *strings.Builder) {
 	t.Helper()
 	// --files: on PostgreSQL the default is ./rowfate-files, the package's
 	// source folder here.
 	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--files", t.TempDir()}, args...)...)
-	cmd.Env = append(os.Environ(), "DATABASE_URL=")
+	cmd.Env = append(append(os.Environ(), "DATABASE_URL="), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +135,12 @@ func TestServeAcrossProcesses(t *testing.T) {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Patience(t))
 	defer cancel()
-	w := exec.CommandContext(ctx, bin, append([]string{"worker", "--until-done", "--worker-token", "dev", "--batch", "1"}, db...)...)
+	tok := run(t, append([]string{"worker-token", "create", "serve-test", "--all-tenants"}, db...)...)
+	token := strings.TrimSpace(tok.stdout)
+	if tok.code != exitOK || token == "" {
+		t.Fatalf("worker-token create: %s", tok)
+	}
+	w := exec.CommandContext(ctx, bin, append([]string{"worker", "--until-done", "--worker-token", token, "--batch", "1"}, db...)...)
 	w.Env = append(os.Environ(), "DATABASE_URL=")
 	workerOut := make(chan []byte, 1)
 	go func() { out, _ := w.CombinedOutput(); workerOut <- out }()
@@ -247,4 +265,85 @@ func TestServeRefusesOversizeHeaders(t *testing.T) {
 		t.Fatalf("after oversize headers, livez: %v %v\n%s", resp, err, log.String())
 	}
 	resp.Body.Close()
+}
+
+// TestServeWorkersNeedACredential: serve with in-process workers and no
+// worker token refuses to start, saying what it needs; it never serves.
+func TestServeWorkersNeedACredential(t *testing.T) {
+	t.Setenv("ROWFATE_WORKER_TOKEN", "")
+	t.Setenv("ROWFATE_SERVE_TOKEN", "")
+	db := testdb.SQLitePath(t)
+	if r := run(t, "migrate", "--database", db); r.code != exitOK {
+		t.Fatalf("migrate: %s", r)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--database", db, "--token", "tok", "--files", t.TempDir()},
+			strings.NewReader(""), io.Discard, &stderr)
+	}()
+	// It ends, or it serves: a serve that says where it serves has
+	// started workers with no credential.
+	var code int
+	testenv.Until(t, func() bool {
+		select {
+		case code = <-done:
+			return true
+		default:
+		}
+		if servingOn.MatchString(stderr.String()) {
+			cancel()
+			<-done
+			t.Fatalf("serve started its workers without a worker token:\n%s", stderr.String())
+		}
+		return false
+	}, func() string { return "serve to refuse or to start: " + stderr.String() })
+	if code != exitUsage || !strings.Contains(stderr.String(), "--worker-token") || !strings.Contains(stderr.String(), "ROWFATE_WORKER_TOKEN") ||
+		!strings.Contains(stderr.String(), "--workers 0") {
+		t.Fatalf("serve without a worker token: exit %d\n%s", code, stderr.String())
+	}
+	if r := run(t, "serve", "--addr", "127.0.0.1:0", "--database", db, "--token", "tok", "--worker-token", "rfw_forged"); r.code != exitError ||
+		!strings.Contains(r.stderr, "not valid") || strings.Contains(r.stderr, "rfw_forged") {
+		t.Fatalf("serve with a forged worker token: %s", r)
+	}
+}
+
+// TestServeWorkersScoped: serve's in-process workers work only the
+// tenants of their worker token. globex's batch is first in the queue, so
+// a worker of every tenant would take it before acme's.
+func TestServeWorkersScoped(t *testing.T) {
+	t.Parallel()
+	bin := buildBatchctl(t)
+	c := setup(t)
+	for _, tenant := range []string{"globex", "acme"} {
+		if r := c.run("import", "customers", fixture, "--no-work", "--tenant", tenant); r.code != exitOK && r.code != exitRows {
+			t.Fatalf("import for %s: %s", tenant, r)
+		}
+	}
+	r := c.run("worker-token", "create", "acme-serve", "--tenant", "acme")
+	token := strings.TrimSpace(r.stdout)
+	if r.code != exitOK || !strings.HasPrefix(token, "rfw_") {
+		t.Fatalf("worker-token create: %s", r)
+	}
+	_, log := startServeEnv(t, bin, []string{"ROWFATE_WORKER_TOKEN=" + token}, "--database", c.database, "--token", "tok", "--workers", "1")
+	status := func(id int64, tenant string) jsonBatch {
+		t.Helper()
+		r := c.run("status", fmt.Sprint(id), "-o", "json", "--tenant", tenant)
+		var b jsonBatch
+		if err := json.Unmarshal([]byte(r.stdout), &b); err != nil {
+			t.Fatalf("status %d: %v\n%s", id, err, r)
+		}
+		return b
+	}
+	testenv.Until(t, func() bool { return status(2, "acme").Status == "finished" }, func() string {
+		return fmt.Sprintf("acme's batch to finish: %+v\nserve:\n%s", status(2, "acme"), log.String())
+	})
+	if acme := status(2, "acme"); acme.Counts["succeeded"] != 285 {
+		t.Errorf("acme's batch: %+v", acme)
+	}
+	if globex := status(1, "globex"); globex.Status != "running" || globex.Counts["valid"] != 285 || globex.Counts["succeeded"] != 0 {
+		t.Fatalf("globex's batch %+v: the workers of acme's token worked it", globex)
+	}
 }

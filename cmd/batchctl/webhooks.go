@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strconv"
 	"text/tabwriter"
@@ -26,12 +25,19 @@ type deliveriesOptions struct {
 }
 
 func (c *cli) webhookCommand() *cobra.Command {
+	var allowPrivate bool
 	add := &cobra.Command{
 		Use:   "add <url>",
 		Short: "Add a webhook endpoint for a tenant and print its signing secret, once",
 		Long: `Add a webhook endpoint for --tenant: from now on, every batch of the tenant
 that finishes or is cancelled queues one signed POST to <url> (an http or
 https URL with a host and no user info), which batchctl serve sends.
+
+The URL must point at a public address: a loopback, private, link-local or
+otherwise non-public host (127.0.0.1, 10.0.0.0/8, 169.254.169.254, ::1,
+localhost) is refused unless --allow-private, and batchctl serve delivers
+to such an address only with --allow-private-webhooks (it checks the
+address a name resolves to at each connection).
 
 A new signing secret (whsec_ and the base64 of 32 random bytes) is made
 for the endpoint and printed once, as the last line of standard output;
@@ -42,8 +48,9 @@ webhook-signature headers).`,
   SECRET=$(batchctl webhook add https://hooks.example.com/rowfate --tenant acme)
   batchctl webhook add https://hooks.example.com/rowfate -o json`,
 		Args: args(1, "<url>"),
-		RunE: func(cmd *cobra.Command, a []string) error { return c.webhookAdd(cmd.Context(), a[0]) },
+		RunE: func(cmd *cobra.Command, a []string) error { return c.webhookAdd(cmd.Context(), a[0], allowPrivate) },
 	}
+	add.Flags().BoolVar(&allowPrivate, "allow-private", false, "accept a URL at a loopback, private, link-local or other non-public address (serve delivers there with --allow-private-webhooks only)")
 	list := &cobra.Command{
 		Use:     "list",
 		Short:   "List the tenant's webhook endpoints (never their secrets)",
@@ -106,16 +113,19 @@ answers 2xx, or dead after its last attempt.`,
 }
 
 // endpointURL checks an endpoint's address as the HTTP API does.
-func endpointURL(raw string) (string, error) {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
-		return "", usagef("webhook URL %q: want an http(s) URL with a host and no user info", raw)
+func endpointURL(raw string, allowPrivate bool) (string, error) {
+	u, err := outbox.CheckURL(raw, allowPrivate)
+	switch {
+	case errors.Is(err, outbox.ErrDestinationNotAllowed):
+		return "", usagef("webhook URL %q: %v; add it with --allow-private if the service may post into its own network (and serve it with --allow-private-webhooks)", raw, err)
+	case err != nil:
+		return "", usagef("webhook URL %q: %v", raw, err)
 	}
-	return u.String(), nil
+	return u, nil
 }
 
-func (c *cli) webhookAdd(ctx context.Context, raw string) error {
-	u, err := endpointURL(raw)
+func (c *cli) webhookAdd(ctx context.Context, raw string, allowPrivate bool) error {
+	u, err := endpointURL(raw, allowPrivate)
 	if err != nil {
 		return err
 	}

@@ -129,6 +129,11 @@ func (s *Store) EffectsClaim(ctx context.Context, p driver.EffectsClaimParams) (
 		if err != nil {
 			return fmt.Errorf("check lease: %w", err)
 		}
+		for _, e := range p.Effects {
+			if e.RowNo < first || e.RowNo > last {
+				return fmt.Errorf("claim effect %q: row %d is not in chunk %d (rows %d-%d)", e.Key, e.RowNo, p.ChunkNo, first, last)
+			}
+		}
 		won := map[string]int64{}
 		rs, err := q.Query(ctx, s.c.insertEffects, p.TenantID, p.BatchID, arg)
 		if err != nil {

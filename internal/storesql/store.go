@@ -227,9 +227,10 @@ func newStatements(d *Dialect) statements {
 			SET state = CASE WHEN attempts > 1 THEN 'retrying' ELSE 'valid' END, attempts = attempts - 1, updated_at = {now}
 			WHERE batch_id = $1 AND tenant_id = $2 AND row_no BETWEEN $3 AND $4 AND state = 'processing'
 			  AND ` + d.InInt("row_no", "$5")),
+		// Bounded to the flushing chunk's rows, as the outcomes are.
 		recordEffects: d.Expand(d.WithRecords("$3", map[string]string{"k": "text", "s": "text", "r": "text", "n": "bigint"}) + `
 			UPDATE {t}effects AS e SET state = u.s, result_id = u.r, done_at = {now} FROM u
-			WHERE e.tenant_id = $1 AND e.batch_id = $2 AND e.effect_key = u.k AND e.row_no = u.n`),
+			WHERE e.tenant_id = $1 AND e.batch_id = $2 AND e.effect_key = u.k AND e.row_no = u.n AND e.row_no BETWEEN $4 AND $5`),
 		leaseChunk: d.Expand(`UPDATE {t}batch_chunks
 			SET lease_owner = $1, lease_token = lease_token + 1,
 			    lease_expires_at = {now} + CAST($2 AS bigint) * {ms}, last_claimed_at = {now}, lease_deferred = $5
@@ -254,7 +255,7 @@ func newStatements(d *Dialect) statements {
 			WHERE batch_id = $2 AND chunk_no = $3 AND lease_token = $4 AND tenant_id = $5
 			  AND lease_expires_at > {now}
 			  AND EXISTS (SELECT 1 FROM {t}batches b WHERE b.id = $2 AND ` + workable + `)`),
-		leaseCheck: d.Expand(`SELECT lease_token = $3 AND lease_expires_at > {now},
+		leaseCheck: d.Expand(`SELECT COALESCE(lease_token = $3 AND lease_expires_at > {now}, false),
 				EXISTS (SELECT 1 FROM {t}batches b WHERE b.id = $1 AND ` + workable + `)
 			FROM {t}batch_chunks WHERE batch_id = $1 AND chunk_no = $2 AND tenant_id = $4`),
 		// A lease is held from its claim to its releasing flush: a token
@@ -420,6 +421,7 @@ func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*d
 			sum = p.SummaryFunc()
 		}
 		opts.ErrorCounts, opts.Width = sum.ErrorCounts, sum.Width
+		opts.Warnings = append(opts.Warnings, sum.Warnings...)
 		if k := p.DuplicateKey; k.Name != "" {
 			n, err := q.Exec(ctx, s.q.markDuplicates, id, k.Column, k.Field, k.Name)
 			if err != nil {
@@ -993,7 +995,7 @@ func (s *Store) ChunkFlush(ctx context.Context, p driver.ChunkFlushParams) (*dri
 			if err := s.drv.UpdateOutcomes(ctx, q, UpdateOutcomesParams{BatchID: p.BatchID, TenantID: p.TenantID, First: first, Last: last, Outcomes: outcomes, Deferred: p.Deferred}); err != nil {
 				return fmt.Errorf("record outcomes: %w", err)
 			}
-			if err := s.recordEffects(ctx, q, p.TenantID, p.BatchID, outcomes); err != nil {
+			if err := s.recordEffects(ctx, q, p.TenantID, p.BatchID, first, last, outcomes); err != nil {
 				return err
 			}
 		}
@@ -1060,7 +1062,7 @@ type effectRecord struct {
 
 // recordEffects records the outcomes of rows with a claimed effect key: done
 // with the result, failed, or unknown; a retrying row keeps its claim.
-func (s *Store) recordEffects(ctx context.Context, q Querier, tenant string, batchID int64, outs []driver.RowOutcome) error {
+func (s *Store) recordEffects(ctx context.Context, q Querier, tenant string, batchID, first, last int64, outs []driver.RowOutcome) error {
 	var recs []effectRecord
 	for _, o := range outs {
 		if o.EffectKey == "" {
@@ -1086,7 +1088,7 @@ func (s *Store) recordEffects(ctx context.Context, q Querier, tenant string, bat
 	if err != nil {
 		return err
 	}
-	if _, err := q.Exec(ctx, s.q.recordEffects, tenant, batchID, arg); err != nil {
+	if _, err := q.Exec(ctx, s.q.recordEffects, tenant, batchID, arg, first, last); err != nil {
 		return fmt.Errorf("record effects: %w", err)
 	}
 	return nil

@@ -26,6 +26,7 @@ func runControl(t *testing.T, newStore NewStoreFunc) {
 	t.Run("GiveBackUnworked", func(t *testing.T) { t.Parallel(); testGiveBack(t, newStore(t)) })
 	t.Run("CancelDeadEffects", func(t *testing.T) { t.Parallel(); testCancelDeadEffects(t, newStore(t)) })
 	t.Run("CancelGivenBackEffects", func(t *testing.T) { t.Parallel(); testCancelGivenBackEffects(t, newStore(t)) })
+	t.Run("EffectsBoundToTheChunk", func(t *testing.T) { t.Parallel(); testEffectsBound(t, newStore(t)) })
 	t.Run("CrossTenant", func(t *testing.T) { t.Parallel(); testCrossTenant(t, newStore(t)) })
 	t.Run("InFlightCutOff", func(t *testing.T) { t.Parallel(); testInFlight(t, newStore(t)) })
 	t.Run("EffectFuncCommitsWithOutcomes", func(t *testing.T) { t.Parallel(); testEffectFunc(t, newStore(t)) })
@@ -47,7 +48,9 @@ func testEffectRace(t *testing.T, s driver.Store) {
 	}
 	leases := make([]*driver.Lease, goroutines)
 	for i := range leases {
-		b := ingest(t, s, tenant, 1, 10)
+		// One chunk holding every row whose key the goroutine claims: a
+		// lease claims its own chunk's keys only.
+		b := ingest(t, s, tenant, keys, keys)
 		leases[i] = claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
 	}
 	results := make([][]driver.EffectClaim, goroutines)
@@ -610,4 +613,35 @@ func testCancelGivenBackEffects(t *testing.T, s driver.Store) {
 	giveBack(l, keys)
 	cancel(b)
 	wantCounts(t, CheckInvariant(t, s, tenant, b.ID), rows.Counts{rows.StateCancelled: 3})
+}
+
+// testEffectsBound: a lease claims and records effect keys of its own
+// chunk's rows only, as it records only their outcomes. A flush that
+// named a row of another chunk marked that chunk's claimed key done, so
+// the other chunk's worker took it for applied and never ran it.
+func testEffectsBound(t *testing.T, s driver.Store) {
+	ctx := context.Background()
+	b := ingest(t, s, tenant, 4, 2) // chunk 0: rows 2-3, chunk 1: rows 4-5
+	a := claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
+	other := claim(t, s, driver.ChunkClaimParams{Owner: "w2", BatchID: b.ID})
+	if a.ChunkNo == other.ChunkNo {
+		t.Fatalf("two claims took chunk %d", a.ChunkNo)
+	}
+	row := other.Rows[0].RowNo
+	ref := []driver.EffectRef{{RowNo: row, Key: fmt.Sprint("bound-", b.ID), Digest: "d"}}
+	if _, err := s.EffectsClaim(ctx, driver.EffectsClaimParams{TenantID: tenant, BatchID: b.ID, ChunkNo: a.ChunkNo, Token: a.Token, Effects: ref}); err == nil {
+		t.Fatalf("chunk %d's lease claimed the key of row %d, of chunk %d", a.ChunkNo, row, other.ChunkNo)
+	}
+	if cs, err := s.EffectsClaim(ctx, driver.EffectsClaimParams{TenantID: tenant, BatchID: b.ID, ChunkNo: other.ChunkNo, Token: other.Token, Effects: ref}); err != nil || cs[0].Status != driver.EffectNew {
+		t.Fatalf("the row's own lease: %+v, %v", cs, err)
+	}
+	forged := []driver.RowOutcome{{RowNo: row, State: rows.StateSucceeded, ResultID: "forged", EffectKey: ref[0].Key}}
+	if _, err := s.ChunkFlush(ctx, driver.ChunkFlushParams{TenantID: tenant, BatchID: b.ID, ChunkNo: a.ChunkNo, Token: a.Token, Outcomes: forged}); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := s.EffectsClaim(ctx, driver.EffectsClaimParams{TenantID: tenant, BatchID: b.ID, ChunkNo: other.ChunkNo, Token: other.Token, Effects: ref})
+	if err != nil || cs[0].Status != driver.EffectMine || cs[0].ResultID != "" {
+		t.Fatalf("after another chunk's flush named it: %+v, %v; want still the row's own claim", cs, err)
+	}
+	wantCounts(t, CheckInvariant(t, s, tenant, b.ID), rows.Counts{rows.StateProcessing: 4})
 }

@@ -39,6 +39,7 @@ func Run(t *testing.T, newStore NewStoreFunc) {
 	t.Run("StaleTokenRejected", func(t *testing.T) { t.Parallel(); testStaleToken(t, newStore(t)) })
 	t.Run("ExpiredLeaseReclaimed", func(t *testing.T) { t.Parallel(); testExpiredLease(t, newStore(t)) })
 	t.Run("ExpiredLeaseFencedByTheClock", func(t *testing.T) { t.Parallel(); testExpiredUnclaimed(t, newStore(t)) })
+	t.Run("LeaseCheck", func(t *testing.T) { t.Parallel(); testLeaseCheck(t, newStore(t)) })
 	t.Run("RetryWaitsUntilDue", func(t *testing.T) { t.Parallel(); testRetryDue(t, newStore(t)) })
 	t.Run("TenantScope", func(t *testing.T) { t.Parallel(); testTenantScope(t, newStore(t)) })
 	t.Run("RowsListPages", func(t *testing.T) { t.Parallel(); testRowsList(t, newStore(t)) })
@@ -340,6 +341,44 @@ func testExpiredUnclaimed(t *testing.T, s driver.Store) {
 	if len(again.Rows) != 2 || again.Token <= l.Token {
 		t.Fatalf("the next claim: %+v", again)
 	}
+}
+
+// testLeaseCheck: LeaseCheck answers as LeaseRenew would, without
+// renewing: held, stopped (paused, cancelled), lost (released, stale,
+// expired).
+func testLeaseCheck(t *testing.T, s driver.Store) {
+	ctx := context.Background()
+	b := ingest(t, s, tenant, 2, 1)
+	l := claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
+	p := driver.LeaseRenewParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token}
+	check := func(want error, what string) {
+		t.Helper()
+		if err := s.LeaseCheck(ctx, p); !errors.Is(err, want) {
+			t.Fatalf("%s: LeaseCheck = %v, want %v", what, err, want)
+		}
+	}
+	check(nil, "a held lease")
+	stale := p
+	stale.Token++
+	if err := s.LeaseCheck(ctx, stale); !errors.Is(err, driver.ErrLeaseLost) {
+		t.Fatalf("a stale token: %v", err)
+	}
+	if _, err := s.BatchPause(ctx, driver.BatchControlParams{TenantID: tenant, ID: b.ID}, true); err != nil {
+		t.Fatal(err)
+	}
+	check(driver.ErrBatchStopped, "a paused batch")
+	if _, err := s.BatchPause(ctx, driver.BatchControlParams{TenantID: tenant, ID: b.ID}, false); err != nil {
+		t.Fatal(err)
+	}
+	check(nil, "a resumed batch")
+	if _, err := s.ChunkFlush(ctx, driver.ChunkFlushParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token, Outcomes: succeedAll(l), Release: true}); err != nil {
+		t.Fatal(err)
+	}
+	check(driver.ErrLeaseLost, "a released lease")
+	l2 := claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
+	p = driver.LeaseRenewParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l2.ChunkNo, Token: l2.Token}
+	expire(t, s, l2)
+	check(driver.ErrLeaseLost, "an expired lease")
 }
 
 func testRetryDue(t *testing.T, s driver.Store) {

@@ -10,6 +10,14 @@
 // time; a sender that dies leaves it due again when the lease ends. The
 // delivery is therefore at least once: receivers drop a webhook-id they
 // have seen (it is the same on every attempt), as the format asks.
+//
+// An endpoint is a tenant's URL, and the sender runs inside the
+// operator's network: unless Config.AllowPrivate, it connects only to
+// public addresses, checked at each dial after the name is resolved
+// (CheckURL refuses the obvious ones when an endpoint is added). What an
+// attempt's failure is recorded as, which the tenant reads, is a class
+// ("could not connect"), never the system's error text, which would tell
+// which ports of a host are open; the operator's log has the detail.
 package outbox
 
 import (
@@ -22,10 +30,13 @@ import (
 	"io"
 	"log/slog"
 	mrand "math/rand/v2"
+	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rowfate/rowfate/batch/driver"
@@ -62,9 +73,19 @@ type Config struct {
 	// than Lease, so that an attempt ends while the delivery is still
 	// this sender's. Redirects are never followed, whatever its
 	// CheckRedirect says: a 3xx is a failed attempt, so that an endpoint
-	// cannot have the signed body sent elsewhere. Defaults to a client
-	// with a 10s timeout.
+	// cannot have the signed body sent elsewhere. Unless AllowPrivate,
+	// its Transport must be nil or an *http.Transport, which is copied
+	// and made to dial public addresses only, directly (no proxy).
+	// Defaults to a client with a 10s timeout.
 	Client *http.Client
+	// AllowPrivate lets deliveries reach loopback, private, link-local
+	// and other non-public addresses (PublicAddr): for endpoints on the
+	// operator's own network, when every tenant is trusted with it. By
+	// default each connection's address is checked after the name is
+	// resolved, so a name that resolves, or comes to resolve, to such an
+	// address is refused (ErrDestinationNotAllowed) however the endpoint
+	// was stored.
+	AllowPrivate bool
 	// MaxAttempts is how many attempts a delivery gets; it is dead when
 	// the last one fails. Defaults to 8.
 	MaxAttempts int
@@ -116,6 +137,13 @@ func New(cfg Config) (*Sender, error) {
 	}
 	client := *cfg.Client
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	if !cfg.AllowPrivate {
+		tr, err := publicTransport(client.Transport)
+		if err != nil {
+			return nil, err
+		}
+		client.Transport = tr
+	}
 	cfg.Client = &client
 	if cfg.MaxAttempts == 0 {
 		cfg.MaxAttempts = 8
@@ -253,8 +281,13 @@ func (s *Sender) deliver(ctx context.Context, d *driver.Delivery) error {
 	}
 	attempt := d.Attempts + 1 // the store counts the attempt it records
 	rec := driver.DeliveryRecordParams{ID: d.ID, HTTPStatus: status, Status: driver.DeliveryDelivered}
+	var cause error // what the log says of a failure the record names by its class
 	if sendErr != nil {
 		rec.Error = sendErr.Error()
+		var ce *connectError
+		if errors.As(sendErr, &ce) {
+			cause = ce.err
+		}
 		var perm *permanentError
 		switch {
 		case errors.As(sendErr, &perm), attempt >= s.cfg.MaxAttempts:
@@ -267,9 +300,13 @@ func (s *Sender) deliver(ctx context.Context, d *driver.Delivery) error {
 	if rec.Status != driver.DeliveryDelivered {
 		level = slog.LevelWarn
 	}
-	s.cfg.Logger.Log(ctx, level, "webhook delivery", "delivery_id", d.ID, "endpoint_id", d.EndpointID, "tenant_id", d.TenantID,
+	attrs := []any{"delivery_id", d.ID, "endpoint_id", d.EndpointID, "tenant_id", d.TenantID,
 		"batch_id", d.BatchID, "event_type", d.EventType, "attempt", attempt, "status", rec.Status, "http_status", status,
-		"retry_in", rec.RetryIn, "err", rec.Error)
+		"retry_in", rec.RetryIn, "err", rec.Error}
+	if cause != nil {
+		attrs = append(attrs, "cause", cause.Error())
+	}
+	s.cfg.Logger.Log(ctx, level, "webhook delivery", attrs...)
 	// The attempt happened: record it even when ctx is done, and retry
 	// what a database restart throws while the sender runs.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordRetryLimit)
@@ -301,6 +338,37 @@ type permanentError struct{ msg string }
 
 func (e *permanentError) Error() string { return e.msg }
 
+// connectError is an attempt that got no answer. Its text, which is
+// recorded and shown to the tenant, is only the class of the failure:
+// the system's text (dial tcp 10.0.0.7:22: connect: connection refused)
+// would let a tenant map which hosts and ports answer. err, the cause,
+// goes to the operator's log only.
+type connectError struct {
+	class string
+	err   error
+}
+
+func (e *connectError) Error() string { return "no answer: " + e.class }
+
+func (e *connectError) Unwrap() error { return e.err }
+
+// connectClass names why an attempt got no answer, in words that say
+// nothing of the address or the port: whether the destination is
+// refused, the connection could not be made, or it was made and no
+// answer came in time.
+func connectClass(err error, connected bool) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, ErrDestinationNotAllowed):
+		return "destination not allowed (not a public address)"
+	case !connected:
+		return "could not connect"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "timed out"
+	}
+	return "connection failed"
+}
+
 // post makes one attempt. It returns the endpoint's status (0 when no
 // answer came) and, for an attempt that failed, why.
 func (s *Sender) post(ctx context.Context, d *driver.Delivery) (int, error) {
@@ -322,14 +390,19 @@ func (s *Sender) post(ctx context.Context, d *driver.Delivery) (int, error) {
 		// Never the secret itself in the error: it is stored and listed.
 		return 0, &permanentError{"the endpoint's secret is not a whsec_ base64 secret"}
 	}
+	// Whether a connection was made tells a timeout waiting for the
+	// answer from a connection that never was.
+	var connected atomic.Bool
+	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true) }}))
 	resp, err := s.cfg.Client.Do(req)
 	if err != nil {
+		class := connectClass(err, connected.Load())
 		// *url.Error repeats the URL, which may carry a credential.
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return 0, fmt.Errorf("no answer: %w", err)
+		return 0, &connectError{class: class, err: err}
 	}
 	defer resp.Body.Close()
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))

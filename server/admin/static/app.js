@@ -677,6 +677,14 @@
           showError(new ApiError(404, 'not_found', 'Batch #' + id + ' no longer exists.'));
           return;
         }
+        if (e.code === 4003) {
+          // The token was revoked while the stream was open: back to the
+          // log-in form, as a 401 does.
+          leaving = true;
+          endSession();
+          location.hash = '#/login';
+          return;
+        }
         // Keep the page current by polling, and come back to the stream
         // from the last cursor received, slower each time it fails.
         startPolling();
