@@ -131,12 +131,17 @@ func run(ctx context.Context, base string, dur, every time.Duration, seed uint64
 	}
 	lines := strings.Split(strings.TrimSpace(string(tok)), "\n")
 	token := strings.TrimSpace(lines[len(lines)-1]) // printed last
+	// serve's workers need a worker credential of their own.
+	wtok, err := exec.CommandContext(ctx, bin, "worker-token", "create", "soak", "--tenant", "soak", "--database", db).Output()
+	if err != nil {
+		return nil, fmt.Errorf("worker-token create: %w", err)
+	}
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
 	serve := exec.CommandContext(ctx, bin, "serve", "--addr", addr, "--database", db, "--workers", "2",
-		"--files", filepath.Join(tmp, "files"), "--tenant", "soak")
+		"--files", filepath.Join(tmp, "files"), "--tenant", "soak", "--worker-token", strings.TrimSpace(string(wtok)))
 	logFile, err := os.Create(filepath.Join(tmp, "serve.log"))
 	if err != nil {
 		return nil, err
