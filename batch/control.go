@@ -83,6 +83,67 @@ func (e *Engine) Settle(ctx context.Context, p RowSettleParams) error {
 	return nil
 }
 
+// SettleAllParams are the parameters of Engine.SettleAll.
+type SettleAllParams struct {
+	TenantID string
+	BatchID  int64
+	// State is succeeded (the effects happened) or failed (they did not,
+	// and must not be retried). To work unknown rows again, Retry them.
+	State rows.State
+	// ResultID is recorded as every row's result id when they succeeded.
+	// Optional.
+	ResultID string
+	// Reason says why, and is required: a whole batch's rows are settled
+	// on one person's word. It is recorded as each failed row's error.
+	Reason string
+}
+
+// settleAllPage is how many unknown rows SettleAll reads at a time.
+const settleAllPage = 500
+
+// SettleAll settles every unknown row of a batch the same way, by hand,
+// and returns how many it settled: for when a person has checked the
+// downstream as a whole (the CRM has none of them) or the kind cannot
+// ask it. Each row is settled as Settle does it, in its own transaction
+// with its own settled event, so the rows, their effects, the counts and
+// the events stay as they would be had each been settled alone. A row no
+// longer unknown when its turn comes (a worker or a person settled it
+// meanwhile) is left as it is.
+func (e *Engine) SettleAll(ctx context.Context, p SettleAllParams) (int64, error) {
+	if p.State != rows.StateSucceeded && p.State != rows.StateFailed {
+		return 0, fmt.Errorf("settle the unknown rows of batch %d as %q: %w: only succeeded or failed", p.BatchID, p.State, ErrInvalidRequest)
+	}
+	if p.Reason == "" {
+		return 0, fmt.Errorf("settle the unknown rows of batch %d: %w: a reason is required", p.BatchID, ErrInvalidRequest)
+	}
+	// The batch first: another tenant's, or none, is ErrNotFound, not
+	// "nothing to settle".
+	if _, err := e.store.BatchGet(ctx, BatchGetParams{TenantID: p.TenantID, ID: p.BatchID}); err != nil {
+		return 0, fmt.Errorf("settle the unknown rows of batch %d: %w", p.BatchID, err)
+	}
+	var n, after int64
+	for {
+		page, err := e.store.RowsList(ctx, RowsListParams{TenantID: p.TenantID, BatchID: p.BatchID, State: rows.StateUnknown, AfterRowNo: after, Limit: settleAllPage})
+		if err != nil {
+			return n, fmt.Errorf("settle the unknown rows of batch %d: %w", p.BatchID, err)
+		}
+		for _, r := range page {
+			err := e.store.RowSettle(ctx, RowSettleParams{TenantID: p.TenantID, BatchID: p.BatchID, RowNo: r.RowNo, State: p.State, ResultID: p.ResultID, Reason: p.Reason})
+			switch {
+			case errors.Is(err, ErrConflict):
+				continue
+			case err != nil:
+				return n, fmt.Errorf("settle row %d of batch %d: %w", r.RowNo, p.BatchID, err)
+			}
+			n++
+		}
+		if len(page) < settleAllPage {
+			return n, nil
+		}
+		after = page[len(page)-1].RowNo
+	}
+}
+
 // ReconcileStats counts what Reconcile settled.
 type ReconcileStats struct {
 	Succeeded, Failed int64

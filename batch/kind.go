@@ -3,6 +3,7 @@ package batch
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
@@ -453,16 +454,23 @@ func (r *registered[T]) processTx(ctx context.Context, tx Tx, m *rows.Mapping, l
 func (r *registered[T]) effectRefs(tenant string, batchID int64, m *rows.Mapping, leased []LeasedRow) []EffectRef {
 	out := make([]EffectRef, len(leased))
 	for i, l := range leased {
-		key := defaultEffectKey(tenant, batchID, l.RowNo)
+		key, digest := defaultEffectKey(tenant, batchID, l.RowNo), valuesDigest(l.Values)
 		if r.k.EffectKeyFunc != nil {
 			var t T
 			if errs := m.Bind(l.RowNo, l.Values, &t); len(errs) == 0 {
 				if k, err := callKey(r.k.EffectKeyFunc, t); err == nil && k != "" {
 					key = k
+					// A key derived from the row outlives its file: the
+					// payload is the row as bound, so the same customer in
+					// a file with its columns in another order, or with
+					// others the kind ignores, is the same payload.
+					if b, err := json.Marshal(t); err == nil {
+						digest = valuesDigest([]string{string(b)})
+					}
 				}
 			}
 		}
-		out[i] = EffectRef{RowNo: l.RowNo, Key: key, Digest: valuesDigest(l.Values)}
+		out[i] = EffectRef{RowNo: l.RowNo, Key: key, Digest: digest}
 	}
 	return out
 }

@@ -30,11 +30,29 @@ type Config struct {
 	// rows POSTed as JSON to this URL, each with its effect key as
 	// Idempotency-Key (batchctl reads $ROWFATE_WEBHOOK_URL).
 	WebhookURL string
+	// WebhookStatusURL, when set with WebhookURL, is where customers-webhook
+	// reconciles its unknown rows: a GET with the row's Idempotency-Key,
+	// answered as httpcall.Processor.Reconcile documents (batchctl reads
+	// $ROWFATE_WEBHOOK_STATUS_URL). Optional: without it, unknown rows are
+	// settled by hand.
+	WebhookStatusURL string
 	// ExecCommand, when set, registers the customers-exec kind: each
 	// customer row written as JSON to this program's stdin, its effect key
 	// in ROWFATE_EFFECT_KEY, its id the first line the program prints
 	// (processors/exec; batchctl reads $ROWFATE_EXEC_COMMAND).
 	ExecCommand []string
+	// ExecReconcileCommand, when set with ExecCommand, is the program
+	// customers-exec runs to reconcile an unknown row: the row as
+	// ExecCommand gets it, answering with an id, or exit 79 for an effect
+	// that never happened (exec.Processor.Reconcile; batchctl reads
+	// $ROWFATE_EXEC_RECONCILE_COMMAND). Optional: without it, unknown rows
+	// are settled by hand.
+	ExecReconcileCommand []string
+	// ExecStateDir is where customers-exec records its runs under way, so
+	// that a worker started after one that died kills what it left
+	// running (exec.Config.StateDir, and its default; batchctl reads
+	// $ROWFATE_EXEC_STATE_DIR).
+	ExecStateDir string
 }
 
 // WebhookKind is the name of the kind that posts customers to a URL.
@@ -52,32 +70,28 @@ func Register(reg *batch.Registry, cfg Config) error {
 		return err
 	}
 	if cfg.WebhookURL != "" {
-		post, err := httpcall.New(httpcall.Config[customers.Customer]{URL: cfg.WebhookURL})
+		post, err := httpcall.New(httpcall.Config[customers.Customer]{URL: cfg.WebhookURL, StatusURL: cfg.WebhookStatusURL})
 		if err != nil {
 			return fmt.Errorf("%s: %w", WebhookKind, err)
 		}
-		// An external effect: the engine claims each row's key first, and
-		// the downstream applies each key once.
-		k := customers.Kind(cfg.DB, cfg.Dialect)
-		if err := batch.Register(reg, batch.Kind[customers.Customer]{
-			Name: WebhookKind, Description: "customers POSTed as JSON to $ROWFATE_WEBHOOK_URL, with Idempotency-Key",
-			Processor: post, KeyedEffects: true, KeyFunc: k.KeyFunc, KeyName: k.KeyName, Example: k.Example,
-		}); err != nil {
+		var reconcile func(context.Context, customers.Customer) (string, error)
+		if cfg.WebhookStatusURL != "" {
+			reconcile = post.Reconcile
+		}
+		if err := registerExternal(reg, cfg, WebhookKind, "customers POSTed as JSON to $ROWFATE_WEBHOOK_URL, with Idempotency-Key", post, reconcile); err != nil {
 			return err
 		}
 	}
 	if len(cfg.ExecCommand) > 0 {
-		run, err := exec.New(exec.Config[customers.Customer]{Command: cfg.ExecCommand})
+		run, err := exec.New(exec.Config[customers.Customer]{Command: cfg.ExecCommand, ReconcileCommand: cfg.ExecReconcileCommand, StateDir: cfg.ExecStateDir})
 		if err != nil {
 			return fmt.Errorf("%s: %w", ExecKind, err)
 		}
-		// The program's effect is its own: like a webhook's, it is keyed,
-		// and a program that passes the key on makes it happen once.
-		k := customers.Kind(cfg.DB, cfg.Dialect)
-		if err := batch.Register(reg, batch.Kind[customers.Customer]{
-			Name: ExecKind, Description: "customers written as JSON to the stdin of $ROWFATE_EXEC_COMMAND, one run per row",
-			Processor: run, KeyedEffects: true, KeyFunc: k.KeyFunc, KeyName: k.KeyName, Example: k.Example,
-		}); err != nil {
+		var reconcile func(context.Context, customers.Customer) (string, error)
+		if len(cfg.ExecReconcileCommand) > 0 {
+			reconcile = run.Reconcile
+		}
+		if err := registerExternal(reg, cfg, ExecKind, "customers written as JSON to the stdin of $ROWFATE_EXEC_COMMAND, one run per row", run, reconcile); err != nil {
 			return err
 		}
 	}
@@ -85,6 +99,27 @@ func Register(reg *batch.Registry, cfg Config) error {
 		return err
 	}
 	return batch.RegisterExport(reg, customers.ExportKind(cfg.DB))
+}
+
+// registerExternal registers a customers kind whose effect is outside the
+// engine's database (an API, a program): keyed, so that the engine claims
+// each row's effect key before the processor runs and the downstream
+// applies each key once. The key is the row's own (EffectKey), so an
+// identical row imported again is not sent again; reconcile, when set,
+// is the kind's ReconcileFunc.
+func registerExternal(reg *batch.Registry, cfg Config, name, desc string, p batch.Processor[customers.Customer], reconcile func(context.Context, customers.Customer) (string, error)) error {
+	k := customers.Kind(cfg.DB, cfg.Dialect)
+	kind := batch.Kind[customers.Customer]{
+		Name: name, Description: desc, KeyedEffects: true,
+		Processor: tenantKeys(p), EffectKeyFunc: EffectKey(name, k.KeyFunc),
+		KeyFunc: k.KeyFunc, KeyName: k.KeyName, Example: k.Example,
+	}
+	if reconcile != nil {
+		kind.ReconcileFunc = func(ctx context.Context, c customers.Customer) (string, error) {
+			return reconcile(withTenantKey(ctx), c)
+		}
+	}
+	return batch.Register(reg, kind)
 }
 
 // Registry returns a new registry with every built-in kind.

@@ -185,8 +185,25 @@ func TestWorkersSurviveKillsAndTerminatedBackends(t *testing.T) {
 	if len(rs) != n || len(ledger.ids) != n {
 		t.Fatalf("%d rows, %d keys applied; want %d", len(rs), len(ledger.ids), n)
 	}
+	// Each row's effect key is the kind's, derived from the row: read it
+	// where the engine recorded it. The downstream sees it under the
+	// tenant.
+	keys := map[int64]string{}
+	krs, err := admin.Query(context.Background(), `SELECT row_no, effect_key FROM `+schema+`.effects WHERE batch_id = 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for krs.Next() {
+		var row int64
+		var k string
+		if err := krs.Scan(&row, &k); err != nil {
+			t.Fatal(err)
+		}
+		keys[row] = "default/" + k
+	}
+	krs.Close()
 	for _, r := range rs {
-		key := fmt.Sprintf("default/1/%d", r.RowNo)
+		key := keys[r.RowNo]
 		if r.State != "succeeded" || r.ResultID != ledger.ids[key] || ledger.applied[key] != 1 {
 			t.Fatalf("row %d: %s %q, key applied %d times (id %q)", r.RowNo, r.State, r.ResultID, ledger.applied[key], ledger.ids[key])
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -154,6 +155,7 @@ again: a kind with effect keys finds them done and takes their result.`,
 
 type reconcileOptions struct {
 	row    int64
+	all    bool
 	as     string
 	id     string
 	reason string
@@ -166,22 +168,28 @@ func (c *cli) reconcileCommand() *cobra.Command {
 		Short: "Settle a batch's unknown rows",
 		Long: `Settle rows whose outcome is unknown (a timeout, a lost answer, a panic,
 a cancel that came too late: the effect may have happened). Without
---row, the kind's reconciliation asks the downstream about each unknown
-row. With --row N --as, a person who checked settles one row: succeeded
-(give the result with --id), failed (with --reason), or retry (its effect
-did not happen; work it again).`,
+--row or --all, the kind's reconciliation asks the downstream about each
+unknown row, and settles those it answers for: customers-webhook asks
+$ROWFATE_WEBHOOK_STATUS_URL, customers-exec runs
+$ROWFATE_EXEC_RECONCILE_COMMAND. With --row N --as, a person who checked
+settles one row: succeeded (give the result with --id), failed (with
+--reason), or retry (its effect did not happen; work it again). With
+--all --as succeeded|failed --reason, a person who checked the downstream
+as a whole settles every unknown row of the batch at once; the reason is
+kept with each failed row.`,
 		Example: `  batchctl reconcile 7
   batchctl reconcile 7 --row 12 --as succeeded --id INV-0042
   batchctl reconcile 7 --row 13 --as failed --reason "not in the CRM"
-  batchctl reconcile 7 --row 14 --as retry`,
+  batchctl reconcile 7 --row 14 --as retry
+  batchctl reconcile 7 --all --as failed --reason "none of them is in the CRM"`,
 		Args: batchIDArg,
 		RunE: func(cmd *cobra.Command, a []string) error {
 			id, _ := parseBatchID(a[0])
 			var state rows.State
 			switch o.as {
 			case "":
-				if o.row != 0 {
-					return usagef("--row needs --as succeeded|failed|retry")
+				if o.row != 0 || o.all {
+					return usagef("--row and --all need --as succeeded|failed|retry")
 				}
 			case "succeeded":
 				state = rows.StateSucceeded
@@ -192,15 +200,33 @@ did not happen; work it again).`,
 			default:
 				return usagef("--as must be succeeded, failed or retry, not %q", o.as)
 			}
-			if o.as != "" && o.row <= 0 {
-				return usagef("--as needs --row N")
+			switch {
+			case o.all && o.row != 0:
+				return usagef("--all settles every unknown row: it takes no --row")
+			case o.all && state == rows.StateValid:
+				return usagef("--all settles rows as succeeded or failed; to work every unknown row again: batchctl retry %d --state unknown%s", id, c.hint())
+			case o.all && o.reason == "":
+				return usagef("--all needs --reason: it settles every unknown row of the batch on your word")
+			case o.as != "" && !o.all && o.row <= 0:
+				return usagef("--as needs --row N or --all")
 			}
 			app, err := c.open(cmd.Context(), readWrite)
 			if err != nil {
 				return err
 			}
 			defer app.close()
-			if o.row > 0 {
+			switch {
+			case o.all:
+				n, err := app.engine.SettleAll(cmd.Context(), batch.SettleAllParams{TenantID: c.global.tenant, BatchID: id, State: state, ResultID: o.id, Reason: o.reason})
+				if err != nil {
+					return err
+				}
+				if c.global.output == "json" {
+					return c.json(map[string]any{"batch_id": id, "state": state, "settled": n})
+				}
+				fmt.Fprintf(c.stdout, "settled %d unknown rows of batch %d as %s\n", n, id, state)
+				return nil
+			case o.row > 0:
 				err := app.engine.Settle(cmd.Context(), batch.RowSettleParams{TenantID: c.global.tenant, BatchID: id, RowNo: o.row, State: state, ResultID: o.id, Reason: o.reason})
 				if err != nil {
 					return err
@@ -212,6 +238,9 @@ did not happen; work it again).`,
 				return nil
 			}
 			st, err := app.engine.Reconcile(cmd.Context(), c.global.tenant, id)
+			if errors.Is(err, batch.ErrNoReconcile) {
+				return fmt.Errorf("%w; settle its unknown rows by hand once you have checked: batchctl reconcile %d --all --as failed --reason \"...\"%s (or --as succeeded; one row: --row N --as succeeded|failed|retry)", err, id, c.hint())
+			}
 			if err != nil {
 				return err
 			}
@@ -223,8 +252,9 @@ did not happen; work it again).`,
 		},
 	}
 	cmd.Flags().Int64Var(&o.row, "row", 0, "the row to settle by hand")
-	cmd.Flags().StringVar(&o.as, "as", "", "succeeded, failed or retry")
+	cmd.Flags().BoolVar(&o.all, "all", false, "settle every unknown row of the batch by hand (with --as and --reason)")
+	cmd.Flags().StringVar(&o.as, "as", "", "succeeded, failed or retry (--all: succeeded or failed)")
 	cmd.Flags().StringVar(&o.id, "id", "", "the result id, with --as succeeded")
-	cmd.Flags().StringVar(&o.reason, "reason", "", "why, with --as failed")
+	cmd.Flags().StringVar(&o.reason, "reason", "", "why: kept as a failed row's error; required with --all")
 	return cmd
 }

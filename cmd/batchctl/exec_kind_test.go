@@ -30,6 +30,7 @@ echo "shipped-$ROWFATE_ROW"
 		t.Fatal(err)
 	}
 	t.Setenv("ROWFATE_EXEC_COMMAND", prog)
+	t.Setenv("ROWFATE_EXEC_STATE_DIR", t.TempDir())
 	file := writeFile(t, "exec.csv", []byte("email,name,country,signup_date,amount\n"+
 		"a@example.com,Ann,FR,2021-03-04,1.50\n"+
 		"refuse@example.com,Ref,FR,2021-03-04,2\n"+
@@ -73,7 +74,7 @@ echo "shipped-$ROWFATE_ROW"
 	}
 	key, row, _ := strings.Cut(lines[0], " ")
 	var body map[string]any
-	if err := json.Unmarshal([]byte(row), &body); err != nil || body["email"] != "a@example.com" || !strings.HasSuffix(key, "/1/2") {
+	if err := json.Unmarshal([]byte(row), &body); err != nil || body["email"] != "a@example.com" || !strings.HasPrefix(key, "default/customers-exec/") {
 		t.Errorf("the program got key %q and stdin %q (%v)", key, row, err)
 	}
 }

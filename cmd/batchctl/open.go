@@ -139,7 +139,7 @@ func (c *cli) open(ctx context.Context, mode openMode) (*app, error) {
 		db := stdlib.OpenDBFromPool(pool)
 		closers = append(closers, pool.Close, func() { db.Close() })
 		store = postgres.New(pool, &postgres.Config{Schema: schema, TenantRole: c.tenantRole})
-		cfg = processors.Config{DB: db, Dialect: customers.Postgres, WebhookURL: os.Getenv("ROWFATE_WEBHOOK_URL"), ExecCommand: execCommand()}
+		cfg = externalKinds(processors.Config{DB: db, Dialect: customers.Postgres})
 	} else {
 		s, err := c.openSQLite(t.path, mode)
 		if err != nil {
@@ -147,7 +147,7 @@ func (c *cli) open(ctx context.Context, mode openMode) (*app, error) {
 		}
 		closers = append(closers, func() { s.Close() })
 		store = s
-		cfg = processors.Config{DB: s.DB(), Dialect: customers.SQLite, WebhookURL: os.Getenv("ROWFATE_WEBHOOK_URL"), ExecCommand: execCommand()}
+		cfg = externalKinds(processors.Config{DB: s.DB(), Dialect: customers.SQLite})
 	}
 	if err := c.prepareSchema(ctx, store, mode); err != nil {
 		closeAll()
@@ -232,15 +232,24 @@ func (c *cli) where() string {
 	return "the PostgreSQL database"
 }
 
-// execCommand is $ROWFATE_EXEC_COMMAND split at spaces (no quoting: a
-// program whose arguments hold spaces is wrapped in a script): the program
-// of the customers-exec kind.
-func execCommand() []string { return strings.Fields(os.Getenv("ROWFATE_EXEC_COMMAND")) }
+// externalKinds fills cfg with the settings of the built-in external
+// kinds, from the environment: customers-webhook's URL and status URL,
+// customers-exec's program, reconcile program and state directory. The
+// programs are split at spaces (no quoting: a program whose arguments
+// hold spaces is wrapped in a script).
+func externalKinds(cfg processors.Config) processors.Config {
+	cfg.WebhookURL = os.Getenv("ROWFATE_WEBHOOK_URL")
+	cfg.WebhookStatusURL = os.Getenv("ROWFATE_WEBHOOK_STATUS_URL")
+	cfg.ExecCommand = strings.Fields(os.Getenv("ROWFATE_EXEC_COMMAND"))
+	cfg.ExecReconcileCommand = strings.Fields(os.Getenv("ROWFATE_EXEC_RECONCILE_COMMAND"))
+	cfg.ExecStateDir = os.Getenv("ROWFATE_EXEC_STATE_DIR")
+	return cfg
+}
 
 // registry returns the built-in kinds without a database, for commands
 // that run no processor (kinds, preview, template, a dry run).
 func registry() (*batch.Registry, error) {
-	return processors.Registry(processors.Config{WebhookURL: os.Getenv("ROWFATE_WEBHOOK_URL"), ExecCommand: execCommand()})
+	return processors.Registry(externalKinds(processors.Config{}))
 }
 
 // loadKinds brings reg's stored kinds (schema kinds) up to the database's:

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"os"
 
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/processors/exec"
@@ -20,9 +21,18 @@ type Shipment struct {
 // row's effect key in ROWFATE_EFFECT_KEY, and the first line the program
 // prints is the row's id.
 func Example() {
+	state, err := os.MkdirTemp("", "rowfate-exec-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(state)
 	p, err := exec.New(exec.Config[Shipment]{
 		// A real kind runs its own program; sh shows the protocol.
 		Command: []string{"sh", "-c", `read -r row; echo "shipped:$ROWFATE_EFFECT_KEY"`},
+		// Where runs under way are recorded, for the next worker to kill
+		// what this one left should it die (the default is the user's
+		// runtime directory).
+		StateDir: state,
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -4,9 +4,9 @@
 //
 // # The command
 //
-// Config.Command is run directly, never through a shell, so nothing in a
-// row's data is interpreted by one. Its environment is minimal: the
-// worker's PATH, Config.Env, and the row:
+// Config.Command is run without interpreting a row's data: the program and
+// its arguments are passed as they are, and the row travels on stdin. Its
+// environment is minimal: the worker's PATH, Config.Env, and the row:
 //
 //	ROWFATE_EFFECT_KEY  RowInfo.EffectKey: the same on every attempt and
 //	                    after any reclaim; a program with an external effect
@@ -15,6 +15,8 @@
 //	ROWFATE_BATCH       RowInfo.BatchID
 //	ROWFATE_ROW         RowInfo.RowNo
 //	ROWFATE_ATTEMPT     RowInfo.Attempt
+//	ROWFATE_EXEC_RUN    a token naming this run, by which a later worker
+//	                    finds what a dead one left running (see Stopping)
 //
 // The rest of the worker's environment (a database URL, cloud credentials)
 // is not passed unless Config.InheritEnv says so. A context without a
@@ -43,16 +45,44 @@
 // Every exit error is an *ExitError (wrapped), which carries the exit code
 // and the end of stderr.
 //
+// # Reconciling
+//
+// With Config.ReconcileCommand, Reconcile (a Kind.ReconcileFunc) asks about
+// a row whose outcome is unknown. The reconcile program gets the row as the
+// row's program does (stdin, environment, ROWFATE_EFFECT_KEY above all) and
+// answers:
+//
+//	exit 0, an id on the first    the effect happened: the row succeeded
+//	line of stdout                with that id.
+//	exit 79 (ExitNotApplied)      the effect did not happen and cannot any
+//	                              more: the row failed for good.
+//	anything else                 it cannot tell yet: the row stays unknown.
+//
 // # Stopping
 //
-// On unix the command runs in its own process group. When ctx is done the
-// whole group gets SIGTERM, so that whatever the program started (a shell
-// script's children) stops with it; after Config.Grace, the program is
-// killed and its output pipes closed, so a grandchild that holds stdout
-// open cannot keep Process waiting. When the program has exited or been
-// killed, anything still running in its group gets SIGKILL: a row's program
-// must not leave work running behind it, finished or not. Elsewhere only
-// the program itself is killed.
+// A row's program, and everything it starts, must not outlive its worker
+// nor run past its deadline: a late effect lands after the row was
+// cancelled or reconciled, and happens twice when the row is worked again.
+// On unix each run has its own process group, led by a small /bin/sh
+// supervisor that starts the program in it and stays until the program
+// ends:
+//
+//   - when ctx is done, the worker asks the supervisor to stop the run: the
+//     whole group gets SIGTERM, and SIGKILL after Config.Grace;
+//   - the supervisor does the same by itself at the run's deadline (ctx's,
+//     or Config.Timeout) however the worker fares, so a worker that is
+//     stopped (SIGSTOP, a frozen machine) still leaves nothing running
+//     past its deadline and grace;
+//   - on Linux, the supervisor gets SIGTERM when its worker dies, even by
+//     SIGKILL (the parent-death signal), and kills the group at once;
+//   - when the program exits, whatever it left in its group is killed:
+//     a row's program must not leave work running behind it.
+//
+// And on Linux each run is recorded in Config.StateDir while it runs: New
+// kills the runs recorded there whose worker is gone, should any of their
+// processes have survived it (a supervisor killed first, say). A process
+// that leaves the group (setsid) or clears its environment escapes all
+// of this.
 //
 // At most Config.MaxStdout bytes of stdout (the start) and Config.MaxStderr
 // bytes of stderr (the end) are kept; the rest is read and dropped, so a
@@ -64,6 +94,8 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -73,6 +105,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rowfate/rowfate/batch"
@@ -85,11 +118,22 @@ const (
 	EnvBatch     = "ROWFATE_BATCH"
 	EnvRow       = "ROWFATE_ROW"
 	EnvAttempt   = "ROWFATE_ATTEMPT"
+	// EnvRun names the run: every process of the run inherits it, which is
+	// how New tells a dead worker's leftovers from anyone else's processes.
+	EnvRun = "ROWFATE_EXEC_RUN"
 )
+
+// ExitNotApplied is the exit code by which Config.ReconcileCommand says
+// that a row's effect did not happen and cannot happen any more: the row
+// is failed for good. It is outside the sysexits range (64 to 78), so that
+// a reconcile program that breaks on its own setup is never taken for an
+// answer.
+const ExitNotApplied = 79
 
 const (
 	defaultMaxOutput = 64 << 10
 	defaultGrace     = 2 * time.Second
+	defaultTimeout   = 30 * time.Second
 	// defaultPath is the command's PATH when the worker has none.
 	defaultPath = "/usr/local/bin:/usr/bin:/bin"
 	// maxExcerpt bounds the part of stderr put in the row's error.
@@ -106,6 +150,11 @@ type Config[T any] struct {
 	// Command is the program and its arguments. A program named without a
 	// slash is looked up in PATH when New is called. Required.
 	Command []string
+	// ReconcileCommand is the program Reconcile runs for a row whose
+	// outcome is unknown (see the package documentation), looked up like
+	// Command. Optional: without it, Reconcile answers that it cannot
+	// tell.
+	ReconcileCommand []string
 	// Dir is the command's working directory. Defaults to the worker's.
 	Dir string
 	// Env adds "KEY=value" entries to the command's environment, which
@@ -128,6 +177,17 @@ type Config[T any] struct {
 	// Grace is how long the command's process group has to exit after
 	// SIGTERM before it is killed. Defaults to 2s.
 	Grace time.Duration
+	// Timeout bounds a run whose context has no deadline: a Reconcile, or
+	// a call from outside the engine. The engine gives every Process call
+	// the kind's Timeout, which then decides. Defaults to 30s.
+	Timeout time.Duration
+	// StateDir is where each run is recorded while it runs (Linux only),
+	// so that New can kill what a dead worker's runs left behind. Workers
+	// of one user on one machine may share it: only runs whose worker is
+	// gone are touched. It must be writable by this user alone. Defaults
+	// to $XDG_RUNTIME_DIR/rowfate-exec, or rowfate-exec-<uid> in
+	// os.TempDir().
+	StateDir string
 	// Logger receives one debug record per run: the row, the exit code and
 	// the duration, never the output. Defaults to a logger that discards.
 	Logger *slog.Logger
@@ -136,6 +196,9 @@ type Config[T any] struct {
 func (c *Config[T]) validate() error {
 	if len(c.Command) == 0 || c.Command[0] == "" {
 		return errors.New("exec: Config.Command is required")
+	}
+	if len(c.ReconcileCommand) > 0 && c.ReconcileCommand[0] == "" {
+		return errors.New("exec: Config.ReconcileCommand has an empty program")
 	}
 	for i, kv := range c.Env {
 		name, _, ok := strings.Cut(kv, "=")
@@ -147,8 +210,8 @@ func (c *Config[T]) validate() error {
 			return fmt.Errorf("exec: Config.Env must not set %s: the processor sets the ROWFATE_ variables", name)
 		}
 	}
-	if c.MaxStdout < 0 || c.MaxStderr < 0 || c.Grace < 0 {
-		return errors.New("exec: Config.MaxStdout, MaxStderr and Grace must not be negative")
+	if c.MaxStdout < 0 || c.MaxStderr < 0 || c.Grace < 0 || c.Timeout < 0 {
+		return errors.New("exec: Config.MaxStdout, MaxStderr, Grace and Timeout must not be negative")
 	}
 	if c.Dir != "" {
 		fi, err := os.Stat(c.Dir)
@@ -162,53 +225,93 @@ func (c *Config[T]) validate() error {
 	return nil
 }
 
+// program is a resolved command: the row's, or the reconcile one.
+type program struct {
+	path string
+	args []string
+	name string // the program's base name, for messages
+}
+
+// resolve finds a program named without a slash in the worker's PATH,
+// once: a missing program is a setup error to report at start, not a
+// failure of every row.
+func resolve(field string, command []string) (program, error) {
+	path := command[0]
+	if !strings.ContainsRune(path, filepath.Separator) && !strings.ContainsRune(path, '/') {
+		found, err := osexec.LookPath(path)
+		if err != nil {
+			return program{}, fmt.Errorf("exec: Config.%s: %w", field, err)
+		}
+		path = found
+	}
+	return program{path: path, args: append([]string(nil), command[1:]...), name: filepath.Base(command[0])}, nil
+}
+
 // Processor runs a command per row; see the package documentation for
 // what the command gets and how its exit is classified. It is safe for
 // concurrent use.
 type Processor[T any] struct {
-	path      string
-	args      []string
-	name      string // the program's base name, for messages
+	run       program
+	reconcile *program
 	dir       string
 	env       []string
 	body      func(T) (any, error)
 	maxStdout int
 	maxStderr int
 	grace     time.Duration
+	timeout   time.Duration
+	runs      *runDir
 	logger    *slog.Logger
 }
 
-// New returns a Processor for a validated config.
+// New returns a Processor for a validated config. On Linux it first kills
+// what the runs recorded in Config.StateDir by workers that are gone left
+// running.
 func New[T any](cfg Config[T]) (*Processor[T], error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	path := cfg.Command[0]
-	if !strings.ContainsRune(path, filepath.Separator) && !strings.ContainsRune(path, '/') {
-		// Found once, in the worker's PATH: a missing program is a setup
-		// error to report at start, not a failure of every row.
-		found, err := osexec.LookPath(path)
-		if err != nil {
-			return nil, fmt.Errorf("exec: Config.Command: %w", err)
-		}
-		path = found
+	run, err := resolve("Command", cfg.Command)
+	if err != nil {
+		return nil, err
 	}
 	p := &Processor[T]{
-		path:      path,
-		args:      append([]string(nil), cfg.Command[1:]...),
-		name:      filepath.Base(cfg.Command[0]),
+		run:       run,
 		dir:       cfg.Dir,
 		env:       baseEnv(cfg.InheritEnv, cfg.Env),
 		body:      cfg.BodyFunc,
 		maxStdout: cmp.Or(cfg.MaxStdout, defaultMaxOutput),
 		maxStderr: cmp.Or(cfg.MaxStderr, defaultMaxOutput),
 		grace:     cmp.Or(cfg.Grace, defaultGrace),
+		timeout:   cmp.Or(cfg.Timeout, defaultTimeout),
 		logger:    cfg.Logger,
+	}
+	if len(cfg.ReconcileCommand) > 0 {
+		rec, err := resolve("ReconcileCommand", cfg.ReconcileCommand)
+		if err != nil {
+			return nil, err
+		}
+		p.reconcile = &rec
 	}
 	if p.logger == nil {
 		p.logger = slog.New(slog.DiscardHandler)
 	}
+	if p.runs, err = openRunDir(cmp.Or(cfg.StateDir, defaultStateDir())); err != nil {
+		return nil, err
+	}
+	if err := p.runs.reap(p.logger); err != nil {
+		return nil, err
+	}
 	return p, nil
+}
+
+// defaultStateDir is Config.StateDir's default: the user's runtime
+// directory, else one of the user's own in the temporary directory.
+func defaultStateDir() string {
+	if dir := os.Getenv("XDG_RUNTIME_DIR"); dir != "" {
+		return filepath.Join(dir, "rowfate-exec")
+	}
+	return filepath.Join(os.TempDir(), "rowfate-exec-"+strconv.Itoa(os.Geteuid()))
 }
 
 // baseEnv is the command's environment before the row's variables.
@@ -229,53 +332,90 @@ func baseEnv(inherit bool, extra []string) []string {
 
 // Process runs the command for row and returns the id it printed.
 func (p *Processor[T]) Process(ctx context.Context, row T) (string, error) {
+	info, body, err := p.prepare(ctx, p.run, row)
+	if err != nil {
+		return "", batch.Permanent(err)
+	}
+	r, err := p.start(ctx, p.run, info, body)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case r.succeeded():
+		return p.id(p.run, r.stdout)
+	case r.ctxErr != nil:
+		// The program was stopped because ctx was done, even if it
+		// reported something on its way out.
+		if errors.Is(r.ctxErr, context.DeadlineExceeded) {
+			return "", fmt.Errorf("run %s: killed at the deadline, its effect may have happened: %w%s", p.run.name, context.DeadlineExceeded, suffix(r.stderr.excerpt()))
+		}
+		return "", fmt.Errorf("run %s: %w", p.run.name, r.ctxErr)
+	}
+	xerr, err := r.exitError()
+	if err != nil {
+		// Copying its output failed: nothing says what it did.
+		return "", fmt.Errorf("run %s: %w", p.run.name, err)
+	}
+	if xerr.Code >= 64 && xerr.Code <= 78 {
+		return "", batch.Permanent(fmt.Errorf("run %s: %w", p.run.name, xerr))
+	}
+	return "", fmt.Errorf("run %s: %w", p.run.name, xerr)
+}
+
+// Reconcile runs Config.ReconcileCommand for a row whose outcome is
+// unknown, and returns the row's id when its effect happened, an error
+// marked batch.Permanent when the program answered ExitNotApplied, or
+// another error when it cannot tell (the row stays unknown). Its signature
+// is Kind.ReconcileFunc's.
+func (p *Processor[T]) Reconcile(ctx context.Context, row T) (string, error) {
+	if p.reconcile == nil {
+		return "", errors.New("reconcile: exec: no Config.ReconcileCommand")
+	}
+	rec := *p.reconcile
+	info, body, err := p.prepare(ctx, rec, row)
+	if err != nil {
+		// Not permanent: only the program's answer may fail a row.
+		return "", err
+	}
+	r, err := p.start(ctx, rec, info, body)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("reconcile: %w", err)
+	case r.succeeded():
+		id, err := p.id(rec, r.stdout)
+		if err != nil {
+			return "", fmt.Errorf("reconcile: %s", err) // %s: unknown, not permanent
+		}
+		return id, nil
+	case r.ctxErr != nil:
+		return "", fmt.Errorf("reconcile %s: %w", rec.name, r.ctxErr)
+	}
+	xerr, err := r.exitError()
+	if err != nil {
+		return "", fmt.Errorf("reconcile %s: %w", rec.name, err)
+	}
+	if xerr.Code == ExitNotApplied {
+		return "", batch.Permanent(fmt.Errorf("reconcile %s: the effect did not happen: %w", rec.name, xerr))
+	}
+	return "", fmt.Errorf("reconcile %s: cannot tell: %w", rec.name, xerr)
+}
+
+// prepare checks a call's row information and encodes the row for stdin.
+// Its errors are the same on every attempt.
+func (p *Processor[T]) prepare(ctx context.Context, prog program, row T) (batch.RowInfo, []byte, error) {
 	info, ok := batch.RowFrom(ctx)
 	if !ok {
-		return "", batch.Permanent(fmt.Errorf("run %s: %w", p.name, ErrNoRow))
+		return info, nil, fmt.Errorf("run %s: %w", prog.name, ErrNoRow)
 	}
 	if strings.ContainsRune(info.EffectKey, 0) || strings.ContainsRune(info.TenantID, 0) {
 		// The key comes from the row's data; it is the same next time.
-		return "", batch.Permanent(fmt.Errorf("run %s: the effect key or tenant holds a NUL byte and cannot be passed in the environment", p.name))
+		return info, nil, fmt.Errorf("run %s: the effect key or tenant holds a NUL byte and cannot be passed in the environment", prog.name)
 	}
 	body, err := p.encode(row)
 	if err != nil {
-		return "", batch.Permanent(fmt.Errorf("run %s: encode row: %w", p.name, err))
+		return info, nil, fmt.Errorf("run %s: encode row: %w", prog.name, err)
 	}
-	if ctx.Err() != nil {
-		return "", p.notStarted(ctx)
-	}
-
-	cmd := osexec.CommandContext(ctx, p.path, p.args...)
-	cmd.Dir = p.dir
-	cmd.Env = append(p.env[:len(p.env):len(p.env)],
-		EnvEffectKey+"="+info.EffectKey,
-		EnvTenant+"="+info.TenantID,
-		EnvBatch+"="+strconv.FormatInt(info.BatchID, 10),
-		EnvRow+"="+strconv.FormatInt(info.RowNo, 10),
-		EnvAttempt+"="+strconv.Itoa(info.Attempt),
-	)
-	cmd.Stdin = bytes.NewReader(body)
-	stdout := &headBuffer{max: p.maxStdout}
-	stderr := &tailBuffer{max: p.maxStderr}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	ownGroup(cmd)
-	// After Grace, os/exec kills the program and closes its pipes, so
-	// that Wait returns even when a grandchild holds stdout open.
-	cmd.WaitDelay = p.grace
-
-	log := p.logger.With("tenant_id", info.TenantID, "batch_id", info.BatchID, "row_no", info.RowNo, "attempt", info.Attempt)
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		if ctx.Err() != nil {
-			return "", p.notStarted(ctx)
-		}
-		log.DebugContext(ctx, "exec could not start", "err", err)
-		return "", fmt.Errorf("run %s: start: %w", p.name, err)
-	}
-	waitErr := cmd.Wait()
-	killGroup(cmd)
-	log.DebugContext(ctx, "exec", "exit_code", cmd.ProcessState.ExitCode(), "duration", time.Since(start))
-	return p.outcome(ctx, waitErr, stdout, stderr)
+	return info, body, nil
 }
 
 // encode returns the JSON for stdin, shaped by BodyFunc when set.
@@ -290,55 +430,180 @@ func (p *Processor[T]) encode(row T) ([]byte, error) {
 	return json.Marshal(v)
 }
 
+// result is how a run ended.
+type result struct {
+	// status is the program's own exit status, as its supervisor saw it;
+	// nil when the supervisor did not live to say (or there is none).
+	status *exitStatus
+	// waitErr is what waiting for the supervisor (or the program, where
+	// there is none) returned.
+	waitErr error
+	// ctxErr is the run's context's error when the worker stopped the run
+	// or the context was done when it ended; nil otherwise.
+	ctxErr error
+	stdout *headBuffer
+	stderr *tailBuffer
+}
+
+// succeeded reports whether the program exited 0 by itself, before the
+// worker asked it to stop.
+func (r *result) succeeded() bool {
+	if r.status != nil {
+		return r.status.code == 0 && r.ctxErr == nil
+	}
+	// No supervisor: os/exec reports a stop of the worker's as ctx's
+	// error, and a program that exited 0 with its output held open past
+	// Grace as ErrWaitDelay.
+	return r.waitErr == nil || errors.Is(r.waitErr, osexec.ErrWaitDelay) && r.ctxErr == nil
+}
+
+// exitError describes a run that did not succeed, or returns the error
+// that says nothing about how the program ended.
+func (r *result) exitError() (*ExitError, error) {
+	if r.status != nil {
+		return &ExitError{Code: r.status.code, State: r.status.String(), Stderr: r.stderr.excerpt()}, nil
+	}
+	var ee *osexec.ExitError
+	if !errors.As(r.waitErr, &ee) {
+		return nil, r.waitErr
+	}
+	return &ExitError{Code: ee.ExitCode(), State: ee.String(), Stderr: r.stderr.excerpt()}, nil
+}
+
+// exitStatus is a program's exit as a shell reports it: the exit code, or
+// 128 plus the signal that ended it.
+type exitStatus struct {
+	code   int // -1 for a signal
+	signal string
+	raw    int
+}
+
+// parseStatus reads the status the supervisor reported.
+func parseStatus(b []byte) *exitStatus {
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n < 0 || n > 255 {
+		return nil
+	}
+	if n > 128 {
+		// A shell cannot tell a program killed by signal N from one that
+		// exited 128+N; the signal is by far the likelier.
+		return &exitStatus{code: -1, signal: signalName(n - 128), raw: n}
+	}
+	return &exitStatus{code: n, raw: n}
+}
+
+// signalName names a signal as os/exec does ("killed").
+func signalName(n int) string { return syscall.Signal(n).String() }
+
+// String says how the program ended, as os/exec does.
+func (s *exitStatus) String() string {
+	if s.code < 0 {
+		return "signal: " + s.signal
+	}
+	return "exit status " + strconv.Itoa(s.code)
+}
+
+// start runs prog for one row under its supervisor and waits for the run
+// to end. Its error is for a run that did not start.
+func (p *Processor[T]) start(ctx context.Context, prog program, info batch.RowInfo, body []byte) (*result, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.timeout)
+		defer cancel()
+	}
+	deadline, _ := ctx.Deadline()
+	left := time.Until(deadline)
+	if ctx.Err() != nil || left <= 0 {
+		return nil, p.notStarted(ctx, prog)
+	}
+	token, err := newToken()
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", prog.name, err)
+	}
+	s := newSupervised(ctx, prog, left, p.grace)
+	cmd := s.cmd
+	cmd.Dir = p.dir
+	cmd.Env = append(p.env[:len(p.env):len(p.env)],
+		EnvEffectKey+"="+info.EffectKey,
+		EnvTenant+"="+info.TenantID,
+		EnvBatch+"="+strconv.FormatInt(info.BatchID, 10),
+		EnvRow+"="+strconv.FormatInt(info.RowNo, 10),
+		EnvAttempt+"="+strconv.Itoa(info.Attempt),
+		EnvRun+"="+token,
+	)
+	cmd.Stdin = bytes.NewReader(body)
+	stdout := &headBuffer{max: p.maxStdout}
+	stderr := &tailBuffer{max: p.maxStderr}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	// Once the run ends, os/exec waits this long for the output pipes to
+	// close: only a process that left the group can hold them so long.
+	cmd.WaitDelay = p.grace
+
+	// The record comes first: a worker that dies once the program has
+	// started must leave a trace for the next one.
+	if err := p.runs.record(token); err != nil {
+		return nil, fmt.Errorf("run %s: %w", prog.name, err)
+	}
+	defer p.runs.remove(token)
+
+	log := p.logger.With("tenant_id", info.TenantID, "batch_id", info.BatchID, "row_no", info.RowNo, "attempt", info.Attempt, "program", prog.name)
+	begin := time.Now()
+	// The parent-death signal follows the thread that forked, not the
+	// process (golang/go#27505): the thread must live as long as the run.
+	unlock := lockThread()
+	defer unlock()
+	if err := s.start(); err != nil {
+		if ctx.Err() != nil {
+			return nil, p.notStarted(ctx, prog)
+		}
+		log.DebugContext(ctx, "exec could not start", "err", err)
+		return nil, fmt.Errorf("run %s: start: %w", prog.name, err)
+	}
+	r := &result{stdout: stdout, stderr: stderr}
+	r.waitErr = cmd.Wait()
+	r.status = s.finish()
+	// A run the worker stopped, or one that failed once ctx was done
+	// (the supervisor's own deadline, say), ended because of ctx.
+	if s.stopped() || ctx.Err() != nil && (r.status == nil || r.status.code != 0) {
+		r.ctxErr = ctx.Err()
+	}
+	code := cmd.ProcessState.ExitCode()
+	if r.status != nil {
+		code = r.status.code
+	}
+	log.DebugContext(ctx, "exec", "exit_code", code, "duration", time.Since(begin))
+	return r, nil
+}
+
+// newToken returns a run's token, for EnvRun.
+func newToken() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("run token: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
 // notStarted is the error for a run given up before the program started:
 // a cancelled ctx is returned as is; a deadline that passed before the
 // start is retryable, since nothing can have happened.
-func (p *Processor[T]) notStarted(ctx context.Context) error {
+func (p *Processor[T]) notStarted(ctx context.Context, prog program) error {
 	if errors.Is(ctx.Err(), context.Canceled) {
-		return fmt.Errorf("run %s: %w", p.name, ctx.Err())
+		return fmt.Errorf("run %s: %w", prog.name, ctx.Err())
 	}
 	// %v, not %w: wrapping the deadline would make the row unknown.
-	return fmt.Errorf("run %s: deadline passed before the program started, safe to retry: %v", p.name, ctx.Err())
-}
-
-// outcome classifies a finished run.
-func (p *Processor[T]) outcome(ctx context.Context, waitErr error, stdout *headBuffer, stderr *tailBuffer) (string, error) {
-	switch {
-	case waitErr == nil:
-		return p.id(stdout)
-	case ctx.Err() != nil:
-		// The program was stopped because ctx was done, even if it
-		// reported something on its way out.
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return "", fmt.Errorf("run %s: killed at the deadline, its effect may have happened: %w%s", p.name, context.DeadlineExceeded, suffix(stderr.excerpt()))
-		}
-		return "", fmt.Errorf("run %s: %w", p.name, ctx.Err())
-	case errors.Is(waitErr, osexec.ErrWaitDelay):
-		// It exited 0, but something it started held its output open
-		// past Grace: what it printed before is its answer.
-		return p.id(stdout)
-	}
-	var ee *osexec.ExitError
-	if !errors.As(waitErr, &ee) {
-		// Copying its output failed: nothing says what it did.
-		return "", fmt.Errorf("run %s: %w", p.name, waitErr)
-	}
-	xerr := &ExitError{Code: ee.ExitCode(), State: ee.String(), Stderr: stderr.excerpt()}
-	if xerr.Code >= 64 && xerr.Code <= 78 {
-		return "", batch.Permanent(fmt.Errorf("run %s: %w", p.name, xerr))
-	}
-	return "", fmt.Errorf("run %s: %w", p.name, xerr)
+	return fmt.Errorf("run %s: deadline passed before the program started, safe to retry: %v", prog.name, context.DeadlineExceeded)
 }
 
 // id returns the first line of stdout, trimmed.
-func (p *Processor[T]) id(stdout *headBuffer) (string, error) {
+func (p *Processor[T]) id(prog program, stdout *headBuffer) (string, error) {
 	line, _, found := bytes.Cut(stdout.buf, []byte("\n"))
 	if !found && stdout.dropped {
-		return "", batch.Permanent(fmt.Errorf("run %s: exit 0, but the first line of stdout is longer than %d bytes", p.name, p.maxStdout))
+		return "", batch.Permanent(fmt.Errorf("run %s: exit 0, but the first line of stdout is longer than %d bytes", prog.name, p.maxStdout))
 	}
 	id := strings.TrimSpace(strings.ToValidUTF8(string(line), "\uFFFD"))
 	if id == "" {
-		return "", batch.Permanent(fmt.Errorf("run %s: exit 0, but no id on the first line of stdout", p.name))
+		return "", batch.Permanent(fmt.Errorf("run %s: exit 0, but no id on the first line of stdout", prog.name))
 	}
 	return id, nil
 }

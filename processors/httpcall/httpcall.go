@@ -71,6 +71,24 @@
 // or tenant holds a control character (no header can carry it), is
 // batch.Permanent, and nothing is sent.
 //
+// # Reconciling
+//
+// With Config.StatusURL, Reconcile (a Kind.ReconcileFunc) asks the API
+// what became of a row whose outcome is unknown: one GET to StatusURL
+// with the row's Idempotency-Key and X-Rowfate- headers (and
+// Config.Header), no body. The answer:
+//
+//	2xx with an id              the effect happened: the row succeeded with
+//	                            that id (the body's "id", else Location).
+//	404 or 410 with a JSON      the effect never happened, and the API will
+//	object whose "applied"      refuse that key from now on (a request
+//	is false                    still in flight with it must not apply
+//	                            later): the row failed for good.
+//	anything else               it cannot tell (a 2xx without an id, a bare
+//	                            404, which may be a wrong URL, a 409 for a
+//	                            key in flight, an error, no answer): the
+//	                            row stays unknown, to be asked again.
+//
 // At most 64 KiB of a response body is read (a longer 2xx body is not JSON
 // to the parser, and its id comes from Location or the status); the body is
 // always drained, within a bound, and closed. Bodies, header values and the
@@ -144,43 +162,67 @@ type Config[T any] struct {
 	// BodyFunc shapes a row into the value sent as JSON. Defaults to the
 	// row itself.
 	BodyFunc func(T) (any, error)
+	// StatusURL is where Reconcile asks what became of a row whose
+	// outcome is unknown: an absolute http or https URL, sent a GET with
+	// the row's Idempotency-Key (see the package documentation for the
+	// answers). Optional: without it, Reconcile answers that it cannot
+	// tell.
+	StatusURL string
 	// Logger receives one debug record per call: the row, the status and
 	// the duration, never a body or a header. Defaults to a logger that
 	// discards.
 	Logger *slog.Logger
 }
 
-func (c *Config[T]) validate() (*url.URL, error) {
+func (c *Config[T]) validate() (target, status *url.URL, err error) {
 	if c.URL == "" {
-		return nil, errors.New("httpcall: Config.URL is required")
+		return nil, nil, errors.New("httpcall: Config.URL is required")
 	}
-	u, err := url.Parse(c.URL)
-	if err != nil {
-		// url.Parse quotes the URL, query and all; say only that it is bad.
-		return nil, errors.New("httpcall: Config.URL does not parse as a URL")
+	if target, err = checkURL("URL", c.URL); err != nil {
+		return nil, nil, err
 	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("httpcall: Config.URL must be an absolute http or https URL, not scheme %q", u.Scheme)
-	}
-	if u.Host == "" {
-		return nil, errors.New("httpcall: Config.URL has no host")
+	if c.StatusURL != "" {
+		if status, err = checkURL("StatusURL", c.StatusURL); err != nil {
+			return nil, nil, err
+		}
 	}
 	for name, values := range c.Header {
 		if !validHeaderName(name) {
-			return nil, fmt.Errorf("httpcall: Config.Header: %q is not a valid header name", name)
+			return nil, nil, fmt.Errorf("httpcall: Config.Header: %q is not a valid header name", name)
 		}
 		if reservedHeader(name) {
-			return nil, fmt.Errorf("httpcall: Config.Header must not set %s: the processor or the client sets it", http.CanonicalHeaderKey(name))
+			return nil, nil, fmt.Errorf("httpcall: Config.Header must not set %s: the processor or the client sets it", http.CanonicalHeaderKey(name))
 		}
 		for _, v := range values {
 			if !validHeaderValue(v) {
 				// The value may be a secret: name the header only.
-				return nil, fmt.Errorf("httpcall: Config.Header: the value of %s holds a control character", http.CanonicalHeaderKey(name))
+				return nil, nil, fmt.Errorf("httpcall: Config.Header: the value of %s holds a control character", http.CanonicalHeaderKey(name))
 			}
 		}
 	}
+	return target, status, nil
+}
+
+// checkURL parses the URL of Config's field and checks that it is an
+// absolute http or https URL.
+func checkURL(field, raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url.Parse quotes the URL, query and all; say only that it is bad.
+		return nil, fmt.Errorf("httpcall: Config.%s does not parse as a URL", field)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("httpcall: Config.%s must be an absolute http or https URL, not scheme %q", field, u.Scheme)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("httpcall: Config.%s has no host", field)
+	}
 	return u, nil
 }
+
+// shown is a URL as errors and logs show it: without user info, query or
+// fragment, which may hold a credential.
+func shown(u *url.URL) string { return u.Scheme + "://" + u.Host + u.EscapedPath() }
 
 // Processor POSTs rows to an HTTP API; see the package documentation for
 // the request it sends and how it classifies the answer. It is safe for
@@ -194,19 +236,23 @@ type Processor[T any] struct {
 	header http.Header
 	body   func(T) (any, error)
 	logger *slog.Logger
+	// statusURL is Config.StatusURL, and statusTarget how it is shown;
+	// both empty without one.
+	statusURL    string
+	statusTarget string
 	// now reads the clock, for Retry-After dates.
 	now func() time.Time
 }
 
 // New returns a Processor for a validated config.
 func New[T any](cfg Config[T]) (*Processor[T], error) {
-	u, err := cfg.validate()
+	u, status, err := cfg.validate()
 	if err != nil {
 		return nil, err
 	}
 	p := &Processor[T]{
 		url:    cfg.URL,
-		target: u.Scheme + "://" + u.Host + u.EscapedPath(),
+		target: shown(u),
 		client: cfg.Client,
 		header: cfg.Header.Clone(),
 		body:   cfg.BodyFunc,
@@ -221,6 +267,9 @@ func New[T any](cfg Config[T]) (*Processor[T], error) {
 			// address would be taken for an effect that never happened.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
+	}
+	if status != nil {
+		p.statusURL, p.statusTarget = cfg.StatusURL, shown(status)
 	}
 	if p.logger == nil {
 		p.logger = slog.New(slog.DiscardHandler)
@@ -254,15 +303,8 @@ func (p *Processor[T]) Process(ctx context.Context, row T) (string, error) {
 	if err != nil {
 		return "", batch.Permanent(fmt.Errorf("post %s: build request: %w", p.target, unwrapURL(err)))
 	}
-	for name, values := range p.header {
-		req.Header[name] = values
-	}
-	req.Header.Set(HeaderIdempotencyKey, info.EffectKey)
+	p.setHeaders(req, info)
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(HeaderTenant, info.TenantID)
-	req.Header.Set(HeaderBatch, strconv.FormatInt(info.BatchID, 10))
-	req.Header.Set(HeaderRow, strconv.FormatInt(info.RowNo, 10))
-	req.Header.Set(HeaderAttempt, strconv.Itoa(info.Attempt))
 
 	log := p.logger.With("tenant_id", info.TenantID, "batch_id", info.BatchID, "row_no", info.RowNo, "attempt", info.Attempt)
 	start := time.Now()
@@ -293,6 +335,18 @@ func (p *Processor[T]) Process(ctx context.Context, row T) (string, error) {
 		return "", fmt.Errorf("post %s: %w", p.target, serr)
 	}
 	return "", batch.Permanent(fmt.Errorf("post %s: %w", p.target, serr))
+}
+
+// setHeaders sets Config.Header and the row's headers on req.
+func (p *Processor[T]) setHeaders(req *http.Request, info batch.RowInfo) {
+	for name, values := range p.header {
+		req.Header[name] = values
+	}
+	req.Header.Set(HeaderIdempotencyKey, info.EffectKey)
+	req.Header.Set(HeaderTenant, info.TenantID)
+	req.Header.Set(HeaderBatch, strconv.FormatInt(info.BatchID, 10))
+	req.Header.Set(HeaderRow, strconv.FormatInt(info.RowNo, 10))
+	req.Header.Set(HeaderAttempt, strconv.Itoa(info.Attempt))
 }
 
 // encode returns the JSON body for row, shaped by BodyFunc when set.
