@@ -730,6 +730,11 @@ func testAPIRowsAndActions(t *testing.T, h *apiHarness) {
 		t.Errorf("retry of succeeded rows: %s", a)
 	}
 
+	// The same file again is the batch it made (200), not a second run of
+	// its rows; new_batch asks for one.
+	if again := h.batchOf(h.upload("/v1/batches", adminA, map[string]string{"kind": "customers"}, "c2.csv", fixture(t)), http.StatusOK); again.ID != b.ID {
+		t.Errorf("the same file again: batch %d, want %d", again.ID, b.ID)
+	}
 	// Pause, resume and cancel a batch nobody works.
 	nb := h.batchOf(h.upload("/v1/batches", adminA, map[string]string{"kind": "customers", "new_batch": "true"}, "c2.csv", fixture(t)), http.StatusCreated)
 	nbase := fmt.Sprintf("/v1/batches/%d", nb.ID)

@@ -150,8 +150,10 @@ type ImportOptions struct {
 	// Strict rejects a file with a column the kind does not know or
 	// without one of its optional columns.
 	Strict bool `json:"strict,omitempty"`
-	// NewBatch imports an error report of a batch as a new batch instead
-	// of refusing it (report_of_batch: re-run that batch with it).
+	// NewBatch imports the file as a new batch: without it, a file the
+	// tenant already imported as the kind with the same options answers
+	// that batch (200), and an error report of a batch is refused
+	// (report_of_batch: re-run that batch with it).
 	NewBatch bool `json:"new_batch,omitempty"`
 }
 
