@@ -94,8 +94,11 @@ type SettleAllParams struct {
 	// Optional.
 	ResultID string
 	// Reason says why, and is required: a whole batch's rows are settled
-	// on one person's word. It is recorded as each failed row's error.
+	// on one person's word. It is recorded as each failed row's error,
+	// and in the batch's history for every row.
 	Reason string
+	// Actor is who settles them, for the history.
+	Actor string
 }
 
 // settleAllPage is how many unknown rows SettleAll reads at a time.
@@ -128,7 +131,7 @@ func (e *Engine) SettleAll(ctx context.Context, p SettleAllParams) (int64, error
 			return n, fmt.Errorf("settle the unknown rows of batch %d: %w", p.BatchID, err)
 		}
 		for _, r := range page {
-			err := e.store.RowSettle(ctx, RowSettleParams{TenantID: p.TenantID, BatchID: p.BatchID, RowNo: r.RowNo, State: p.State, ResultID: p.ResultID, Reason: p.Reason})
+			err := e.store.RowSettle(ctx, RowSettleParams{TenantID: p.TenantID, BatchID: p.BatchID, RowNo: r.RowNo, State: p.State, ResultID: p.ResultID, Reason: p.Reason, Actor: p.Actor})
 			switch {
 			case errors.Is(err, ErrConflict):
 				continue
@@ -186,10 +189,10 @@ func (e *Engine) Reconcile(ctx context.Context, tenant string, id int64) (Reconc
 			if !ok {
 				return st, fmt.Errorf("batch %d (%s): %w", id, b.Kind, ErrNoReconcile)
 			}
-			p := RowSettleParams{TenantID: tenant, BatchID: id, RowNo: r.RowNo}
+			p := RowSettleParams{TenantID: tenant, BatchID: id, RowNo: r.RowNo, Actor: "reconcile"}
 			switch {
 			case rerr == nil:
-				p.State, p.ResultID = rows.StateSucceeded, rid
+				p.State, p.ResultID, p.Reason = rows.StateSucceeded, rid, "the kind's reconciliation found the effect"
 				st.Succeeded++
 			case IsPermanent(rerr):
 				p.State, p.Reason = rows.StateFailed, rerr.Error()

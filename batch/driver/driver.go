@@ -435,8 +435,12 @@ type RowSettleParams struct {
 	// State is succeeded, failed, or valid (to be worked again).
 	State    rows.State
 	ResultID string
-	// Reason is recorded as the row's error when it failed.
+	// Reason is recorded as the row's error when it failed, and in the
+	// batch's history either way.
 	Reason string
+	// Actor is who settled the row (a person, or "reconcile" when the
+	// kind's ReconcileFunc answered), for the batch's history.
+	Actor string
 }
 
 // Worker is a worker credential: a name, the tenants it may work (nil:

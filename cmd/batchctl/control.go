@@ -159,6 +159,7 @@ type reconcileOptions struct {
 	as     string
 	id     string
 	reason string
+	actor  actorFlag
 }
 
 func (c *cli) reconcileCommand() *cobra.Command {
@@ -217,7 +218,7 @@ kept with each failed row.`,
 			defer app.close()
 			switch {
 			case o.all:
-				n, err := app.engine.SettleAll(cmd.Context(), batch.SettleAllParams{TenantID: c.global.tenant, BatchID: id, State: state, ResultID: o.id, Reason: o.reason})
+				n, err := app.engine.SettleAll(cmd.Context(), batch.SettleAllParams{TenantID: c.global.tenant, BatchID: id, State: state, ResultID: o.id, Reason: o.reason, Actor: o.actor.get()})
 				if err != nil {
 					return err
 				}
@@ -227,7 +228,7 @@ kept with each failed row.`,
 				fmt.Fprintf(c.stdout, "settled %d unknown rows of batch %d as %s\n", n, id, state)
 				return nil
 			case o.row > 0:
-				err := app.engine.Settle(cmd.Context(), batch.RowSettleParams{TenantID: c.global.tenant, BatchID: id, RowNo: o.row, State: state, ResultID: o.id, Reason: o.reason})
+				err := app.engine.Settle(cmd.Context(), batch.RowSettleParams{TenantID: c.global.tenant, BatchID: id, RowNo: o.row, State: state, ResultID: o.id, Reason: o.reason, Actor: o.actor.get()})
 				if err != nil {
 					return err
 				}
@@ -255,6 +256,7 @@ kept with each failed row.`,
 	cmd.Flags().BoolVar(&o.all, "all", false, "settle every unknown row of the batch by hand (with --as and --reason)")
 	cmd.Flags().StringVar(&o.as, "as", "", "succeeded, failed or retry (--all: succeeded or failed)")
 	cmd.Flags().StringVar(&o.id, "id", "", "the result id, with --as succeeded")
-	cmd.Flags().StringVar(&o.reason, "reason", "", "why: kept as a failed row's error; required with --all")
+	cmd.Flags().StringVar(&o.reason, "reason", "", "why: kept in the batch's history, and as a failed row's error; required with --all")
+	o.actor.add(cmd)
 	return cmd
 }

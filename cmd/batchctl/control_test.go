@@ -211,6 +211,12 @@ func TestReconcileAll(t *testing.T) {
 	if b.Counts["failed"] != 3 || b.Counts["unknown"] != 0 || b.Counts["succeeded"] != 282 {
 		t.Errorf("after reconcile --all: %+v", b.Counts)
 	}
+	// Each settled row is in the batch's history, with who and why.
+	r = c.run("history", "1")
+	if r.code != exitOK || strings.Count(r.stdout, " settle ") != 5 || strings.Count(r.stdout, `unknown -> failed: "not in the CRM"`) != 3 ||
+		strings.Count(r.stdout, `unknown -> succeeded (checked): "found by hand"`) != 2 {
+		t.Errorf("history after reconcile --all: %s", r)
+	}
 	if r := c.run("reconcile", "1", "--all", "--as", "failed", "--reason", "again"); r.code != exitOK || r.stdout != "settled 0 unknown rows of batch 1 as failed\n" {
 		t.Errorf("reconcile --all with nothing unknown: %s", r)
 	}

@@ -351,6 +351,21 @@ func describeDetail(e batch.HistoryEntry) string {
 		return strings.Join(parts, ", ") + fmt.Sprintf(" (%s -> %s)", d.From, d.To)
 	case "skip":
 		return fmt.Sprintf("%q (was %s)", d.Reason, d.From)
+	case "settle":
+		var st struct {
+			From, To string
+			ResultID string `json:"result_id"`
+			Reason   string
+		}
+		_ = json.Unmarshal(e.Detail, &st)
+		line := fmt.Sprintf("%s -> %s", st.From, st.To)
+		if st.ResultID != "" {
+			line += " (" + st.ResultID + ")"
+		}
+		if st.Reason != "" {
+			line += fmt.Sprintf(": %q", st.Reason)
+		}
+		return line
 	case "rerun":
 		src := d.Source
 		if src == "" {

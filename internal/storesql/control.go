@@ -448,6 +448,19 @@ func (s *Store) RowSettle(ctx context.Context, p driver.RowSettleParams) error {
 		if _, err := q.Exec(ctx, s.c.settleEffect, p.TenantID, p.BatchID, p.RowNo, effect, idArg); err != nil {
 			return fmt.Errorf("settle effect: %w", err)
 		}
+		// Who settled it, and why: a row settled by hand is a person's
+		// word about an effect nobody saw, kept with the batch.
+		detail, err := json.Marshal(map[string]string{"from": state, "to": string(p.State), "result_id": p.ResultID, "reason": p.Reason})
+		if err != nil {
+			return err
+		}
+		actor := p.Actor
+		if actor == "" {
+			actor = "unknown"
+		}
+		if _, err := q.Exec(ctx, s.r.historyInsert, p.TenantID, p.BatchID, p.RowNo, "settle", actor, string(detail)); err != nil {
+			return fmt.Errorf("record history: %w", err)
+		}
 		if err := s.recount(ctx, q, p.BatchID, chunk, false); err != nil {
 			return err
 		}
