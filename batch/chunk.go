@@ -116,15 +116,18 @@ func (e *Engine) workRows(ctx context.Context, s *WorkStats, k kind, m *rows.Map
 		for i, c := range claims {
 			row := l.Rows[i].RowNo
 			key := infos[i].EffectKey
-			switch c.Status {
-			case EffectNew, EffectMine:
+			switch {
+			case c.Status == EffectNew, c.Status == EffectMine:
 				claimedNew[i] = c.Status == EffectNew
 				toRun = append(toRun, i)
-			case EffectDone:
+			case c.Status == EffectDone:
 				outcomes = append(outcomes, RowOutcome{RowNo: row, State: rows.StateSucceeded, ResultID: c.ResultID, EffectKey: key})
-			case EffectReused:
+			case c.Status == EffectReused:
 				outcomes = append(outcomes, RowOutcome{RowNo: row, State: rows.StateFailed, Error: &rows.FieldError{Row: row, Code: CodeKeyReused,
 					Message: fmt.Sprintf("effect key %q was claimed by batch %d row %d with another payload", key, c.HolderBatch, c.HolderRow)}})
+			case c.Running:
+				outcomes = append(outcomes, RowOutcome{RowNo: row, State: rows.StateRetrying, RetryDelay: set.runFor(), Error: &rows.FieldError{Row: row, Code: CodeKeyHeld,
+					Message: fmt.Sprintf("an earlier run of effect key %q, whose worker stopped before it answered, may still be under way: not run again beside it", key)}})
 			default: // pending
 				outcomes = append(outcomes, RowOutcome{RowNo: row, State: rows.StateRetrying, RetryDelay: set.backoff(1), Error: &rows.FieldError{Row: row, Code: CodeKeyHeld,
 					Message: fmt.Sprintf("effect key %q is held by batch %d row %d, whose effect is not finished", key, c.HolderBatch, c.HolderRow)}})
@@ -204,12 +207,19 @@ func (e *Engine) workRows(ctx context.Context, s *WorkStats, k kind, m *rows.Map
 	return outcomes, unworked, inflight, released, nil
 }
 
+// runFor bounds how long a run of a keyed kind's effect may be under way:
+// its timeout, plus the kind's RunGrace for what the processor takes to
+// stop after it. Until then after a claim, a key whose run never answered
+// is not run again by another lease (EffectClaim.Running).
+func (s kindSettings) runFor() time.Duration { return s.timeout + s.runGrace }
+
 // claimEffects claims a lease's effect keys, retrying transient errors.
 func (e *Engine) claimEffects(ctx context.Context, s *WorkStats, k kind, m *rows.Mapping, l *Lease) ([]EffectClaim, error) {
 	refs := k.effectRefs(l.TenantID, l.BatchID, m, l.Rows)
 	var claims []EffectClaim
 	err := e.retry(ctx, s, "claim effects", func(ctx context.Context) (err error) {
-		claims, err = e.store.EffectsClaim(ctx, EffectsClaimParams{TenantID: l.TenantID, BatchID: l.BatchID, ChunkNo: l.ChunkNo, Token: l.Token, Effects: refs})
+		claims, err = e.store.EffectsClaim(ctx, EffectsClaimParams{TenantID: l.TenantID, BatchID: l.BatchID, ChunkNo: l.ChunkNo, Token: l.Token, Effects: refs,
+			RunFor: k.settings().runFor()})
 		return err
 	})
 	if err != nil {

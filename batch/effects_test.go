@@ -381,7 +381,10 @@ func TestExternalEffectInterruptedBeforeTheAck(t *testing.T) {
 			t.Fatal(err)
 		}
 		reg := batch.NewRegistry()
-		if err := batch.Register(reg, batch.Kind[outcomeRow]{Name: "payments", Processor: proc, KeyedEffects: true}); err != nil {
+		// A call's run ends within 1.2 s of its claim (Timeout + RunGrace):
+		// no other lease runs a key again before then.
+		if err := batch.Register(reg, batch.Kind[outcomeRow]{Name: "payments", Processor: proc, KeyedEffects: true,
+			Timeout: time.Second, RunGrace: 200 * time.Millisecond}); err != nil {
 			t.Fatal(err)
 		}
 		gated := &gatedStore{Store: bd.store, gate: make(chan struct{}), arrived: make(chan struct{})}
@@ -403,7 +406,7 @@ func TestExternalEffectInterruptedBeforeTheAck(t *testing.T) {
 			done <- s
 		}()
 		<-gated.arrived // the calls were made; the flush stands still
-		time.Sleep(400 * time.Millisecond)
+		time.Sleep(1500 * time.Millisecond) // past the lease, and past the runs' bound
 		if _, err := fresh.Work(ctx, batch.WorkParams{BatchID: b.ID, Workers: 1, UntilDone: true}); err != nil {
 			t.Fatal(err)
 		}
@@ -691,4 +694,81 @@ func TestStopSeenBeforeTheRenewal(t *testing.T) {
 			})
 		})
 	}
+}
+
+// frozenStore is a worker that stands still (SIGSTOP, a partition) from
+// the start: it renews and checks nothing, so its lease runs out while
+// its processor's call is under way.
+type frozenStore struct{ batch.Store }
+
+func (frozenStore) LeaseRenew(ctx context.Context, _ batch.LeaseRenewParams) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (frozenStore) LeaseCheck(ctx context.Context, _ batch.LeaseRenewParams) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestNoSecondRunBesideAStalledOne: a worker stands still with a keyed
+// call under way; its lease runs out and another worker claims the chunk
+// while the call may still be going (within Timeout + RunGrace of its
+// claim). The row is not run a second time beside it: it waits, with a
+// reason, and is run once the first run is surely over.
+func TestNoSecondRunBesideAStalledOne(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, bd *bundle) {
+		ctx := context.Background()
+		var calls atomic.Int64
+		stuck := make(chan struct{})
+		defer close(stuck)
+		proc := batch.ProcessFunc[outcomeRow](func(ctx context.Context, r outcomeRow) (string, error) {
+			if calls.Add(1) == 1 {
+				<-stuck // the stalled worker's call: it never answers
+				return "", errors.New("stalled")
+			}
+			return "id-" + r.Key, nil
+		})
+		reg := batch.NewRegistry()
+		if err := batch.Register(reg, batch.Kind[outcomeRow]{Name: "payments", Processor: proc, KeyedEffects: true,
+			Timeout: time.Hour, BackoffFunc: func(int) time.Duration { return time.Millisecond }}); err != nil {
+			t.Fatal(err)
+		}
+		stalled, err := batch.NewEngine(batch.Config{Store: frozenStore{bd.store}, Registry: reg, LeaseDuration: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := stalled.Import(ctx, batch.ImportParams{Kind: "payments", SourceName: "p.csv", Source: strings.NewReader("key,mode\na,ok\n")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go func() { _, _ = stalled.Work(sctx, batch.WorkParams{BatchID: b.ID, Workers: 1}) }()
+		testenv.Until(t, func() bool { return calls.Load() == 1 }, func() string { return "the first call" })
+		time.Sleep(300 * time.Millisecond) // past the stalled worker's lease
+		fresh := newEngine(t, bd.store, reg, time.Minute)
+		wctx, quit := context.WithCancel(ctx)
+		defer quit()
+		go func() { _, _ = fresh.Work(wctx, batch.WorkParams{BatchID: b.ID, Workers: 1}) }()
+		var held []rows.FieldError
+		testenv.Until(t, func() bool {
+			if n := calls.Load(); n > 1 {
+				t.Fatalf("%d calls: the key was run again beside its first run", n)
+			}
+			rs, err := bd.store.RowsList(ctx, batch.RowsListParams{TenantID: "default", BatchID: b.ID})
+			if err == nil && len(rs) == 1 && rs[0].State == rows.StateRetrying {
+				held = rs[0].Errors
+				return true
+			}
+			return false
+		}, func() string { return "the fresh worker's claim of the row" })
+		if len(held) == 0 || held[0].Code != batch.CodeKeyHeld || !strings.Contains(held[0].Message, "earlier run") {
+			t.Fatalf("the row, reclaimed while its first run may be under way: errors %+v; want it held for that run", held)
+		}
+		if n := calls.Load(); n != 1 {
+			t.Fatalf("%d calls: the key was run again beside its first run", n)
+		}
+	})
 }

@@ -62,6 +62,12 @@ type Kind[T any] struct {
 	// Timeout bounds one call of the processor; a row that runs out of time
 	// is unknown (the effect may have happened). Defaults to 30s.
 	Timeout time.Duration
+	// RunGrace is, for a keyed kind, how long a call may still be under
+	// way after its Timeout (an external program's time to stop after it
+	// is told to). A key whose run never answered, because its worker
+	// stalled or died, is not run again before Timeout + RunGrace have
+	// passed since that run was claimed. Defaults to 5s.
+	RunGrace time.Duration
 	// BackoffFunc returns the delay before the next attempt after the given
 	// failed attempt (1-based). Defaults to 1s doubling, capped at 5m.
 	BackoffFunc func(attempt int) time.Duration
@@ -169,6 +175,7 @@ type kindSettings struct {
 	chunkSize   int
 	maxAttempts int
 	timeout     time.Duration
+	runGrace    time.Duration
 	backoff     func(int) time.Duration
 }
 
@@ -185,6 +192,9 @@ func (s *kindSettings) defaults() {
 	}
 	if s.backoff == nil {
 		s.backoff = defaultBackoff
+	}
+	if s.runGrace <= 0 {
+		s.runGrace = 5 * time.Second
 	}
 }
 
@@ -602,7 +612,7 @@ func Register[T any](r *Registry, k Kind[T]) error {
 	if err != nil {
 		return fmt.Errorf("register kind %q: %w", k.Name, err)
 	}
-	s := kindSettings{chunkSize: k.ChunkSize, maxAttempts: k.MaxAttempts, timeout: k.Timeout, backoff: k.BackoffFunc}
+	s := kindSettings{chunkSize: k.ChunkSize, maxAttempts: k.MaxAttempts, timeout: k.Timeout, runGrace: k.RunGrace, backoff: k.BackoffFunc}
 	s.defaults()
 	reg := &registered[T]{k: k, pipeline: p, s: s}
 	reg.tx, _ = k.Processor.(TxProcessor[T])

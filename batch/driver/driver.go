@@ -371,6 +371,11 @@ type EffectsClaimParams struct {
 	ChunkNo  int64
 	Token    int64
 	Effects  []EffectRef
+	// RunFor is how long a run of these keys may be under way at most
+	// (the kind's timeout, and the grace its processor gives a call to
+	// stop): until then after this claim, no other lease runs a key that
+	// has not answered (Running). 0 sets no bound.
+	RunFor time.Duration
 }
 
 // EffectStatus is what claiming an effect key found.
@@ -401,6 +406,11 @@ type EffectClaim struct {
 	// and Done by another row).
 	HolderBatch int64
 	HolderRow   int64
+	// Running, with EffectPending, is a key of this very row whose last
+	// run, under an earlier lease, never answered and may still be under
+	// way (within its RunFor): the row waits for it to end rather than
+	// run the effect a second time beside it.
+	Running bool
 }
 
 // BatchControlParams name a batch for cancel, pause and resume.

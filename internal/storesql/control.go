@@ -15,7 +15,7 @@ import (
 // control are the statements of effects, cancel, pause, retry, settle and
 // worker credentials, expanded once for the dialect.
 type control struct {
-	insertEffects, existingEffects, takeOverEffect             string
+	insertEffects, existingEffects, takeOverEffect, rerunEffect string
 	lockChunks, cancelBatch, cancelRows, recountBatch, batchOf string
 	pauseBatch, pauseAdd, pauseDrop, pausedList, openBatches   string
 	retryRows, rowChunk, lockChunk, settleRow, settleEffect    string
@@ -28,20 +28,26 @@ func newControl(d *Dialect) control {
 		// The source may repeat a key (two rows with one effect): ON
 		// CONFLICT DO NOTHING lets the first win inside the statement too.
 		// The WHERE true settles SQLite's parse of INSERT ... SELECT ... ON.
-		insertEffects: d.Expand(`INSERT INTO {t}effects (tenant_id, effect_key, digest, batch_id, row_no, state, claimed_at)
-			SELECT $1, u.k, u.d, $2, u.n, 'claimed', {now}
+		insertEffects: d.Expand(`INSERT INTO {t}effects (tenant_id, effect_key, digest, batch_id, row_no, state, claimed_at, run_until)
+			SELECT $1, u.k, u.d, $2, u.n, 'claimed', {now}, ` + runUntil("$4") + `
 			FROM ` + d.JSONRecords("$3", map[string]string{"k": "text", "d": "text", "n": "bigint"}) + `
 			WHERE true
 			ON CONFLICT (tenant_id, effect_key) DO NOTHING
 			RETURNING effect_key, row_no`),
 		// No "$2 IS NULL OR" here: it would keep the planner from probing
 		// the primary key once per key.
-		existingEffects: d.Expand(`SELECT effect_key, digest, batch_id, row_no, state, COALESCE(result_id, '')
+		existingEffects: d.Expand(`SELECT effect_key, digest, batch_id, row_no, state, COALESCE(result_id, ''),
+				COALESCE(run_until > {now}, false)
 			FROM {t}effects WHERE tenant_id = $1 AND ` + d.TextIn("effect_key", "$2")),
 		// A key whose effect failed for good may be taken over by another
 		// row with the same payload (a corrected re-import).
-		takeOverEffect: d.Expand(`UPDATE {t}effects SET batch_id = $3, row_no = $4, state = 'claimed', result_id = NULL, claimed_at = {now}, done_at = NULL
+		takeOverEffect: d.Expand(`UPDATE {t}effects SET batch_id = $3, row_no = $4, state = 'claimed', result_id = NULL, claimed_at = {now}, done_at = NULL,
+				run_until = ` + runUntil("$5") + `
 			WHERE tenant_id = $1 AND effect_key = $2 AND state = 'failed'`),
+		// A row's own key, claimed again to run again once no earlier run
+		// of it can still be under way.
+		rerunEffect: d.Expand(`UPDATE {t}effects SET claimed_at = {now}, run_until = ` + runUntil("$3") + `
+			WHERE tenant_id = $1 AND effect_key = $2`),
 		// Chunks are locked in order before the batch row, the order of a
 		// flush (its chunk, then the batch): no deadlock between the two.
 		lockChunks: d.Expand(`SELECT chunk_no FROM {t}batch_chunks WHERE batch_id = $1 AND tenant_id = $2 ORDER BY chunk_no{for_update}`),
@@ -135,7 +141,8 @@ func (s *Store) EffectsClaim(ctx context.Context, p driver.EffectsClaimParams) (
 			}
 		}
 		won := map[string]int64{}
-		rs, err := q.Query(ctx, s.c.insertEffects, p.TenantID, p.BatchID, arg)
+		runFor := p.RunFor.Milliseconds()
+		rs, err := q.Query(ctx, s.c.insertEffects, p.TenantID, p.BatchID, arg, runFor)
 		if err != nil {
 			return fmt.Errorf("claim effects: %w", err)
 		}
@@ -156,6 +163,7 @@ func (s *Store) EffectsClaim(ctx context.Context, p driver.EffectsClaimParams) (
 		type held struct {
 			digest, state, result string
 			batch, row            int64
+			running               bool // its last run may still be under way
 		}
 		existing := map[string]held{}
 		rs, err = q.Query(ctx, s.c.existingEffects, p.TenantID, s.d.ListArg(keys))
@@ -167,7 +175,7 @@ func (s *Store) EffectsClaim(ctx context.Context, p driver.EffectsClaimParams) (
 				k string
 				h held
 			)
-			if err := rs.Scan(&k, &h.digest, &h.batch, &h.row, &h.state, &h.result); err != nil {
+			if err := rs.Scan(&k, &h.digest, &h.batch, &h.row, &h.state, &h.result, &h.running); err != nil {
 				rs.Close()
 				return err
 			}
@@ -187,10 +195,18 @@ func (s *Store) EffectsClaim(ctx context.Context, p driver.EffectsClaimParams) (
 				c.Status = driver.EffectReused
 			case h.state == "done":
 				c.Status, c.ResultID = driver.EffectDone, h.result
+			case h.batch == p.BatchID && h.row == e.RowNo && h.running:
+				// An earlier lease ran it and never heard back: that run
+				// may still be going (its worker stalled, or died with an
+				// external program under way). Not beside it.
+				c.Status, c.Running = driver.EffectPending, true
 			case h.batch == p.BatchID && h.row == e.RowNo:
 				c.Status = driver.EffectMine
+				if _, err := q.Exec(ctx, s.c.rerunEffect, p.TenantID, e.Key, runFor); err != nil {
+					return fmt.Errorf("claim effect again: %w", err)
+				}
 			case h.state == "failed":
-				n, err := q.Exec(ctx, s.c.takeOverEffect, p.TenantID, e.Key, p.BatchID, e.RowNo)
+				n, err := q.Exec(ctx, s.c.takeOverEffect, p.TenantID, e.Key, p.BatchID, e.RowNo, runFor)
 				if err != nil {
 					return fmt.Errorf("take over effect: %w", err)
 				}
@@ -517,6 +533,12 @@ func (s *Store) WorkerAuth(ctx context.Context, tokenHash string) (*driver.Worke
 		w.TenantIDs = nil // every tenant, stored as []
 	}
 	return &w, nil
+}
+
+// runUntil is the run_until a claim with RunFor param (milliseconds)
+// sets: NULL for no bound. {now} and {ms} are expanded by the caller.
+func runUntil(param string) string {
+	return `CASE WHEN CAST(` + param + ` AS bigint) > 0 THEN {now} + CAST(` + param + ` AS bigint) * {ms} END`
 }
 
 // deadRowState is the SET of a row a cancel ends: cancelled, unless its

@@ -229,7 +229,8 @@ func newStatements(d *Dialect) statements {
 			  AND ` + d.InInt("row_no", "$5")),
 		// Bounded to the flushing chunk's rows, as the outcomes are.
 		recordEffects: d.Expand(d.WithRecords("$3", map[string]string{"k": "text", "s": "text", "r": "text", "n": "bigint"}) + `
-			UPDATE {t}effects AS e SET state = u.s, result_id = u.r, done_at = {now} FROM u
+			UPDATE {t}effects AS e SET state = u.s, result_id = u.r, run_until = NULL,
+				done_at = CASE WHEN u.s = 'claimed' THEN NULL ELSE {now} END FROM u
 			WHERE e.tenant_id = $1 AND e.batch_id = $2 AND e.effect_key = u.k AND e.row_no = u.n AND e.row_no BETWEEN $4 AND $5`),
 		leaseChunk: d.Expand(`UPDATE {t}batch_chunks
 			SET lease_owner = $1, lease_token = lease_token + 1,
@@ -1062,6 +1063,8 @@ type effectRecord struct {
 
 // recordEffects records the outcomes of rows with a claimed effect key: done
 // with the result, failed, or unknown; a retrying row keeps its claim.
+// Every one of them ran and answered, so none of their runs is under way
+// any more (run_until is cleared).
 func (s *Store) recordEffects(ctx context.Context, q Querier, tenant string, batchID, first, last int64, outs []driver.RowOutcome) error {
 	var recs []effectRecord
 	for _, o := range outs {
@@ -1076,6 +1079,8 @@ func (s *Store) recordEffects(ctx context.Context, q Querier, tenant string, bat
 			state = "failed"
 		case rows.StateUnknown:
 			state = "unknown"
+		case rows.StateRetrying:
+			state = "claimed" // kept for the next attempt; its run is over
 		default:
 			continue
 		}

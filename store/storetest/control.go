@@ -27,6 +27,7 @@ func runControl(t *testing.T, newStore NewStoreFunc) {
 	t.Run("CancelDeadEffects", func(t *testing.T) { t.Parallel(); testCancelDeadEffects(t, newStore(t)) })
 	t.Run("CancelGivenBackEffects", func(t *testing.T) { t.Parallel(); testCancelGivenBackEffects(t, newStore(t)) })
 	t.Run("EffectsBoundToTheChunk", func(t *testing.T) { t.Parallel(); testEffectsBound(t, newStore(t)) })
+	t.Run("EffectRunNotBesideAnother", func(t *testing.T) { t.Parallel(); testEffectRuns(t, newStore(t)) })
 	t.Run("CrossTenant", func(t *testing.T) { t.Parallel(); testCrossTenant(t, newStore(t)) })
 	t.Run("InFlightCutOff", func(t *testing.T) { t.Parallel(); testInFlight(t, newStore(t)) })
 	t.Run("EffectFuncCommitsWithOutcomes", func(t *testing.T) { t.Parallel(); testEffectFunc(t, newStore(t)) })
@@ -644,4 +645,63 @@ func testEffectsBound(t *testing.T, s driver.Store) {
 		t.Fatalf("after another chunk's flush named it: %+v, %v; want still the row's own claim", cs, err)
 	}
 	wantCounts(t, CheckInvariant(t, s, tenant, b.ID), rows.Counts{rows.StateProcessing: 4})
+}
+
+// testEffectRuns: a key whose run never answered (its worker stalled, or
+// died with a program under way) is not handed to another lease's run
+// until the run's bound has passed (Running); a run that answered, even
+// with a retry, frees it at once; no bound, no wait. An exec kind's
+// orphan applied its effect while the reclaiming worker ran the key again.
+func testEffectRuns(t *testing.T, s driver.Store) {
+	ctx := context.Background()
+	b := ingest(t, s, tenant, 3, 10)
+	refs := func(l *driver.Lease) []driver.EffectRef {
+		out := make([]driver.EffectRef, len(l.Rows))
+		for i, r := range l.Rows {
+			out[i] = driver.EffectRef{RowNo: r.RowNo, Key: fmt.Sprintf("run-%d-%d", b.ID, r.RowNo), Digest: "d"}
+		}
+		return out
+	}
+	claimKeys := func(l *driver.Lease, runFor time.Duration) []driver.EffectClaim {
+		t.Helper()
+		cs, err := s.EffectsClaim(ctx, driver.EffectsClaimParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token, Effects: refs(l), RunFor: runFor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cs
+	}
+	first := claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
+	claimKeys(first, time.Hour)
+	// Row 2's run answered "try again"; rows 3 and 4 never answered.
+	if _, err := s.ChunkFlush(ctx, driver.ChunkFlushParams{TenantID: tenant, BatchID: b.ID, ChunkNo: first.ChunkNo, Token: first.Token,
+		Outcomes: []driver.RowOutcome{{RowNo: 2, State: rows.StateRetrying, EffectKey: refs(first)[0].Key, Error: &rows.FieldError{Code: "processor_error", Message: "503"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	expire(t, s, first)
+	next := claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
+	got := map[int64]driver.EffectClaim{}
+	for _, c := range claimKeys(next, time.Hour) {
+		got[c.RowNo] = c
+	}
+	if c := got[2]; c.Status != driver.EffectMine || c.Running {
+		t.Errorf("row 2, whose run answered: %+v, want its own key to run", c)
+	}
+	for _, row := range []int64{3, 4} {
+		if c := got[row]; c.Status != driver.EffectPending || !c.Running {
+			t.Errorf("row %d, whose run may be under way for an hour: %+v, want pending, running", row, c)
+		}
+	}
+	// Without a bound, an unanswered run does not hold the key.
+	b2 := ingest(t, s, tenant, 1, 10)
+	l := claim(t, s, driver.ChunkClaimParams{BatchID: b2.ID})
+	ref := []driver.EffectRef{{RowNo: l.Rows[0].RowNo, Key: fmt.Sprint("run-free-", b2.ID), Digest: "d"}}
+	if _, err := s.EffectsClaim(ctx, driver.EffectsClaimParams{TenantID: tenant, BatchID: b2.ID, ChunkNo: l.ChunkNo, Token: l.Token, Effects: ref}); err != nil {
+		t.Fatal(err)
+	}
+	expire(t, s, l)
+	l2 := claim(t, s, driver.ChunkClaimParams{BatchID: b2.ID})
+	cs, err := s.EffectsClaim(ctx, driver.EffectsClaimParams{TenantID: tenant, BatchID: b2.ID, ChunkNo: l2.ChunkNo, Token: l2.Token, Effects: ref})
+	if err != nil || cs[0].Status != driver.EffectMine || cs[0].Running {
+		t.Errorf("a key claimed with no bound: %+v, %v; want mine", cs, err)
+	}
 }
