@@ -405,7 +405,7 @@ func TestExternalEffectInterruptedBeforeTheAck(t *testing.T) {
 			}
 			done <- s
 		}()
-		<-gated.arrived // the calls were made; the flush stands still
+		<-gated.arrived                     // the calls were made; the flush stands still
 		time.Sleep(1500 * time.Millisecond) // past the lease, and past the runs' bound
 		if _, err := fresh.Work(ctx, batch.WorkParams{BatchID: b.ID, Workers: 1, UntilDone: true}); err != nil {
 			t.Fatal(err)

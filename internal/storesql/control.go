@@ -16,11 +16,11 @@ import (
 // worker credentials, expanded once for the dialect.
 type control struct {
 	insertEffects, existingEffects, takeOverEffect, rerunEffect string
-	lockChunks, cancelBatch, cancelRows, recountBatch, batchOf string
-	pauseBatch, pauseAdd, pauseDrop, pausedList, openBatches   string
-	retryRows, rowChunk, lockChunk, settleRow, settleEffect    string
-	lockChunkDeferred, deferredHeld                            string
-	kindsOpen, workerCreate, workerAuth                        string
+	lockChunks, cancelBatch, cancelRows, recountBatch, batchOf  string
+	pauseBatch, pauseAdd, pauseDrop, pausedList, openBatches    string
+	retryRows, rowChunk, lockChunk, settleRow, settleEffect     string
+	lockChunkDeferred, deferredHeld                             string
+	kindsOpen, workerCreate, workerAuth                         string
 }
 
 func newControl(d *Dialect) control {
