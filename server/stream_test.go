@@ -139,9 +139,15 @@ func TestFiftySubscribers(t *testing.T) {
 	// miss, however fast progress comes.
 	go func() {
 		time.Sleep(500 * time.Millisecond)
-		_, _ = s.BatchPause(context.Background(), driver.BatchControlParams{TenantID: tenant, ID: b.ID}, true)
+		// A failed resume would leave the batch paused, and the work
+		// below waiting for it forever: say so.
+		if _, err := s.BatchPause(context.Background(), driver.BatchControlParams{TenantID: tenant, ID: b.ID}, true); err != nil {
+			t.Errorf("pause: %v", err)
+		}
 		time.Sleep(100 * time.Millisecond)
-		_, _ = s.BatchPause(context.Background(), driver.BatchControlParams{TenantID: tenant, ID: b.ID}, false)
+		if _, err := s.BatchPause(context.Background(), driver.BatchControlParams{TenantID: tenant, ID: b.ID}, false); err != nil {
+			t.Errorf("resume: %v", err)
+		}
 	}()
 	stats, err := e.Work(context.Background(), batch.WorkParams{BatchID: b.ID, TenantIDs: []string{tenant}, Workers: 2, UntilDone: true})
 	if err != nil {

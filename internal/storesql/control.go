@@ -280,6 +280,15 @@ func (s *Store) BatchCancel(ctx context.Context, p driver.BatchControlParams) (*
 // BatchPause pauses or resumes a batch.
 func (s *Store) BatchPause(ctx context.Context, p driver.BatchControlParams, paused bool) (*driver.Batch, error) {
 	err := s.changeTx(ctx, func(q Querier, evs *[]committedEvent) error {
+		if !paused {
+			// A resume queues the batch's chunks again: their rows are
+			// locked first, before the batch's, in a flush's order (its
+			// chunk, then the batch). The other order deadlocked with
+			// flushes, and PostgreSQL failed the resume.
+			if err := s.lockChunksOf(ctx, q, p.TenantID, p.ID); err != nil {
+				return err
+			}
+		}
 		n, err := q.Exec(ctx, s.c.pauseBatch, p.ID, p.TenantID, paused)
 		if err != nil {
 			return err

@@ -23,6 +23,7 @@ func runControl(t *testing.T, newStore NewStoreFunc) {
 	t.Run("Cancel", func(t *testing.T) { t.Parallel(); testCancel(t, newStore(t)) })
 	t.Run("CancelSweepsDeadLeases", func(t *testing.T) { t.Parallel(); testCancelSweep(t, newStore(t)) })
 	t.Run("Pause", func(t *testing.T) { t.Parallel(); testPause(t, newStore(t)) })
+	t.Run("PauseResumeBesideFlushes", func(t *testing.T) { t.Parallel(); testPauseBesideFlushes(t, newStore(t)) })
 	t.Run("GiveBackUnworked", func(t *testing.T) { t.Parallel(); testGiveBack(t, newStore(t)) })
 	t.Run("CancelDeadEffects", func(t *testing.T) { t.Parallel(); testCancelDeadEffects(t, newStore(t)) })
 	t.Run("CancelGivenBackEffects", func(t *testing.T) { t.Parallel(); testCancelGivenBackEffects(t, newStore(t)) })
@@ -703,5 +704,59 @@ func testEffectRuns(t *testing.T, s driver.Store) {
 	cs, err := s.EffectsClaim(ctx, driver.EffectsClaimParams{TenantID: tenant, BatchID: b2.ID, ChunkNo: l2.ChunkNo, Token: l2.Token, Effects: ref})
 	if err != nil || cs[0].Status != driver.EffectMine || cs[0].Running {
 		t.Errorf("a key claimed with no bound: %+v, %v; want mine", cs, err)
+	}
+}
+
+// testPauseBesideFlushes: pauses and resumes of a batch while workers
+// flush its chunks all succeed. A resume queues the batch's chunks again
+// (their turns), and it took the batch's row before their rows, the
+// opposite order of a flush: PostgreSQL broke the deadlock by failing the
+// resume, and the batch stayed paused (a test's UntilDone then waited 30
+// minutes).
+func testPauseBesideFlushes(t *testing.T, s driver.Store) {
+	ctx := context.Background()
+	const chunks = 40
+	b := ingest(t, s, tenant, chunks*5, 5)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	errs := make(chan error, 8)
+	for w := range 3 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				l, err := s.ChunkClaim(ctx, driver.ChunkClaimParams{Owner: fmt.Sprint("w", w), BatchID: b.ID, LeaseDuration: time.Minute})
+				if errors.Is(err, driver.ErrNoWork) {
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				if err != nil {
+					errs <- fmt.Errorf("claim: %w", err)
+					return
+				}
+				if _, err := s.ChunkFlush(ctx, driver.ChunkFlushParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token, Outcomes: succeedAll(l), Release: true}); err != nil && !errors.Is(err, driver.ErrLeaseLost) {
+					errs <- fmt.Errorf("flush: %w", err)
+					return
+				}
+			}
+		})
+	}
+	for round := 0; round < 40; round++ {
+		for _, paused := range []bool{true, false} {
+			if _, err := s.BatchPause(ctx, driver.BatchControlParams{TenantID: tenant, ID: b.ID}, paused); err != nil {
+				close(stop)
+				wg.Wait()
+				t.Fatalf("round %d: pause %v beside flushes: %v", round, paused, err)
+			}
+		}
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 }
