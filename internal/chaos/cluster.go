@@ -100,7 +100,7 @@ func newCluster(ctx context.Context) (*cluster, error) {
 		return nil, fmt.Errorf("initdb: %v: %s", err, out)
 	}
 	opts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -c unix_socket_directories=%s -c fsync=off -c synchronous_commit=off "+
-		"-c full_page_writes=off -c max_connections=300 -c log_min_messages=fatal", port, dir)
+		"-c full_page_writes=off -c max_connections=300 -c log_min_messages=log -c track_commit_timestamp=on", port, dir)
 	if out, err := c.run(ctx, "pg_ctl", "-D", data, "-l", filepath.Join(dir, "log"), "-o", opts, "-w", "-t", "60", "start"); err != nil {
 		return nil, fmt.Errorf("pg_ctl start: %v: %s", err, out)
 	}
@@ -136,6 +136,9 @@ func (c *cluster) restart(ctx context.Context) error {
 	}
 	return nil
 }
+
+// log is the server's log file.
+func (c *cluster) log() string { return filepath.Join(c.dir, "log") }
 
 // stop stops the server and removes its folder.
 func (c *cluster) stop() {

@@ -1,8 +1,7 @@
 package main
 
 import (
-	"errors"
-	"io"
+	"bytes"
 	"net"
 	"sync"
 	"time"
@@ -22,9 +21,40 @@ type proxy struct {
 	hold    bool
 	latency time.Duration
 	resets  int
+	// commit, when set, is what happens to the next COMMIT of a
+	// transaction that ran a COPY (an import's ingest): the import sees
+	// its connection reset either way, and cannot tell whether its batch
+	// was written. Then it is cleared, and the hit counted.
+	commit commitFault
+	hits   map[commitFault]int
 }
 
-type pair struct{ client, server net.Conn }
+// commitFault is what the proxy does to an ingest's COMMIT.
+type commitFault int
+
+const (
+	commitPass commitFault = iota
+	// commitLoseAnswer forwards the COMMIT, then resets the connection
+	// before its answer comes back: the batch is written.
+	commitLoseAnswer
+	// commitDrop resets the connection instead of forwarding the
+	// COMMIT: the batch is not written.
+	commitDrop
+)
+
+func (f commitFault) String() string {
+	return [...]string{"pass", "commit's answer lost", "commit dropped"}[f]
+}
+
+// commitMsg is pgx's COMMIT on the wire: a simple Query message
+// ('Q', length 11, "commit\0"), which is how pgx commits a transaction.
+var commitMsg = []byte("Q\x00\x00\x00\x0bcommit\x00")
+
+type pair struct {
+	client, server net.Conn
+	// copied is set once the client sent a COPY on this connection.
+	copied bool
+}
 
 func (p *pair) close() {
 	p.client.Close()
@@ -36,7 +66,7 @@ func newProxy(target string) (*proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &proxy{ln: ln, target: target, conns: map[*pair]struct{}{}}
+	p := &proxy{ln: ln, target: target, conns: map[*pair]struct{}{}, hits: map[commitFault]int{}}
 	go p.accept()
 	return p, nil
 }
@@ -65,8 +95,8 @@ func (p *proxy) serve(c net.Conn) {
 	p.mu.Unlock()
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); p.copy(s, c); pr.close() }()
-	go func() { defer wg.Done(); p.copy(c, s); pr.close() }()
+	go func() { defer wg.Done(); p.copy(s, c, pr); pr.close() }()
+	go func() { defer wg.Done(); p.copy(c, s, nil); pr.close() }()
 	wg.Wait()
 	p.mu.Lock()
 	delete(p.conns, pr)
@@ -74,8 +104,9 @@ func (p *proxy) serve(c net.Conn) {
 }
 
 // copy forwards bytes, waiting while the proxy holds and sleeping the
-// latency before each write.
-func (p *proxy) copy(dst, src net.Conn) {
+// latency before each write. from is set for the client's direction,
+// where an armed commit fault looks for the ingest's COMMIT.
+func (p *proxy) copy(dst, src net.Conn, from *pair) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
@@ -92,17 +123,67 @@ func (p *proxy) copy(dst, src net.Conn) {
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
+			if from != nil && p.interceptCommit(dst, from, buf[:n]) {
+				return
+			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
 		}
 		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				return
-			}
 			return
 		}
 	}
+}
+
+// interceptCommit applies an armed commit fault to data the client sent,
+// and reports whether it cut the connection.
+func (p *proxy) interceptCommit(dst net.Conn, pr *pair, data []byte) bool {
+	p.mu.Lock()
+	f := p.commit
+	p.mu.Unlock()
+	if f == commitPass {
+		return false
+	}
+	if !pr.copied && bytes.Contains(bytes.ToLower(data), []byte("copy ")) {
+		pr.copied = true
+	}
+	if !pr.copied || !bytes.Contains(data, commitMsg) {
+		return false
+	}
+	p.mu.Lock()
+	if p.commit != f { // another connection took it
+		p.mu.Unlock()
+		return false
+	}
+	p.commit = commitPass
+	p.hits[f]++
+	p.mu.Unlock()
+	if f == commitLoseAnswer {
+		_, _ = dst.Write(data)
+		// Let the server commit; the answer never reaches the client.
+		time.Sleep(100 * time.Millisecond)
+	}
+	pr.close()
+	return true
+}
+
+// armCommit sets what happens to the next ingest's COMMIT.
+func (p *proxy) armCommit(f commitFault) {
+	p.mu.Lock()
+	p.commit = f
+	p.mu.Unlock()
+}
+
+// commitHits returns how often each commit fault hit since it was last
+// asked, and disarms.
+func (p *proxy) commitHits() map[commitFault]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.commit = commitPass
+	out := p.hits
+	p.hits = map[commitFault]int{}
+	return out
 }
 
 // reset closes every connection through the proxy: both ends see a reset.

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// chunkRows is the kinds' chunk size (batch.Kind.ChunkSize's default):
+// the rows one lease holds.
+const chunkRows = 1000
+
+// checkUnknownBound bounds the unknown rows of each batch by what the
+// faults injected can explain, and flags a batch over its bound.
+//
+// A row is unknown when the engine cannot tell whether its effect
+// happened. Of the faults, only two can make one:
+//
+//   - a request that hangs past the processor's timeout (downstream_hang):
+//     the call's deadline makes its row unknown; one row per hung request.
+//     A customers-exec program gives up on its own before the deadline
+//     (retried, not unknown), so this counts more than it needs.
+//   - a cancel (cancel_batch) of an external batch: the rows under way
+//     (in flight, or done but not yet recorded) and the rows whose effect
+//     key is claimed by a lease that has not flushed are made unknown.
+//     Each lease holds one chunk. The chunks of the batch with keys
+//     claimed and not settled are at most: one per worker process that
+//     runs (workersPerTenant); one per worker process of the tenant that
+//     died since the batch was imported, and one per stop of one (their
+//     lease may end unflushed); and one per chunk of the batch the
+//     harness's stale and forged acks claimed and gave back (a give-back
+//     leaves the keys a dead worker claimed). So a cancel makes at most
+//     chunk size × (workers + deaths + stops + harness claims) unknown,
+//     and never more than the batch's valid rows.
+//
+// A customers (transactional) row is never unknown: its effect commits
+// with its outcome or not at all. Kills, stops, restarts, proxy faults,
+// pauses and stale acks make none: a row whose lease is lost is worked
+// again under the same key, not given up.
+func (h *harness) checkUnknownBound(all []*imported, reqs []request) {
+	r := h.rep
+	unknown := map[int64]int64{}
+	rs, err := h.pool.Query(context.Background(), `SELECT batch_id, count(*) FROM rowfate.batch_rows WHERE state = 'unknown' GROUP BY batch_id`)
+	if err != nil {
+		r.violate("check_failed", "count unknown rows: %v", err)
+		return
+	}
+	for rs.Next() {
+		var id, n int64
+		if rs.Scan(&id, &n) == nil {
+			unknown[id] = n
+		}
+	}
+	rs.Close()
+	hung := map[int64]int64{}
+	for _, q := range reqs {
+		if q.Hung {
+			hung[q.Batch]++
+		}
+	}
+	h.mu.Lock()
+	cancelled := make(map[int64]time.Time, len(h.cancelledAt))
+	for id, at := range h.cancelledAt {
+		cancelled[id] = at
+	}
+	claims := make(map[int64]int, len(h.harnessClaims))
+	for id, n := range h.harnessClaims {
+		claims[id] = n
+	}
+	for id := range h.uncounted {
+		delete(cancelled, id)
+	}
+	h.mu.Unlock()
+	var totalHung int64
+	r.Unknown, r.UnknownBound = 0, 0
+	r.BoundTerms = nil
+	for _, b := range all {
+		var bound int64
+		var why []string
+		if b.Kind != "customers" {
+			if n := hung[b.ID]; n > 0 && !h.o.sabotage["uncounted-faults"] {
+				bound += n
+				totalHung += n
+			}
+			if at, ok := cancelled[b.ID]; ok {
+				per := int64(min(chunkRows, b.Rows))
+				deaths, stops := h.work.lostLeases(b.Tenant, b.Created, at)
+				n := min(int64(b.Rows-b.Invalid), per*int64(workersPerTenant+deaths+stops+claims[b.ID]))
+				bound += n
+				term := fmt.Sprintf("cancel of batch %d: %d (%d rows × (%d workers + %d deaths + %d stops + %d harness claims))",
+					b.ID, n, per, workersPerTenant, deaths, stops, claims[b.ID])
+				why = append(why, term)
+				r.BoundTerms = append(r.BoundTerms, term)
+			}
+		}
+		r.Unknown += unknown[b.ID]
+		r.UnknownBound += bound
+		if unknown[b.ID] > bound {
+			r.violate("unknown_over_bound", "batch %d (%s, %s): %d rows unknown, more than the faults explain: %d (hung requests %d; %v)",
+				b.ID, b.Kind, b.Tenant, unknown[b.ID], bound, hung[b.ID], why)
+		}
+	}
+	r.BoundTerms = append([]string{fmt.Sprintf("%d hung requests", totalHung)}, r.BoundTerms...)
+}
