@@ -56,9 +56,11 @@ test-long: ## The suite again at full size (ROWFATE_TEST_LONG=1: 10,000-key race
 chaos: ## Crash-and-fault harness (internal/chaos) on a throwaway PostgreSQL: DURATION of faults (3m), SEED (random, printed), ROWS (200000)
 	$(GO) run ./internal/chaos -duration $(DURATION) -seed $(SEED) -rows $(ROWS) -report chaos-report.json
 
-chaos-ci: ## Two short chaos runs, seed 11 (the seed of a fixed finding, RELIABILITY.md) and a random one (printed): what make test runs
-	scripts/leftovers.sh $(GO) run ./internal/chaos -duration 60s -rows 60000 -batches 12 -seed 11 -settle 2m
-	scripts/leftovers.sh $(GO) run ./internal/chaos -duration 60s -rows 60000 -batches 12 -settle 2m
+# chaos-ci's settle bound is wide: under a CPU hog a random seed's run took
+# 113 s of the 2 minutes it had, all of it rework after 14 crashes.
+chaos-ci: ## Two short chaos runs, seed 11 (the seed of fixed findings, RELIABILITY.md) and a random one (printed): what make test runs
+	scripts/leftovers.sh $(GO) run ./internal/chaos -duration 45s -rows 40000 -batches 10 -seed 11 -settle 4m
+	scripts/leftovers.sh $(GO) run ./internal/chaos -duration 45s -rows 40000 -batches 10 -settle 4m
 
 fuzz-short: ## Run every Fuzz* target briefly, FUZZSHORT each (default 5s)
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZSHORT)
