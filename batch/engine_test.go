@@ -389,7 +389,11 @@ func TestLeaseLostIsItsOwnOutcome(t *testing.T) {
 		if err := batch.Register(reg, batch.Kind[outcomeRow]{Name: "outcomes", Processor: proc}); err != nil {
 			t.Fatal(err)
 		}
-		e := newEngine(t, bd.store, reg, 150*time.Millisecond)
+		// A lease long enough that a loaded machine does not lose the
+		// second one too (150 ms did, under a CPU hog): the worker learns
+		// of the stolen lease from its check twice a second, not from the
+		// lease's length.
+		e := newEngine(t, bd.store, reg, 2*time.Second)
 		b, err := e.Import(ctx, batch.ImportParams{Kind: "outcomes", SourceName: "x.csv", Source: strings.NewReader("key,mode\na,ok\nb,ok\n")})
 		if err != nil {
 			t.Fatal(err)
