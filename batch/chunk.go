@@ -28,7 +28,11 @@ type chunkDone struct {
 // and returns ErrLeaseLost with nothing recorded, and a cancelled or
 // paused batch stops it too, with what was done recorded and the rest
 // given back (or, for a cancel, cancelled).
-func (e *Engine) workChunk(ctx context.Context, r *run, l *Lease, s *WorkStats) (chunkDone, error) {
+//
+// claimed is when the claim was sent: the lease lasts at least until then
+// plus its duration by the database's clock, and the worker counts on it
+// no longer than that unless a renewal answers (heartbeat).
+func (e *Engine) workChunk(ctx context.Context, r *run, l *Lease, claimed time.Time, s *WorkStats) (chunkDone, error) {
 	all := make([]int64, len(l.Rows))
 	for i, row := range l.Rows {
 		all[i] = row.RowNo
@@ -60,7 +64,7 @@ func (e *Engine) workChunk(ctx context.Context, r *run, l *Lease, s *WorkStats) 
 	// The caller's ctx only stops claims; the rows under way keep going
 	// until r.hard (Grace later) or their own stop.
 	var hb sync.WaitGroup
-	hb.Go(func() { e.heartbeat(wctx, cancel, l) })
+	hb.Go(func() { e.heartbeat(wctx, cancel, l, claimed) })
 	defer hb.Wait()
 
 	infos := e.rowInfos(k, m, l)
@@ -391,12 +395,27 @@ func (e *Engine) flushResult(ctx context.Context, s *WorkStats, l *Lease, p Chun
 // starting for 8 s). A lost lease cancels the work with ErrLeaseLost; a
 // cancelled or paused batch with ErrBatchStopped. The processors see it
 // through their context, and no row is started after it.
-func (e *Engine) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, l *Lease) {
+//
+// A worker that cannot reach the database cannot learn that its lease
+// ended, so it also keeps its own count: the lease holds, by the
+// database's clock, at least the lease duration from when the claim or the
+// last renewal that answered was sent, and no longer for certain. When
+// that passes with no renewal answered, the work stops as for a lost
+// lease, even while a renewal is still waiting for its answer: rows
+// started after it could run beside the next owner's (the chaos harness
+// saw a worker go on sending rows through a PostgreSQL restart, after
+// another had claimed its chunk).
+func (e *Engine) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, l *Lease, claimed time.Time) {
 	every := max(e.lease/3, time.Millisecond)
 	renew := time.NewTicker(every)
 	defer renew.Stop()
 	check := time.NewTicker(min(e.stopCheck, every))
 	defer check.Stop()
+	expired := time.AfterFunc(time.Until(claimed.Add(e.lease)), func() {
+		e.observer.LeaseLost(l.Kind)
+		cancel(fmt.Errorf("%w: no renewal answered within the lease (%s)", ErrLeaseLost, e.lease))
+	})
+	defer expired.Stop()
 	p := LeaseRenewParams{TenantID: l.TenantID, BatchID: l.BatchID, ChunkNo: l.ChunkNo, Token: l.Token, LeaseDuration: e.lease}
 	for {
 		var err error
@@ -404,7 +423,12 @@ func (e *Engine) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 		case <-ctx.Done():
 			return
 		case <-renew.C:
-			err = e.store.LeaseRenew(ctx, p)
+			sent := time.Now()
+			if err = e.store.LeaseRenew(ctx, p); err == nil && !expired.Reset(time.Until(sent.Add(e.lease))) {
+				// The count ran out while the renewal waited for its
+				// answer: the work has stopped already.
+				expired.Stop()
+			}
 		case <-check.C:
 			err = e.store.LeaseCheck(ctx, p)
 		}

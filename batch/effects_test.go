@@ -438,7 +438,7 @@ func TestExternalEffectInterruptedBeforeTheAck(t *testing.T) {
 }
 
 // TestCancelMidRun: after a cancel commits, no row succeeds; processors
-// under way see their context cancelled at the next renewal.
+// under way see their context cancelled at the next stop check.
 func TestCancelMidRun(t *testing.T) {
 	t.Parallel()
 	forEachEngine(t, func(t *testing.T, bd *bundle) {
@@ -459,7 +459,9 @@ func TestCancelMidRun(t *testing.T) {
 		if err := batch.Register(reg, batch.Kind[outcomeRow]{Name: "slow", Processor: proc, ChunkSize: 20}); err != nil {
 			t.Fatal(err)
 		}
-		e := newEngine(t, bd.store, reg, 150*time.Millisecond)
+		// The cancel is seen by the check twice a second, not by the
+		// lease's renewal; a lease a loaded machine keeps renewing.
+		e := newEngine(t, bd.store, reg, 2*time.Second)
 		var csv strings.Builder
 		csv.WriteString("key,mode\n")
 		for i := range 200 {
@@ -587,7 +589,9 @@ func TestPausedKeyedRowsCancelCleanly(t *testing.T) {
 		if err := batch.Register(reg, batch.Kind[outcomeRow]{Name: "payments", Processor: proc, KeyedEffects: true}); err != nil {
 			t.Fatal(err)
 		}
-		e := newEngine(t, bd.store, reg, 150*time.Millisecond)
+		// The pause is seen by the check twice a second; a lease a loaded
+		// machine keeps renewing (a lost one would hold row a back).
+		e := newEngine(t, bd.store, reg, 2*time.Second)
 		b, err := e.Import(ctx, batch.ImportParams{Kind: "payments", SourceName: "p.csv", Source: strings.NewReader("key,mode\na,ok\nb,ok\nc,ok\nd,ok\n")})
 		if err != nil {
 			t.Fatal(err)
@@ -769,6 +773,94 @@ func TestNoSecondRunBesideAStalledOne(t *testing.T) {
 		}
 		if n := calls.Load(); n != 1 {
 			t.Fatalf("%d calls: the key was run again beside its first run", n)
+		}
+	})
+}
+
+// unansweredRenewals is a store whose renewals and checks of the first
+// lease renewed never answer (as through a PostgreSQL restart): the
+// worker cannot learn that the lease ended.
+type unansweredRenewals struct {
+	batch.Store
+	token atomic.Int64 // the first lease's token
+}
+
+func (s *unansweredRenewals) unanswered(p batch.LeaseRenewParams) bool {
+	s.token.CompareAndSwap(0, p.Token)
+	return s.token.Load() == p.Token
+}
+
+func (s *unansweredRenewals) LeaseRenew(ctx context.Context, p batch.LeaseRenewParams) error {
+	if s.unanswered(p) {
+		return errors.New("the database system is starting up")
+	}
+	return s.Store.LeaseRenew(ctx, p)
+}
+
+func (s *unansweredRenewals) LeaseCheck(ctx context.Context, p batch.LeaseRenewParams) error {
+	if s.unanswered(p) {
+		return errors.New("the database system is starting up")
+	}
+	return s.Store.LeaseCheck(ctx, p)
+}
+
+// TestNoRowStartedPastTheLease: a worker whose renewals get no answer
+// stops starting rows once its lease may have ended by the database's
+// clock (a lease's length after its claim was sent), and gives the chunk
+// up as lost. It used to go on through the whole chunk, so that rows
+// started while another worker held the chunk (the chaos harness saw
+// requests arrive after their rows had been settled by the next claim).
+func TestNoRowStartedPastTheLease(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, bd *bundle) {
+		ctx := context.Background()
+		var mu sync.Mutex
+		var first, last time.Time // the first lease's row starts
+		proc := batch.ProcessFunc[outcomeRow](func(ctx context.Context, r outcomeRow) (string, error) {
+			if info, _ := batch.RowFrom(ctx); info.Attempt == 1 {
+				mu.Lock()
+				if first.IsZero() {
+					first = time.Now()
+				}
+				last = time.Now()
+				mu.Unlock()
+			}
+			select {
+			case <-time.After(100 * time.Millisecond):
+				return "id-" + r.Key, nil
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		})
+		reg := batch.NewRegistry()
+		if err := batch.Register(reg, batch.Kind[outcomeRow]{Name: "slow", Processor: proc, ChunkSize: 50}); err != nil {
+			t.Fatal(err)
+		}
+		const lease = time.Second
+		e := newEngine(t, &unansweredRenewals{Store: bd.store}, reg, lease)
+		var csv strings.Builder
+		csv.WriteString("key,mode\n")
+		for i := range 50 {
+			fmt.Fprintf(&csv, "k%d,ok\n", i)
+		}
+		b, err := e.Import(ctx, batch.ImportParams{Kind: "slow", SourceName: "s.csv", Source: strings.NewReader(csv.String())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stats, err := e.Work(ctx, batch.WorkParams{BatchID: b.ID, Workers: 1, UntilDone: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 50 rows of 100 ms take 5 s; the lease is 1 s. The first row
+		// starts after the claim was sent, so the last row of the first
+		// lease starts within the lease of the first; a second of slack
+		// for a loaded machine.
+		if span := last.Sub(first); stats.LeaseLost < 1 || span > lease+time.Second {
+			t.Fatalf("the first lease started rows for %s with no renewal answered (lease %s); stats %+v", span.Round(time.Millisecond), lease, stats)
+		}
+		got := storetest.CheckInvariant(t, bd.store, "default", b.ID)
+		if got[rows.StateSucceeded] != 50 {
+			t.Fatalf("counts %v, want 50 succeeded by the next lease", got)
 		}
 	})
 }

@@ -155,7 +155,9 @@ func (e *Engine) workLoop(ctx context.Context, r *run) (WorkStats, error) {
 			return s, nil
 		}
 		var lease *Lease
+		var sent time.Time // when the claim that won was sent
 		err := e.retry(ctx, &s, "claim", func(ctx context.Context) (err error) {
+			sent = time.Now()
 			lease, err = e.store.ChunkClaim(ctx, ChunkClaimParams{Owner: e.owner, TenantIDs: r.p.TenantIDs, BatchID: r.p.BatchID, LeaseDuration: e.lease, Kinds: e.registry.names(), DeferKinds: e.registry.transactionalNames()})
 			return err
 		})
@@ -183,7 +185,7 @@ func (e *Engine) workLoop(ctx context.Context, r *run) (WorkStats, error) {
 		}
 		e.observer.ChunkClaimed(lease.Kind)
 		failpoint.Hit(failpoint.AfterClaim)
-		c, err := e.workChunk(ctx, r, lease, &s)
+		c, err := e.workChunk(ctx, r, lease, sent, &s)
 		switch {
 		case errors.Is(err, ErrLeaseLost):
 			// Not an ack and not a failure: the new owner works the rows.

@@ -6,6 +6,9 @@ import (
 	"time"
 )
 
+// maxAttempts is the kinds' attempts (batch.Kind.MaxAttempts's default).
+const maxAttempts = 5
+
 // chunkRows is the kinds' chunk size (batch.Kind.ChunkSize's default):
 // the rows one lease holds.
 const chunkRows = 1000
@@ -33,22 +36,40 @@ const chunkRows = 1000
 //     chunk size × (workers + deaths + stops + harness claims) unknown,
 //     and never more than the batch's valid rows.
 //
+//   - a row of an external batch whose workers all stopped before
+//     recording it, attempt after attempt, with its effect key claimed:
+//     the claim that finds it out of attempts cannot tell whether a
+//     worker ran its effect. Such a row must have used every attempt and
+//     carry the exhausted code; it is counted apart, not bounded by the
+//     faults (five lost leases of one chunk are what kills, stops,
+//     restarts and proxy faults make).
+//
 // A customers (transactional) row is never unknown: its effect commits
-// with its outcome or not at all. Kills, stops, restarts, proxy faults,
-// pauses and stale acks make none: a row whose lease is lost is worked
-// again under the same key, not given up.
+// with its outcome or not at all. Otherwise kills, stops, restarts, proxy
+// faults, pauses and stale acks make none: a row whose lease is lost is
+// worked again under the same key, not given up.
 func (h *harness) checkUnknownBound(all []*imported, reqs []request) {
 	r := h.rep
 	unknown := map[int64]int64{}
-	rs, err := h.pool.Query(context.Background(), `SELECT batch_id, count(*) FROM rowfate.batch_rows WHERE state = 'unknown' GROUP BY batch_id`)
+	// Rows out of attempts with their key claimed are unknown by design;
+	// each must have used every attempt (maxAttempts).
+	rs, err := h.pool.Query(context.Background(), `SELECT batch_id,
+			count(*) FILTER (WHERE NOT coalesce(errors @> '[{"code": "attempts_exhausted"}]', false)),
+			count(*) FILTER (WHERE coalesce(errors @> '[{"code": "attempts_exhausted"}]', false)),
+			count(*) FILTER (WHERE coalesce(errors @> '[{"code": "attempts_exhausted"}]', false) AND attempts < $1)
+		FROM rowfate.batch_rows WHERE state = 'unknown' GROUP BY batch_id`, maxAttempts)
 	if err != nil {
 		r.violate("check_failed", "count unknown rows: %v", err)
 		return
 	}
 	for rs.Next() {
-		var id, n int64
-		if rs.Scan(&id, &n) == nil {
+		var id, n, exhausted, early int64
+		if rs.Scan(&id, &n, &exhausted, &early) == nil {
 			unknown[id] = n
+			r.UnknownExhausted += exhausted
+			if early > 0 {
+				r.violate("unknown_exhausted_early", "batch %d: %d rows unknown as out of attempts before using all %d", id, early, maxAttempts)
+			}
 		}
 	}
 	rs.Close()

@@ -49,7 +49,7 @@ func (h *harness) check(ctx context.Context) error {
 		// 3. Attempts within bounds; dead rows used them all.
 		var over, deadEarly int64
 		if err := h.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE attempts > $2), count(*) FILTER (WHERE state = 'dead' AND attempts < $2)
-			FROM rowfate.batch_rows WHERE batch_id = $1`, b.ID, 5).Scan(&over, &deadEarly); err != nil {
+			FROM rowfate.batch_rows WHERE batch_id = $1`, b.ID, maxAttempts).Scan(&over, &deadEarly); err != nil {
 			return err
 		}
 		if over > 0 || deadEarly > 0 {
@@ -87,7 +87,7 @@ func (h *harness) check(ctx context.Context) error {
 		"one applied effect per succeeded external row, with its id", "no applied effect for a row that did not succeed (but unknown)",
 		"nothing sent for a row after it settled", "sends ≤ attempts + pauses", "no success applied after its batch's cancel",
 		"customers table = the latest succeeded customers rows", "one batch per file, every import of it returns it",
-		"no exec program outlives its worker", "unknown rows within the faults' bound",
+		"no exec program outlives its worker", "unknown rows within the faults' bound (rows out of attempts apart, each having used them all)",
 		"event sequences gap-free, replays equal the live suffix", "stale acks refused", "forged cross-tenant acks refused",
 		"every batch settled in the bound", "no worker exited on its own"}
 	return nil

@@ -216,6 +216,9 @@ func batchID(out string) (int64, error) {
 // a failure it counts f's batches to tell whether the import went
 // through, as a careful user would.
 func (h *harness) importCopy(ctx context.Context, f *file) (int64, error) {
+	// Imports go on after the faults' context ends (their schedule is
+	// absolute): each try has a bound of its own.
+	ctx = context.WithoutCancel(ctx)
 	before, err := h.batchesOf(ctx, f)
 	if err != nil {
 		return 0, err

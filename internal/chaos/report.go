@@ -48,6 +48,10 @@ type report struct {
 	// faults injected explain (bound.go), with how it was reckoned.
 	Unknown      int64    `json:"unknown"`
 	UnknownBound int64    `json:"unknown_bound"`
+	// UnknownExhausted is the unknown rows out of attempts with their
+	// key claimed (not in Unknown: no fault bounds them, but each used
+	// every attempt).
+	UnknownExhausted int64 `json:"unknown_exhausted"`
 	BoundTerms   []string `json:"unknown_bound_terms"`
 	// Customers is the customers table's rows checked.
 	Customers     int     `json:"customers_checked"`
@@ -148,7 +152,7 @@ func (r *report) print(w io.Writer, show int) {
 		r.Imports.Tries, r.Imports.Retries, orNone(strings.Join(cf, ", ")), r.Imports.Reimports)
 	fmt.Fprintf(w, "  exec programs seen alive after their worker died (within %s): %d; orphans %d; customers checked %d\n",
 		orphanGrace, r.ExecAliveAtDeath, r.ExecOrphans, r.Customers)
-	fmt.Fprintf(w, "  unknown rows %d, bound %d = %s\n", r.Unknown, r.UnknownBound, orNone(strings.Join(r.BoundTerms, " + ")))
+	fmt.Fprintf(w, "  unknown rows %d, bound %d = %s; and %d out of attempts with their key claimed\n", r.Unknown, r.UnknownBound, orNone(strings.Join(r.BoundTerms, " + ")), r.UnknownExhausted)
 	if len(r.SlowFaults) > 0 {
 		fmt.Fprintf(w, "  faults that took over %s: %s\n", slowFault, strings.Join(r.SlowFaults, ", "))
 	}

@@ -563,10 +563,16 @@ func runUntil(param string) string {
 // back unrun are released (ChunkFlushParams.Released), so their rows are
 // cancelled.
 func deadRowState(d *Dialect, code, msg string) string {
-	claimed := d.Expand(`EXISTS (SELECT 1 FROM {t}effects e
-		WHERE e.tenant_id = {t}batch_rows.tenant_id AND e.batch_id = {t}batch_rows.batch_id AND e.row_no = {t}batch_rows.row_no AND e.state = 'claimed')`)
+	claimed := effectClaimed(d)
 	return `errors = CASE WHEN ` + claimed + ` THEN ` + d.JSONError("row_no", "code", code, "message", msg) + ` ELSE errors END,
 		state = CASE WHEN ` + claimed + ` THEN 'unknown' ELSE 'cancelled' END`
+}
+
+// effectClaimed is true in a statement on batch_rows for a row whose
+// effect key is claimed and not settled: a worker may have run it.
+func effectClaimed(d *Dialect) string {
+	return d.Expand(`EXISTS (SELECT 1 FROM {t}effects e
+		WHERE e.tenant_id = {t}batch_rows.tenant_id AND e.batch_id = {t}batch_rows.batch_id AND e.row_no = {t}batch_rows.row_no AND e.state = 'claimed')`)
 }
 
 // deadRowMessage is the error of a row deadRowState makes unknown.

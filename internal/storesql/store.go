@@ -200,10 +200,15 @@ func newStatements(d *Dialect) statements {
 			LIMIT 1`),
 		// A row that has used every attempt when it is due again was worked
 		// by workers that crashed or lost their lease each time: it is dead,
-		// with a reason, rather than retried forever.
+		// with a reason, rather than retried forever. But when its effect
+		// key is still claimed, one of those workers may have run the
+		// effect before it died: unknown, to reconcile, not dead.
 		killExhausted: d.Expand(`UPDATE {t}batch_rows
-			SET state = 'dead', next_attempt_at = NULL, updated_at = {now},
-			    errors = ` + d.JSONError("row_no", "code", "$6", "message", "$7") + `
+			SET state = CASE WHEN ` + effectClaimed(d) + ` THEN 'unknown' ELSE 'dead' END,
+			    next_attempt_at = NULL, updated_at = {now},
+			    errors = CASE WHEN ` + effectClaimed(d) + `
+			        THEN ` + d.JSONError("row_no", "code", "$6", "message", "$8") + `
+			        ELSE ` + d.JSONError("row_no", "code", "$6", "message", "$7") + ` END
 			WHERE batch_id = $1 AND row_no BETWEEN $2 AND $3 AND tenant_id = $4
 			  AND state IN ` + ClaimableStates + ` AND next_attempt_at <= {now} AND attempts >= $5`),
 		batchStatus: d.Expand(`SELECT status FROM {t}batches WHERE id = $1`),
@@ -782,7 +787,8 @@ func (s *Store) claim(ctx context.Context, q Querier, p driver.ChunkClaimParams,
 		return false, s.leasedRows(ctx, q, l, s.q.dueRows, l.BatchID, first, last, l.TenantID)
 	}
 	msg := fmt.Sprintf("used all %d attempts: each time, its worker stopped (crashed, was killed, or lost its lease) before it recorded an outcome", maxAttempts)
-	if _, err := q.Exec(ctx, s.q.killExhausted, l.BatchID, first, last, l.TenantID, maxAttempts, string(rows.CodeExhausted), msg); err != nil {
+	unknownMsg := msg + "; its effect key was claimed, so a worker may have run its effect before it stopped: reconcile it"
+	if _, err := q.Exec(ctx, s.q.killExhausted, l.BatchID, first, last, l.TenantID, maxAttempts, string(rows.CodeExhausted), msg, unknownMsg); err != nil {
 		return false, fmt.Errorf("rows out of attempts: %w", err)
 	}
 	if err := s.leasedRows(ctx, q, l, s.q.markProcessing, l.BatchID, first, last, l.TenantID); err != nil {
