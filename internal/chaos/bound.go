@@ -23,6 +23,7 @@ const chunkRows = 1000
 //     the call's deadline makes its row unknown; one row per hung request.
 //     A customers-exec program gives up on its own before the deadline
 //     (retried, not unknown), so this counts more than it needs.
+//
 //   - a cancel (cancel_batch) of an external batch: the rows under way
 //     (in flight, or done but not yet recorded) and the rows whose effect
 //     key is claimed by a lease that has not flushed are made unknown.

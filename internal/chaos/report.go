@@ -46,13 +46,13 @@ type report struct {
 	ExecOrphans      int `json:"exec_orphans"`
 	// Unknown is the rows left unknown, and UnknownBound the most the
 	// faults injected explain (bound.go), with how it was reckoned.
-	Unknown      int64    `json:"unknown"`
-	UnknownBound int64    `json:"unknown_bound"`
+	Unknown      int64 `json:"unknown"`
+	UnknownBound int64 `json:"unknown_bound"`
 	// UnknownExhausted is the unknown rows out of attempts with their
 	// key claimed (not in Unknown: no fault bounds them, but each used
 	// every attempt).
-	UnknownExhausted int64 `json:"unknown_exhausted"`
-	BoundTerms   []string `json:"unknown_bound_terms"`
+	UnknownExhausted int64    `json:"unknown_exhausted"`
+	BoundTerms       []string `json:"unknown_bound_terms"`
 	// Customers is the customers table's rows checked.
 	Customers     int     `json:"customers_checked"`
 	SettleSeconds float64 `json:"settle_seconds"`
