@@ -112,6 +112,7 @@ func (e *Engine) workRows(ctx context.Context, s *WorkStats, k kind, m *rows.Map
 	outcomes = make([]RowOutcome, 0, len(l.Rows))
 	toRun := make([]int, 0, len(l.Rows))
 	claimedNew := make([]bool, len(l.Rows))
+	unanswered := make([]bool, len(l.Rows)) // an earlier run of its key went unrecorded
 	if k.keyed() {
 		claims, err := e.claimEffects(ctx, s, k, m, l)
 		if err != nil {
@@ -123,6 +124,7 @@ func (e *Engine) workRows(ctx context.Context, s *WorkStats, k kind, m *rows.Map
 			switch {
 			case c.Status == EffectNew, c.Status == EffectMine:
 				claimedNew[i] = c.Status == EffectNew
+				unanswered[i] = c.Unanswered
 				toRun = append(toRun, i)
 			case c.Status == EffectDone:
 				outcomes = append(outcomes, RowOutcome{RowNo: row, State: rows.StateSucceeded, ResultID: c.ResultID, EffectKey: key})
@@ -154,6 +156,14 @@ func (e *Engine) workRows(ctx context.Context, s *WorkStats, k kind, m *rows.Map
 		}
 		if out.State == rows.StateRetrying {
 			out.RetryDelay = set.backoff(r.Attempts)
+		}
+		if out.State == rows.StateDead && unanswered[i] {
+			// This last attempt failed, but an earlier one ran the key
+			// and never answered: its effect may have happened, and a
+			// failure now does not undo it (the chaos harness saw rows
+			// dead whose first attempt the downstream had applied).
+			out.State = rows.StateUnknown
+			out.Error.Message += "; an earlier attempt ran its effect and stopped before recording an outcome, so the effect may have happened: reconcile the row"
 		}
 		if k.keyed() {
 			out.EffectKey = infos[i].EffectKey

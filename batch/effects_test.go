@@ -864,3 +864,43 @@ func TestNoRowStartedPastTheLease(t *testing.T) {
 		}
 	})
 }
+
+// TestFailureAfterAnUnansweredRunIsUnknown: a keyed row's first run never
+// answers (its lease is lost with the call under way); its last attempt
+// fails with an error to retry. The row is unknown, not dead: the first
+// run may have applied the effect, and the last one's failure does not
+// undo it (the chaos harness saw a row applied at its first attempt and
+// dead after a 503 at its fifth).
+func TestFailureAfterAnUnansweredRunIsUnknown(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, bd *bundle) {
+		ctx := context.Background()
+		proc := batch.ProcessFunc[outcomeRow](func(ctx context.Context, r outcomeRow) (string, error) {
+			if info, _ := batch.RowFrom(ctx); info.Attempt == 1 {
+				<-ctx.Done() // under way when the lease is lost
+				return "", ctx.Err()
+			}
+			return "", errors.New("503 Service Unavailable")
+		})
+		reg := batch.NewRegistry()
+		if err := batch.Register(reg, batch.Kind[outcomeRow]{Name: "payments", Processor: proc, KeyedEffects: true, MaxAttempts: 3,
+			Timeout: 2 * time.Second, BackoffFunc: func(int) time.Duration { return time.Millisecond }}); err != nil {
+			t.Fatal(err)
+		}
+		e := newEngine(t, &unansweredRenewals{Store: bd.store}, reg, time.Second)
+		b, err := e.Import(ctx, batch.ImportParams{Kind: "payments", SourceName: "p.csv", Source: strings.NewReader("key,mode\na,ok\n")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Work(ctx, batch.WorkParams{BatchID: b.ID, Workers: 1, UntilDone: true}); err != nil {
+			t.Fatal(err)
+		}
+		rs, err := bd.store.RowsList(ctx, batch.RowsListParams{TenantID: "default", BatchID: b.ID})
+		if err != nil || len(rs) != 1 {
+			t.Fatal(rs, err)
+		}
+		if r := rs[0]; r.State != rows.StateUnknown || r.Attempts != 3 || len(r.Errors) == 0 || !strings.Contains(r.Errors[len(r.Errors)-1].Message, "earlier attempt") {
+			t.Fatalf("row: %s, attempts %d, errors %+v; want unknown after its third attempt", r.State, r.Attempts, r.Errors)
+		}
+	})
+}

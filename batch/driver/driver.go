@@ -411,6 +411,11 @@ type EffectClaim struct {
 	// way (within its RunFor): the row waits for it to end rather than
 	// run the effect a second time beside it.
 	Running bool
+	// Unanswered, with EffectMine, is a key of this very row that an
+	// earlier lease ran without an answer recorded (its worker died or
+	// lost its lease first): that run's effect may have happened, so a
+	// failure of this run cannot make the row dead, only unknown.
+	Unanswered bool
 }
 
 // BatchControlParams name a batch for cancel, pause and resume.

@@ -37,16 +37,18 @@ func newControl(d *Dialect) control {
 		// No "$2 IS NULL OR" here: it would keep the planner from probing
 		// the primary key once per key.
 		existingEffects: d.Expand(`SELECT effect_key, digest, batch_id, row_no, state, COALESCE(result_id, ''),
-				COALESCE(run_until > {now}, false)
+				COALESCE(run_until > {now}, false), (unanswered OR run_until IS NOT NULL)
 			FROM {t}effects WHERE tenant_id = $1 AND ` + d.TextIn("effect_key", "$2")),
 		// A key whose effect failed for good may be taken over by another
 		// row with the same payload (a corrected re-import).
 		takeOverEffect: d.Expand(`UPDATE {t}effects SET batch_id = $3, row_no = $4, state = 'claimed', result_id = NULL, claimed_at = {now}, done_at = NULL,
-				run_until = ` + runUntil("$5") + `
+				unanswered = false, run_until = ` + runUntil("$5") + `
 			WHERE tenant_id = $1 AND effect_key = $2 AND state = 'failed'`),
 		// A row's own key, claimed again to run again once no earlier run
-		// of it can still be under way.
-		rerunEffect: d.Expand(`UPDATE {t}effects SET claimed_at = {now}, run_until = ` + runUntil("$3") + `
+		// of it can still be under way. A run_until still set is a run
+		// that never answered: unanswered, for good.
+		rerunEffect: d.Expand(`UPDATE {t}effects SET claimed_at = {now}, unanswered = (unanswered OR run_until IS NOT NULL),
+				run_until = ` + runUntil("$3") + `
 			WHERE tenant_id = $1 AND effect_key = $2`),
 		// Chunks are locked in order before the batch row, the order of a
 		// flush (its chunk, then the batch): no deadlock between the two.
@@ -164,6 +166,7 @@ func (s *Store) EffectsClaim(ctx context.Context, p driver.EffectsClaimParams) (
 			digest, state, result string
 			batch, row            int64
 			running               bool // its last run may still be under way
+			unanswered            bool // a run of it never answered
 		}
 		existing := map[string]held{}
 		rs, err = q.Query(ctx, s.c.existingEffects, p.TenantID, s.d.ListArg(keys))
@@ -175,7 +178,7 @@ func (s *Store) EffectsClaim(ctx context.Context, p driver.EffectsClaimParams) (
 				k string
 				h held
 			)
-			if err := rs.Scan(&k, &h.digest, &h.batch, &h.row, &h.state, &h.result, &h.running); err != nil {
+			if err := rs.Scan(&k, &h.digest, &h.batch, &h.row, &h.state, &h.result, &h.running, &h.unanswered); err != nil {
 				rs.Close()
 				return err
 			}
@@ -201,7 +204,7 @@ func (s *Store) EffectsClaim(ctx context.Context, p driver.EffectsClaimParams) (
 				// external program under way). Not beside it.
 				c.Status, c.Running = driver.EffectPending, true
 			case h.batch == p.BatchID && h.row == e.RowNo:
-				c.Status = driver.EffectMine
+				c.Status, c.Unanswered = driver.EffectMine, h.unanswered
 				if _, err := q.Exec(ctx, s.c.rerunEffect, p.TenantID, e.Key, runFor); err != nil {
 					return fmt.Errorf("claim effect again: %w", err)
 				}

@@ -20,6 +20,7 @@ func runControl(t *testing.T, newStore NewStoreFunc) {
 	t.Run("EffectKeyStatuses", func(t *testing.T) { t.Parallel(); testEffectStatuses(t, newStore(t)) })
 	t.Run("ExhaustedRowsDie", func(t *testing.T) { t.Parallel(); testExhausted(t, newStore(t)) })
 	t.Run("ExhaustedClaimedKeysUnknown", func(t *testing.T) { t.Parallel(); testExhaustedKeyed(t, newStore(t)) })
+	t.Run("EffectUnansweredSticks", func(t *testing.T) { t.Parallel(); testEffectUnanswered(t, newStore(t)) })
 	t.Run("ClaimOnlyKnownKinds", func(t *testing.T) { t.Parallel(); testKinds(t, newStore(t)) })
 	t.Run("Cancel", func(t *testing.T) { t.Parallel(); testCancel(t, newStore(t)) })
 	t.Run("CancelSweepsDeadLeases", func(t *testing.T) { t.Parallel(); testCancelSweep(t, newStore(t)) })
@@ -752,6 +753,52 @@ func testEffectRuns(t *testing.T, s driver.Store) {
 	cs, err := s.EffectsClaim(ctx, driver.EffectsClaimParams{TenantID: tenant, BatchID: b2.ID, ChunkNo: l2.ChunkNo, Token: l2.Token, Effects: ref})
 	if err != nil || cs[0].Status != driver.EffectMine || cs[0].Running {
 		t.Errorf("a key claimed with no bound: %+v, %v; want mine", cs, err)
+	}
+}
+
+// testEffectUnanswered: a key whose run never answered is Unanswered when
+// its row claims it again, and stays so after later runs answer: a later
+// failure cannot make the row dead, as that run may have applied the
+// effect. A key whose every run answered is not.
+func testEffectUnanswered(t *testing.T, s driver.Store) {
+	ctx := context.Background()
+	b := ingest(t, s, tenant, 2, 10)
+	key := func(row int64) string { return fmt.Sprintf("unanswered-%d-%d", b.ID, row) }
+	refs := []driver.EffectRef{{RowNo: 2, Key: key(2), Digest: "d"}, {RowNo: 3, Key: key(3), Digest: "d"}}
+	retry := func(row int64) driver.RowOutcome {
+		return driver.RowOutcome{RowNo: row, State: rows.StateRetrying, EffectKey: key(row), Error: &rows.FieldError{Code: "processor_error", Message: "503"}}
+	}
+	var claims map[int64]driver.EffectClaim
+	lease := func(outcomes ...driver.RowOutcome) {
+		t.Helper()
+		l := claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
+		cs, err := s.EffectsClaim(ctx, driver.EffectsClaimParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token, Effects: refs, RunFor: 10 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		claims = map[int64]driver.EffectClaim{}
+		for _, c := range cs {
+			claims[c.RowNo] = c
+		}
+		if _, err := s.ChunkFlush(ctx, driver.ChunkFlushParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token, Outcomes: outcomes}); err != nil {
+			t.Fatal(err)
+		}
+		expire(t, s, l)
+	}
+	lease(retry(2)) // row 3's run never answers
+	lease(retry(2), retry(3))
+	if c := claims[2]; c.Status != driver.EffectMine || c.Unanswered {
+		t.Errorf("row 2, whose run answered: %+v, want mine, answered", c)
+	}
+	if c := claims[3]; c.Status != driver.EffectMine || !c.Unanswered {
+		t.Errorf("row 3, whose run never answered: %+v, want mine, unanswered", c)
+	}
+	lease()
+	if c := claims[3]; !c.Unanswered {
+		t.Errorf("row 3 after a run that answered: %+v, want still unanswered", c)
+	}
+	if c := claims[2]; c.Unanswered {
+		t.Errorf("row 2: %+v, want answered", c)
 	}
 }
 
