@@ -54,8 +54,11 @@ func testEffectRace(t *testing.T, s driver.Store) {
 	for i := range leases {
 		// One chunk holding every row whose key the goroutine claims: a
 		// lease claims its own chunk's keys only.
+		// An hour's lease: ingesting 64 batches of 10,000 rows on a loaded
+		// machine took longer than a minute, and a claim under a lease
+		// past its expiry is refused.
 		b := ingest(t, s, tenant, keys, keys)
-		leases[i] = claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
+		leases[i] = claim(t, s, driver.ChunkClaimParams{BatchID: b.ID, LeaseDuration: time.Hour})
 	}
 	results := make([][]driver.EffectClaim, goroutines)
 	errs := make([]error, goroutines)
