@@ -462,12 +462,7 @@ func TestCancelMidRun(t *testing.T) {
 		// The cancel is seen by the check twice a second, not by the
 		// lease's renewal; a lease a loaded machine keeps renewing.
 		e := newEngine(t, bd.store, reg, 2*time.Second)
-		var csv strings.Builder
-		csv.WriteString("key,mode\n")
-		for i := range 200 {
-			fmt.Fprintf(&csv, "k%d,ok\n", i)
-		}
-		b, err := e.Import(ctx, batch.ImportParams{Kind: "slow", SourceName: "s.csv", Source: strings.NewReader(csv.String())})
+		b, err := e.Import(ctx, batch.ImportParams{Kind: "slow", SourceName: "s.csv", Source: strings.NewReader(okRows(200))})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -838,12 +833,7 @@ func TestNoRowStartedPastTheLease(t *testing.T) {
 		}
 		const lease = time.Second
 		e := newEngine(t, &unansweredRenewals{Store: bd.store}, reg, lease)
-		var csv strings.Builder
-		csv.WriteString("key,mode\n")
-		for i := range 50 {
-			fmt.Fprintf(&csv, "k%d,ok\n", i)
-		}
-		b, err := e.Import(ctx, batch.ImportParams{Kind: "slow", SourceName: "s.csv", Source: strings.NewReader(csv.String())})
+		b, err := e.Import(ctx, batch.ImportParams{Kind: "slow", SourceName: "s.csv", Source: strings.NewReader(okRows(50))})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -903,4 +893,14 @@ func TestFailureAfterAnUnansweredRunIsUnknown(t *testing.T) {
 			t.Fatalf("row: %s, attempts %d, errors %+v; want unknown after its third attempt", r.State, r.Attempts, r.Errors)
 		}
 	})
+}
+
+// okRows is a file of n rows that succeed: k0 to k<n-1>.
+func okRows(n int) string {
+	var csv strings.Builder
+	csv.WriteString("key,mode\n")
+	for i := range n {
+		fmt.Fprintf(&csv, "k%d,ok\n", i)
+	}
+	return csv.String()
 }
