@@ -150,12 +150,20 @@ func NewBinder(typ reflect.Type) (*Binder, error) {
 			f.opts.upper = f.opts.upper || opt == "upper"
 			f.opts.lower = f.opts.lower || opt == "lower"
 		}
+		// A field may spell its own column again among its aliases ("Ref",
+		// alias "ref"): that is one key, not a collision.
+		keys := f.keys[:0]
 		for _, k := range f.keys {
 			if other, dup := seen[k]; dup {
+				if other == sf.Name {
+					continue
+				}
 				return nil, fmt.Errorf("bind: %s: column name %q of field %s collides with field %s", typ, k, sf.Name, other)
 			}
 			seen[k] = sf.Name
+			keys = append(keys, k)
 		}
+		f.keys = keys
 		if err := f.opts.parse(sf.Tag); err != nil {
 			return nil, fmt.Errorf("bind: %s.%s: %w", typ, sf.Name, err)
 		}

@@ -530,6 +530,26 @@ func TestNewBinderErrors(t *testing.T) {
 	}
 }
 
+// TestNewBinderOwnSpellings: a field may list its own column among its
+// aliases, in any case or spacing; that is no collision (a schema's
+// "Ref" with alias "ref" failed to compile).
+func TestNewBinderOwnSpellings(t *testing.T) {
+	t.Parallel()
+
+	b := mustBinder(t, reflect.TypeFor[struct {
+		Ref string `col:"Ref,alias=ref|R E F|Reference"`
+	}]())
+	for _, header := range []string{"Ref", "ref", "Reference"} {
+		m := mustMap(t, b, header)
+		var got struct {
+			Ref string `col:"Ref,alias=ref|R E F|Reference"`
+		}
+		if errs := m.Bind(2, []string{"x1"}, &got); len(errs) != 0 || got.Ref != "x1" {
+			t.Errorf("header %q: Bind = %v, %+v", header, errs, got)
+		}
+	}
+}
+
 func TestNewBinderPointer(t *testing.T) {
 	t.Parallel()
 

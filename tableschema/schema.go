@@ -424,6 +424,21 @@ func (p *parser) schema(doc any) *Schema {
 		names[key] = i
 		s.Fields = append(s.Fields, *fd)
 	}
+	// An alias is another spelling of its own field's header; naming another
+	// field's header or alias would leave the reader to guess which column a
+	// file means.
+	aliases := map[string]int{}
+	for i, fd := range s.Fields {
+		for j, a := range fd.Aliases {
+			key := rows.NormalizeHeader(a)
+			if k, ok := names[key]; ok && k != i {
+				p.fail(fmt.Sprintf("$.fields[%d].x-aliases[%d]", i, j), "%q is the name of $.fields[%d]", a, k)
+			} else if k, ok := aliases[key]; ok && k != i {
+				p.fail(fmt.Sprintf("$.fields[%d].x-aliases[%d]", i, j), "%q is an alias of $.fields[%d] already", a, k)
+			}
+			aliases[key] = i
+		}
+	}
 	if v, ok := obj["missingValues"]; ok {
 		s.MissingValues = p.strings("$.missingValues", v)
 	}

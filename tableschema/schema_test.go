@@ -28,6 +28,8 @@ func TestParseErrors(t *testing.T) {
 		{"bound of the wrong type", `{"x-table":"t","fields":[{"name":"a","type":"date","constraints":{"minimum":"yesterday"}}]}`, "$.fields[0].constraints.minimum", "not a date"},
 		{"length on a number", `{"x-table":"t","fields":[{"name":"a","type":"number","constraints":{"maxLength":3}}]}`, "$.fields[0].constraints.maxLength", "for strings"},
 		{"duplicate field", `{"x-table":"t","fields":[{"name":"a"},{"name":"A"}]}`, "$.fields[1].name", "already"},
+		{"alias of another field", `{"x-table":"t","fields":[{"name":"a"},{"name":"b","x-aliases":["x","A"]}]}`, "$.fields[1].x-aliases[1]", "$.fields[0]"},
+		{"alias of two fields", `{"x-table":"t","fields":[{"name":"a","x-aliases":["Total"]},{"name":"b","x-aliases":["total"]}]}`, "$.fields[1].x-aliases[0]", "$.fields[0]"},
 		{"update without a key", `{"x-table":"t","x-mode":"update","fields":[{"name":"a"}]}`, "$.x-mode", "has none"},
 		{"rule on no field", `{"x-table":"t","fields":[{"name":"a","type":"date"}],"x-rules":["a >= b"]}`, "$.x-rules[0]", `"b" is not among the fields`},
 		{"rule of unlike types", `{"x-table":"t","fields":[{"name":"a","type":"date"},{"name":"b","type":"integer"}],"x-rules":["a >= b"]}`, "$.x-rules[0]", "do not compare"},
