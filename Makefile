@@ -18,6 +18,9 @@ FUZZSHORT ?= 5s
 DURATION ?= 3m
 SEED     ?= 0
 ROWS     ?= 200000
+# staticcheck's version, run with `go run` so that it is no dependency of
+# the module.
+STATICCHECK ?= v0.8.2
 
 # The race detector instruments every package we build, except the SQLite
 # engine: modernc.org/sqlite/lib and modernc.org/libc are SQLite's C
@@ -91,10 +94,12 @@ soak: ## batchctl serve under a mixed API load for SOAK (default 30m), sampling 
 fuzz: ## Run every Fuzz* target for FUZZTIME each (default 60s); see scripts/fuzz.sh
 	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
-lint: ## gofmt -l must report nothing, go vet, and the packages keep their layers (internal/layout)
+lint: ## gofmt -l must report nothing, go vet, staticcheck, go.mod tidy, and the packages keep their layers (internal/layout); .ci/run runs it first
 	@out=$$($(GOFMT) -l .) || exit 1; \
 	if [ -n "$$out" ]; then echo "gofmt: these files need formatting (run gofmt -w):"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK) $(PKGS)
+	@$(GO) mod tidy -diff || { echo "lint: go.mod or go.sum is not tidy (run go mod tidy)"; exit 1; }
 	@n=$$($(GO) list -deps ./store/... | grep -c -e excelize -e validator || true); \
 	if [ "$$n" != 0 ]; then echo "lint: the store drivers depend on excelize or validator ($$n packages)"; exit 1; fi
 	$(GO) test -count=1 ./internal/layout/

@@ -220,8 +220,7 @@ func (p *outcomeProcessor) Process(ctx context.Context, r outcomeRow) (string, e
 		<-ctx.Done()
 		return "", ctx.Err()
 	case "panic":
-		var m map[string]int
-		m["boom"]++
+		panic("boom")
 	case "empty":
 		return "", nil // a success that names nothing
 	}

@@ -3,7 +3,6 @@ package batch_test
 import (
 	"bytes"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -384,16 +383,4 @@ func TestEditAndSkip(t *testing.T) {
 			t.Fatalf("edit detail: %s (%v)", h[1].Detail, err)
 		}
 	})
-}
-
-// csvRows parses CSV text.
-func csvRows(t *testing.T, s string) [][]string {
-	t.Helper()
-	r := csv.NewReader(strings.NewReader(strings.TrimPrefix(s, "\ufeff")))
-	r.FieldsPerRecord = -1
-	recs, err := r.ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return recs
 }

@@ -95,14 +95,6 @@ func keyDigest(key string) [16]byte {
 	return [16]byte(sum[:16])
 }
 
-// unknownWarning is the one warning for a header's unknown columns.
-func unknownWarning(m *rows.Mapping) []string {
-	if len(m.Unknown) == 0 {
-		return nil
-	}
-	return []string{fmt.Sprintf("unknown columns ignored: %s", joinQuoted(m.Unknown))}
-}
-
 // MapHeader matches a header against a kind's columns without rejecting it
 // for missing columns, so that a preview can show what matched, what is
 // unknown and what is missing. Bad headers (empty, duplicate or colliding

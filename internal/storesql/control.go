@@ -277,7 +277,7 @@ func (s *Store) BatchCancel(ctx context.Context, p driver.BatchControlParams) (*
 	if err != nil {
 		return nil, err
 	}
-	return s.BatchGet(ctx, driver.BatchGetParams{TenantID: p.TenantID, ID: p.ID})
+	return s.BatchGet(ctx, driver.BatchGetParams(p))
 }
 
 // BatchPause pauses or resumes a batch.
@@ -319,7 +319,7 @@ func (s *Store) BatchPause(ctx context.Context, p driver.BatchControlParams, pau
 	if err != nil {
 		return nil, err
 	}
-	return s.BatchGet(ctx, driver.BatchGetParams{TenantID: p.TenantID, ID: p.ID})
+	return s.BatchGet(ctx, driver.BatchGetParams(p))
 }
 
 // Pause pauses or resumes a kind of a tenant, or the whole tenant.

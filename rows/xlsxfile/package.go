@@ -66,12 +66,6 @@ func xlsxOLEKind(r io.ReaderAt, size int64) error {
 	return errors.New("this is an OLE compound file (an old Office format), not an .xlsx workbook")
 }
 
-// xlsxPart is one zip entry, with its name as excelize normalises it.
-type xlsxPart struct {
-	name string
-	f    *zip.File
-}
-
 // xlsxPackage is what the inspection learned about a workbook.
 type xlsxPackage struct {
 	zr       *zip.Reader

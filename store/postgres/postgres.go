@@ -257,7 +257,7 @@ func (r pgRow) Scan(dest ...any) error { return interpretError(r.Row.Scan(dest..
 // transaction of their own when their context carries a tenant (tenantDB).
 func (d pgDriver) DB() storesql.Querier {
 	if d.s.tenantRole != "" {
-		return tenantDB{d.s}
+		return tenantDB(d)
 	}
 	return querier{q: d.s.pool}
 }

@@ -148,7 +148,7 @@ func testEffectStatuses(t *testing.T, s driver.Store) {
 	if _, err := s.ChunkFlush(ctx, driver.ChunkFlushParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token, Outcomes: outs, Release: true}); err != nil {
 		t.Fatal(err)
 	}
-	got, err = s.EffectsClaim(ctx, driver.EffectsClaimParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token, Effects: refs})
+	_, err = s.EffectsClaim(ctx, driver.EffectsClaimParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token, Effects: refs})
 	if !errors.Is(err, driver.ErrLeaseLost) {
 		t.Fatalf("claim after release = %v", err)
 	}

@@ -153,6 +153,7 @@ func publicTransport(t http.RoundTripper) (*http.Transport, error) {
 	tr.DialContext = d.DialContext
 	// The deprecated dial hooks are cleared too: DialTLS, when set, is
 	// used instead of DialContext for https.
+	//lint:ignore SA1019 clearing the deprecated hooks is what keeps them from bypassing the check
 	tr.DialTLSContext, tr.DialTLS, tr.Dial = nil, nil, nil
 	tr.Proxy = nil
 	return tr, nil
