@@ -58,6 +58,9 @@ func (c *cli) newDisplay(id int64, interval time.Duration) display {
 // isTerminal reports whether w is a terminal that can redraw a line: a
 // dumb terminal (TERM=dumb, as in editors' shells) gets plain lines.
 func isTerminal(w io.Writer) bool {
+	if l, ok := w.(*lockedWriter); ok {
+		w = l.w
+	}
 	f, ok := w.(*os.File)
 	if !ok || os.Getenv("TERM") == "dumb" {
 		return false

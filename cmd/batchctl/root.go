@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -67,8 +68,24 @@ type interruptedError struct{ msg string }
 
 func (e *interruptedError) Error() string { return "interrupted; " + e.msg }
 
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
 // Run is batchctl's testable entry point: it returns the exit code.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// The log, the progress display and the worker's goroutines all write
+	// to stderr: one lock keeps their lines whole (and a caller's buffer
+	// safe).
+	stderr = &lockedWriter{w: stderr}
 	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := c.rootCommand()
 	if len(args) == 0 {

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/url"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -572,5 +574,41 @@ func TestWatchTrimmedBatch(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// overlapWriter records how many writes were under way at once.
+type overlapWriter struct {
+	in, most atomic.Int32
+	text     lockedBuffer
+}
+
+func (w *overlapWriter) Write(p []byte) (int, error) {
+	n := w.in.Add(1)
+	defer w.in.Add(-1)
+	for {
+		m := w.most.Load()
+		if n <= m || w.most.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	time.Sleep(time.Millisecond) // widen the window another writer could enter
+	return w.text.Write(p)
+}
+
+// TestStderrOneWriterAtATime: the log, the progress lines and the workers
+// share stderr, and no two of them write at once (a caller's buffer raced
+// under -race in TestSchemaInfer: the log of a worker beside a progress
+// line).
+func TestStderrOneWriterAtATime(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	w := &overlapWriter{}
+	args := []string{"import", "customers", customersFile(t, 20000), "-v", "--progress-interval", "1ns", "--workers", "4", "--database", s.database}
+	if code := Run(t.Context(), args, strings.NewReader(""), io.Discard, w); code != exitRows {
+		t.Fatalf("import: exit %d, want %d\n%s", code, exitRows, w.text.String())
+	}
+	if n := w.most.Load(); n > 1 {
+		t.Errorf("%d writes to stderr were under way at once", n)
 	}
 }
