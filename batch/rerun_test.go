@@ -160,7 +160,7 @@ func TestRerunFromErrorReport(t *testing.T) {
 		if counted != 100 {
 			t.Fatalf("error counts after the re-run: %+v", got.ErrorCounts)
 		}
-		h, err := e.History(ctx, "", b.ID)
+		h, err := e.History(ctx, batch.HistoryParams{BatchID: b.ID})
 		if err != nil || len(h) != 1 || h[0].Action != "rerun" || h[0].Actor != "ann" {
 			t.Fatalf("history: %+v, %v", h, err)
 		}
@@ -369,7 +369,7 @@ func TestEditAndSkip(t *testing.T) {
 		if err != nil || res.Reparsed != 1 {
 			t.Fatalf("re-run after review: %+v, %v", res, err)
 		}
-		h, err := e.History(ctx, "", b.ID)
+		h, err := e.History(ctx, batch.HistoryParams{BatchID: b.ID})
 		if err != nil || len(h) != 4 || h[0].Action != "edit" || h[2].Action != "skip" || h[2].Actor != "bob" || h[3].Action != "rerun" {
 			t.Fatalf("history: %+v, %v", h, err)
 		}

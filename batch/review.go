@@ -217,25 +217,3 @@ func (e *Engine) SkipRow(ctx context.Context, p SkipRowParams) error {
 	}
 	return nil
 }
-
-// History returns a batch's re-runs, edits and skips, oldest first.
-func (e *Engine) History(ctx context.Context, tenant string, id int64) ([]HistoryEntry, error) {
-	if tenant == "" {
-		tenant = DefaultTenant
-	}
-	var (
-		all   []HistoryEntry
-		after int64
-	)
-	for {
-		page, err := e.store.HistoryList(ctx, HistoryListParams{TenantID: tenant, BatchID: id, AfterID: after, Limit: 500})
-		if err != nil {
-			return nil, fmt.Errorf("history of batch %d: %w", id, err)
-		}
-		all = append(all, page...)
-		if len(page) < 500 {
-			return all, nil
-		}
-		after = page[len(page)-1].ID
-	}
-}

@@ -136,7 +136,7 @@ type storeCollector struct {
 }
 
 var (
-	rowsDesc = prometheus.NewDesc("rowfate_rows", "Rows of every batch by state, summed over the chunks' counts at scrape time.", []string{"state"}, nil)
+	rowsDesc = prometheus.NewDesc("rowfate_rows", "Rows of every batch by state, summed over the count groups at scrape time.", []string{"state"}, nil)
 	upDesc   = prometheus.NewDesc("rowfate_store_up", "1 when the scrape could read the store's totals, else 0.", nil, nil)
 )
 

@@ -47,8 +47,6 @@ func view(b *batch.Batch) *BatchView {
 
 func (s *Server) registry() *batch.Registry { return s.cfg.Engine.Registry() }
 
-func (s *Server) store() batch.Store { return s.cfg.Engine.Store() }
-
 // me says who the token acts for.
 func (s *Server) me(w http.ResponseWriter, _ *http.Request, p Principal) error {
 	writeJSON(w, http.StatusOK, map[string]string{"tenant_id": p.TenantID, "role": p.Role, "name": p.Name})
@@ -100,8 +98,8 @@ func (s *Server) listBatches(w http.ResponseWriter, r *http.Request, p Principal
 		return badRequestf("status=%q: want one of %v", status, batchStatuses)
 	}
 	kind := q.Get("kind")
-	bs, err := s.store().BatchList(r.Context(), batch.BatchListParams{TenantID: p.TenantID, BeforeID: before, Limit: int(limit) + 1,
-		Status: driver.Status(status), Kind: kind})
+	bs, err := s.cfg.Engine.Batches(r.Context(), batch.BatchesParams{TenantID: p.TenantID, BeforeID: before, Limit: int(limit) + 1,
+		Status: batch.Status(status), Kind: kind})
 	if err != nil {
 		return err
 	}
@@ -129,7 +127,7 @@ func (s *Server) batch(r *http.Request, p Principal) (*batch.Batch, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := s.store().BatchGet(r.Context(), batch.BatchGetParams{TenantID: p.TenantID, ID: id})
+	b, err := s.cfg.Engine.Batch(r.Context(), batch.BatchParams{TenantID: p.TenantID, ID: id})
 	if errors.Is(err, batch.ErrNotFound) {
 		return nil, problemf(http.StatusNotFound, "not_found", "no batch %d", id)
 	}

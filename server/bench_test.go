@@ -68,7 +68,7 @@ func checkDone(b *testing.B, s driver.Store, id int64) {
 }
 
 // BenchmarkAPIBigBatch measures what the admin page asks of the API on a
-// big batch on PostgreSQL: the batch (counts summed over its chunks), the
+// big batch on PostgreSQL: the batch (counts summed over its count groups), the
 // first page of its rows, a page from its middle, the first page of its
 // invalid rows (one row in 1,000 is invalid, so the page walks 50,000
 // rows), and the batch list. The batch has ROWFATE_BENCH_ROWS rows

@@ -124,7 +124,7 @@ func (s *Server) hookImport(w http.ResponseWriter, r *http.Request, _ Principal)
 	if len(key) > 255 {
 		return badRequestf("webhook-id is longer than 250 characters")
 	}
-	if b, err := s.store().BatchFind(ctx, batch.BatchFindParams{TenantID: tenant, IdempotencyKey: key}); err == nil {
+	if b, err := s.cfg.Engine.BatchByKey(ctx, batch.BatchByKeyParams{TenantID: tenant, IdempotencyKey: key}); err == nil {
 		return &problemError{Problem{Status: http.StatusConflict, Code: "replayed", BatchID: b.ID,
 			Detail: fmt.Sprintf("webhook %s was received before: it started batch %d", id, b.ID)}}
 	} else if !errors.Is(err, batch.ErrNotFound) {

@@ -24,7 +24,7 @@ func (s *Server) listRows(w http.ResponseWriter, r *http.Request, p Principal) e
 	if state != "" && !state.Valid() {
 		return badRequestf("state=%q is not a row state", state)
 	}
-	page, err := s.store().RowsList(r.Context(), batch.RowsListParams{TenantID: p.TenantID, BatchID: b.ID, State: state,
+	page, err := s.cfg.Engine.Rows(r.Context(), batch.RowsParams{TenantID: p.TenantID, BatchID: b.ID, State: state,
 		AfterRowNo: after, Limit: int(limit) + 1})
 	if err != nil {
 		return err
@@ -44,14 +44,14 @@ func (s *Server) row(r *http.Request, p Principal) (*batch.Batch, *batch.Row, er
 	if err != nil {
 		return nil, nil, err
 	}
-	page, err := s.store().RowsList(r.Context(), batch.RowsListParams{TenantID: p.TenantID, BatchID: b.ID, AfterRowNo: n - 1, Limit: 1})
+	row, err := s.cfg.Engine.Row(r.Context(), batch.RowParams{TenantID: p.TenantID, BatchID: b.ID, RowNo: n})
+	if errors.Is(err, batch.ErrNotFound) {
+		return nil, nil, problemf(http.StatusNotFound, "not_found", "batch %d has no row %d", b.ID, n)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(page) == 0 || page[0].RowNo != n {
-		return nil, nil, problemf(http.StatusNotFound, "not_found", "batch %d has no row %d", b.ID, n)
-	}
-	return b, &page[0], nil
+	return b, row, nil
 }
 
 // getRow shows one row with its state, attempts, errors and values.
@@ -123,7 +123,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, p Principal) er
 	if err != nil {
 		return err
 	}
-	page, err := s.store().HistoryList(r.Context(), batch.HistoryListParams{TenantID: p.TenantID, BatchID: b.ID, AfterID: after, Limit: int(limit) + 1})
+	page, err := s.cfg.Engine.History(r.Context(), batch.HistoryParams{TenantID: p.TenantID, BatchID: b.ID, AfterID: after, Limit: int(limit) + 1})
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 // scrape. Both stores implement it; store/storetest checks them.
 type StatsStore interface {
 	// RowTotals counts every batch's rows by state: the sum of the
-	// chunks' counts, which are always overwritten from their rows, so
-	// no batch_rows scan is needed.
+	// count groups, which are always overwritten from their chunks and
+	// those from their rows, so no batch_rows scan is needed.
 	RowTotals(ctx context.Context) (rows.Counts, error)
 }

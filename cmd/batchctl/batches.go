@@ -27,7 +27,7 @@ It changes nothing.`,
 				return err
 			}
 			defer app.close()
-			bs, err := app.store.BatchList(cmd.Context(), batch.BatchListParams{TenantID: c.global.tenant, Limit: limit})
+			bs, err := app.engine.Batches(cmd.Context(), batch.BatchesParams{TenantID: c.global.tenant, Limit: limit})
 			if err != nil {
 				return err
 			}

@@ -85,7 +85,7 @@ func (c *cli) errorsReport(cmd *cobra.Command, id int64, o errorsOptions) error 
 		return nil
 	}
 	kind := "<kind>"
-	if b, err := app.store.BatchGet(ctx, batch.BatchGetParams{TenantID: c.global.tenant, ID: id}); err == nil {
+	if b, err := app.engine.Batch(ctx, batch.BatchParams{TenantID: c.global.tenant, ID: id}); err == nil {
 		kind = b.Kind
 	}
 	next := fmt.Sprintf("batchctl import %s %s%s", kind, shellQuote(o.out.file), c.hint())

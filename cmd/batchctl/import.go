@@ -253,7 +253,7 @@ func (c *cli) runImport(ctx context.Context, kind, path string, o importOptions)
 // work works a new batch's rows until none is left, showing its progress,
 // and returns the batch as it ends.
 func (c *cli) work(ctx context.Context, app *app, b *batch.Batch, o importOptions) (*batch.Batch, error) {
-	f, stop := c.follower(ctx, app.store)
+	f, stop := c.follower(ctx, app)
 	defer stop()
 	show := c.newDisplay(b.ID, o.interval)
 	fctx, cancel := context.WithCancel(ctx)
@@ -272,7 +272,7 @@ func (c *cli) work(ctx context.Context, app *app, b *batch.Batch, o importOption
 	// The work wrote the final event when the batch settled: let the
 	// stream reach it (it is already written, so this takes a moment);
 	// stop it at once otherwise (a pause from elsewhere, an error).
-	if err != nil || ctx.Err() != nil || !c.settledNow(ctx, app.store, b.ID) {
+	if err != nil || ctx.Err() != nil || !c.settledNow(ctx, app.engine, b.ID) {
 		cancel()
 	}
 	grace := time.NewTimer(followGrace)
@@ -301,13 +301,13 @@ func (c *cli) work(ctx context.Context, app *app, b *batch.Batch, o importOption
 		}
 		fmt.Fprintf(c.stderr, "batch %d: progress display stopped: %v\n", b.ID, r.err)
 	}
-	return app.store.BatchGet(ctx, batch.BatchGetParams{TenantID: c.global.tenant, ID: b.ID})
+	return app.engine.Batch(ctx, batch.BatchParams{TenantID: c.global.tenant, ID: b.ID})
 }
 
 // settledNow reports whether the batch is settled; an error reading it is
 // left to the read that follows.
-func (c *cli) settledNow(ctx context.Context, store batch.Store, id int64) bool {
-	b, err := store.BatchGet(ctx, batch.BatchGetParams{TenantID: c.global.tenant, ID: id})
+func (c *cli) settledNow(ctx context.Context, eng *batch.Engine, id int64) bool {
+	b, err := eng.Batch(ctx, batch.BatchParams{TenantID: c.global.tenant, ID: id})
 	return err == nil && settled(b)
 }
 

@@ -227,7 +227,7 @@ is still invalid.`,
 					return err
 				}
 			} else {
-				b, err := app.store.BatchGet(cmd.Context(), batch.BatchGetParams{TenantID: c.global.tenant, ID: id})
+				b, err := app.engine.Batch(cmd.Context(), batch.BatchParams{TenantID: c.global.tenant, ID: id})
 				if err != nil {
 					return err
 				}
@@ -298,7 +298,7 @@ func (c *cli) historyCommand() *cobra.Command {
 				return err
 			}
 			defer app.close()
-			h, err := app.engine.History(cmd.Context(), c.global.tenant, id)
+			h, err := c.history(cmd.Context(), app.engine, id)
 			if err != nil {
 				return err
 			}
@@ -374,4 +374,21 @@ func describeDetail(e batch.HistoryEntry) string {
 		return fmt.Sprintf("%s: %d parsed again, %d added, %d valid, %d invalid, %d kept", src, d.Reparsed, d.Added, d.Valid, d.Invalid, d.Kept)
 	}
 	return string(e.Detail)
+}
+
+// history reads a batch's whole history, page by page.
+func (c *cli) history(ctx context.Context, eng *batch.Engine, id int64) ([]batch.HistoryEntry, error) {
+	var all []batch.HistoryEntry
+	p := batch.HistoryParams{TenantID: c.global.tenant, BatchID: id, Limit: 500}
+	for {
+		page, err := eng.History(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, page...)
+		if len(page) < p.Limit {
+			return all, nil
+		}
+		p.AfterID = page[len(page)-1].ID
+	}
 }

@@ -55,7 +55,7 @@ func (c *cli) rows(cmd *cobra.Command, id int64, o rowsOptions) error {
 		return err
 	}
 	defer app.close()
-	b, err := app.store.BatchGet(ctx, batch.BatchGetParams{TenantID: c.global.tenant, ID: id})
+	b, err := app.engine.Batch(ctx, batch.BatchParams{TenantID: c.global.tenant, ID: id})
 	if err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func (c *cli) rows(cmd *cobra.Command, id int64, o rowsOptions) error {
 			// One row past the limit tells whether more follow.
 			page = min(page, o.limit-len(out)+1)
 		}
-		rs, err := app.store.RowsList(ctx, batch.RowsListParams{TenantID: c.global.tenant, BatchID: id, State: rows.State(o.state), AfterRowNo: cursor, Limit: page})
+		rs, err := app.engine.Rows(ctx, batch.RowsParams{TenantID: c.global.tenant, BatchID: id, State: rows.State(o.state), AfterRowNo: cursor, Limit: page})
 		if err != nil {
 			return err
 		}

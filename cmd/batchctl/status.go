@@ -28,7 +28,7 @@ rows; 0 while it runs or when every row succeeded.`,
 				return err
 			}
 			defer app.close()
-			b, err := app.store.BatchGet(cmd.Context(), batch.BatchGetParams{TenantID: c.global.tenant, ID: id})
+			b, err := app.engine.Batch(cmd.Context(), batch.BatchParams{TenantID: c.global.tenant, ID: id})
 			if err != nil {
 				return err
 			}

@@ -97,14 +97,14 @@ func (c *cli) runWatch(ctx context.Context, id int64, o watchOptions) error {
 		return err
 	}
 	defer app.close()
-	b, err := c.batchGet(ctx, app.store, id)
+	b, err := c.batchGet(ctx, app.engine, id)
 	if err != nil {
 		return err
 	}
 	if settled(b) {
 		// Nothing will happen to it: print it at once. A JSON lines reader
 		// still gets the events it asked for.
-		more, err := c.eventsAfter(ctx, app.store, id, o.cursor)
+		more, err := c.eventsAfter(ctx, app.engine, id, o.cursor)
 		if err != nil {
 			return err
 		}
@@ -113,7 +113,7 @@ func (c *cli) runWatch(ctx context.Context, id int64, o watchOptions) error {
 		}
 	}
 
-	f, stop := c.follower(ctx, app.store)
+	f, stop := c.follower(ctx, app)
 	defer stop()
 	show := c.newDisplay(id, o.interval)
 	last, err := f.follow(ctx, show, id, o.cursor)
@@ -128,7 +128,7 @@ func (c *cli) runWatch(ctx context.Context, id int64, o watchOptions) error {
 		}
 		return err
 	}
-	if b, err = c.batchGet(ctx, app.store, id); err != nil {
+	if b, err = c.batchGet(ctx, app.engine, id); err != nil {
 		return err
 	}
 	return c.printOutcome(b)
@@ -141,8 +141,8 @@ func settled(b *batch.Batch) bool {
 }
 
 // batchGet reads a batch, naming the tenant when it has no such batch.
-func (c *cli) batchGet(ctx context.Context, store batch.Store, id int64) (*batch.Batch, error) {
-	b, err := store.BatchGet(ctx, batch.BatchGetParams{TenantID: c.global.tenant, ID: id})
+func (c *cli) batchGet(ctx context.Context, eng *batch.Engine, id int64) (*batch.Batch, error) {
+	b, err := eng.Batch(ctx, batch.BatchParams{TenantID: c.global.tenant, ID: id})
 	if errors.Is(err, batch.ErrNotFound) {
 		return nil, fmt.Errorf("batch %d of tenant %q: %w", id, c.global.tenant, batch.ErrNotFound)
 	}
@@ -151,8 +151,8 @@ func (c *cli) batchGet(ctx context.Context, store batch.Store, id int64) (*batch
 
 // eventsAfter reports whether the batch has events after cursor: expired
 // ones count, as the stream says so and goes on.
-func (c *cli) eventsAfter(ctx context.Context, store batch.Store, id, cursor int64) (bool, error) {
-	evs, err := store.EventsList(ctx, batch.EventsListParams{TenantID: c.global.tenant, BatchID: id, AfterSeq: cursor, Limit: 1})
+func (c *cli) eventsAfter(ctx context.Context, eng *batch.Engine, id, cursor int64) (bool, error) {
+	evs, err := eng.Events(ctx, batch.EventsParams{TenantID: c.global.tenant, BatchID: id, AfterSeq: cursor, Limit: 1})
 	switch {
 	case errors.Is(err, batch.ErrCursorExpired):
 		return true, nil
@@ -190,26 +190,27 @@ type batchMessage struct {
 // command's store, and the JSON lines the events are printed as (-o jsonl).
 type follower struct {
 	c     *cli
-	store batch.Store
+	eng   *batch.Engine
 	bc    *progress.Broadcaster
 	jsonl *json.Encoder
 }
 
-// follower returns a follower on store and the function that stops it.
+// follower returns a follower on the app's engine and the function that
+// stops it.
 // A terminal gets at most four updates a second, progress coalesced; a
 // JSON lines reader every event as it is read. A SQLite file written by
 // another process is polled four times a second; PostgreSQL notifies.
-func (c *cli) follower(ctx context.Context, store batch.Store) (*follower, func()) {
+func (c *cli) follower(ctx context.Context, app *app) (*follower, func()) {
 	cfg := progress.Config{Rate: 4, PollInterval: 250 * time.Millisecond, Logger: c.logger}
 	if t, err := c.database(); err == nil && t.postgres {
 		cfg.PollInterval = 0 // the default: notifications come across processes
 	}
-	f := &follower{c: c, store: store}
+	f := &follower{c: c, eng: app.engine}
 	if c.global.output == "jsonl" {
 		cfg.Rate = math.Inf(1)
 		f.jsonl = json.NewEncoder(c.stdout)
 	}
-	f.bc = progress.New(store, &cfg)
+	f.bc = progress.New(app.store, &cfg)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -258,11 +259,11 @@ func (f *follower) follow(ctx context.Context, show display, id, cursor int64) (
 // the log: a batch reopened after it was read (a retry, a re-run) has
 // events after cursor by then, and is followed on.
 func (f *follower) over(ctx context.Context, id, cursor int64) (bool, error) {
-	b, err := f.c.batchGet(ctx, f.store, id)
+	b, err := f.c.batchGet(ctx, f.eng, id)
 	if err != nil || !settled(b) {
 		return false, err
 	}
-	more, err := f.c.eventsAfter(ctx, f.store, id, cursor)
+	more, err := f.c.eventsAfter(ctx, f.eng, id, cursor)
 	return !more && err == nil, err
 }
 
@@ -321,7 +322,7 @@ func (f *follower) read(ctx context.Context, sub *progress.Subscription, show di
 			}
 			// A final event in the replay may be followed by a retry
 			// that reopened the batch: follow on if anything came after.
-			more, err := f.c.eventsAfter(ctx, f.store, id, m.Event.Seq)
+			more, err := f.c.eventsAfter(ctx, f.eng, id, m.Event.Seq)
 			if err != nil {
 				return false, err
 			}
