@@ -904,3 +904,80 @@ func okRows(n int) string {
 	}
 	return csv.String()
 }
+
+// ringingStore rings the engine's bell (a notification that rows are due)
+// right after its first claim found nothing, before the claim returns:
+// the moment between an idle worker's claim and its wait.
+type ringingStore struct {
+	batch.Store
+	before func() // makes rows due, once
+	mu     sync.Mutex
+	wake   func()
+	once   sync.Once
+}
+
+func (s *ringingStore) Listen(ctx context.Context, wake func()) error {
+	s.mu.Lock()
+	s.wake = wake
+	s.mu.Unlock()
+	<-ctx.Done()
+	return nil
+}
+
+func (s *ringingStore) ChunkClaim(ctx context.Context, p batch.ChunkClaimParams) (*batch.Lease, error) {
+	l, err := s.Store.ChunkClaim(ctx, p)
+	if errors.Is(err, batch.ErrNoWork) {
+		s.once.Do(func() {
+			s.before()
+			for {
+				s.mu.Lock()
+				wake := s.wake
+				s.mu.Unlock()
+				if wake != nil {
+					wake()
+					return
+				}
+				time.Sleep(time.Millisecond)
+			}
+		})
+	}
+	return l, err
+}
+
+// TestNoWakeLostBetweenClaimAndWait: a notification that arrives after an
+// idle worker's claim found nothing, and before it waits, still wakes it
+// (the wait was taken after the claim, so the ring was lost and the
+// worker slept its whole poll: TestListenWakesIdleWorkers failed under
+// load when LISTEN began only after the import).
+func TestNoWakeLostBetweenClaimAndWait(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	bd := engines[0].setup(t)
+	p := &outcomeProcessor{calls: map[string]int{}}
+	reg := outcomesRegistry(t, p)
+	importer := newEngine(t, bd.store, reg, 0)
+	var id atomic.Int64
+	rs := &ringingStore{Store: bd.store, before: func() {
+		b, err := importer.Import(ctx, batch.ImportParams{Kind: "outcomes", SourceName: "o.csv", Source: strings.NewReader("key,mode\na,ok\n")})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		id.Store(b.ID)
+	}}
+	worker, err := batch.NewEngine(batch.Config{Store: rs, Registry: reg, PollInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _, _ = worker.Work(wctx, batch.WorkParams{Workers: 1}) }()
+	defer func() { stop(); <-done }()
+	testenv.Until(t, func() bool {
+		if id.Load() == 0 {
+			return false
+		}
+		b, err := bd.store.BatchGet(ctx, batch.BatchGetParams{TenantID: "default", ID: id.Load()})
+		return err == nil && b.Status == batch.StatusFinished
+	}, func() string { return "the idle worker did not wake for rows made due between its claim and its wait (its poll is an hour)" })
+}

@@ -154,6 +154,10 @@ func (e *Engine) workLoop(ctx context.Context, r *run) (WorkStats, error) {
 		if ctx.Err() != nil {
 			return s, nil
 		}
+		// The bell is taken before the claim: a ring while the claim runs,
+		// or between its finding nothing and the wait, must still wake
+		// this worker (rows made due then are not in what it saw).
+		wake := e.bell.wait()
 		var lease *Lease
 		var sent time.Time // when the claim that won was sent
 		err := e.retry(ctx, &s, "claim", func(ctx context.Context) (err error) {
@@ -172,7 +176,7 @@ func (e *Engine) workLoop(ctx context.Context, r *run) (WorkStats, error) {
 			select {
 			case <-ctx.Done():
 				return s, nil
-			case <-e.bell.wait():
+			case <-wake:
 			case <-time.After(e.poll):
 			}
 			continue
