@@ -10,40 +10,12 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"time"
 
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/filestore"
 	"github.com/rowfate/rowfate/rows"
 )
-
-// BatchView is a batch as the API shows it: the stored batch with its
-// totals, and how long it ran.
-type BatchView struct {
-	*batch.Batch
-	// Total is every row; Done are the rows no worker will touch again
-	// (terminal or unknown); Open are the rest.
-	Total int64 `json:"total"`
-	Done  int64 `json:"done"`
-	Open  int64 `json:"open"`
-	// DurationSeconds is from creation to finish, or to now while the
-	// batch runs.
-	DurationSeconds float64 `json:"duration_seconds"`
-}
-
-func view(b *batch.Batch) *BatchView {
-	if b == nil {
-		return nil
-	}
-	end := time.Now()
-	if b.FinishedAt != nil {
-		end = *b.FinishedAt
-	}
-	total, open := b.Counts.Total(), b.Counts.Open()
-	return &BatchView{Batch: b, Total: total, Done: total - open, Open: open,
-		DurationSeconds: max(0, end.Sub(b.CreatedAt).Seconds())}
-}
 
 func (s *Server) registry() *batch.Registry { return s.cfg.Engine.Registry() }
 

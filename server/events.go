@@ -169,7 +169,7 @@ func (s *Server) stream(ctx context.Context, cancel context.CancelFunc, conn *we
 				}
 				return
 			}
-			b, err := json.Marshal(m)
+			b, err := json.Marshal(viewMessage(m))
 			if err != nil {
 				return
 			}

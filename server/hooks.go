@@ -238,13 +238,12 @@ func (s *Server) listEndpoints(w http.ResponseWriter, r *http.Request, p Princip
 	if err != nil {
 		return err
 	}
-	if eps == nil {
-		eps = []driver.Endpoint{}
-	}
+	out := make([]endpointView, len(eps))
 	for i := range eps {
-		eps[i].Secret = ""
+		out[i] = viewEndpoint(&eps[i])
+		out[i].Secret = ""
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"webhooks": eps})
+	writeJSON(w, http.StatusOK, map[string]any{"webhooks": out})
 	return nil
 }
 
@@ -274,7 +273,7 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request, p Princi
 	}
 	ep.Secret = secret
 	w.Header().Set("Location", fmt.Sprintf("/v1/webhooks/%d", ep.ID))
-	writeJSON(w, http.StatusCreated, ep)
+	writeJSON(w, http.StatusCreated, viewEndpoint(ep))
 	return nil
 }
 
@@ -306,7 +305,11 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, p Princi
 		return err
 	}
 	ds, next := keyset(ds, limit, func(d driver.Delivery) int64 { return d.ID })
-	writeJSON(w, http.StatusOK, map[string]any{"deliveries": ds, "next_before": next})
+	out := make([]deliveryView, len(ds))
+	for i := range ds {
+		out[i] = viewDelivery(&ds[i])
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"deliveries": out, "next_before": next})
 	return nil
 }
 

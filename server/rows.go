@@ -30,7 +30,7 @@ func (s *Server) listRows(w http.ResponseWriter, r *http.Request, p Principal) e
 		return err
 	}
 	page, next := keyset(page, limit, func(r batch.Row) int64 { return r.RowNo })
-	writeJSON(w, http.StatusOK, map[string]any{"rows": page, "next_after": next})
+	writeJSON(w, http.StatusOK, map[string]any{"rows": viewRows(page), "next_after": next})
 	return nil
 }
 
@@ -60,7 +60,7 @@ func (s *Server) getRow(w http.ResponseWriter, r *http.Request, p Principal) err
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, row)
+	writeJSON(w, http.StatusOK, viewRow(row))
 	return nil
 }
 
@@ -83,7 +83,7 @@ func (s *Server) editRow(w http.ResponseWriter, r *http.Request, p Principal) er
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, viewRow(out))
 	return nil
 }
 
@@ -109,7 +109,7 @@ func (s *Server) skipRow(w http.ResponseWriter, r *http.Request, p Principal) er
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, row)
+	writeJSON(w, http.StatusOK, viewRow(row))
 	return nil
 }
 
@@ -128,7 +128,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, p Principal) er
 		return err
 	}
 	page, next := keyset(page, limit, func(h batch.HistoryEntry) int64 { return h.ID })
-	writeJSON(w, http.StatusOK, map[string]any{"history": page, "next_after": next})
+	writeJSON(w, http.StatusOK, map[string]any{"history": viewHistory(page), "next_after": next})
 	return nil
 }
 

@@ -32,7 +32,7 @@ It changes nothing.`,
 				return err
 			}
 			if c.global.output == "json" {
-				return c.json(bs)
+				return c.json(toBatchesJSON(bs))
 			}
 			for _, b := range bs {
 				if err := c.printBatch(c.stdout, b, false); err != nil {

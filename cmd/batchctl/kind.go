@@ -200,7 +200,7 @@ func (c *cli) kindShow(ctx context.Context, name string, version int64) error {
 		return err
 	}
 	if c.global.output == "json" {
-		return c.json(d)
+		return c.json(toKindDefinitionJSON(d))
 	}
 	fmt.Fprint(c.stdout, d.Definition)
 	if !strings.HasSuffix(d.Definition, "\n") {

@@ -29,7 +29,7 @@ func batchExit(b *batch.Batch) int {
 // printBatch writes a batch summary; hints adds the commands to dig deeper.
 func (c *cli) printBatch(w io.Writer, b *batch.Batch, hints bool) error {
 	if c.global.output == "json" {
-		return jsonTo(w, b)
+		return jsonTo(w, toBatchJSON(b))
 	}
 	fmt.Fprintf(w, "batch %d  %s  %s  (%s, tenant %s)\n", b.ID, b.Status, b.SourceName, b.Kind, b.TenantID)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

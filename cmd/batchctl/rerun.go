@@ -223,7 +223,7 @@ is still invalid.`,
 				return err
 			}
 			if c.global.output == "json" {
-				if err := c.json(r); err != nil {
+				if err := c.json(toRowJSON(r)); err != nil {
 					return err
 				}
 			} else {
@@ -303,10 +303,7 @@ func (c *cli) historyCommand() *cobra.Command {
 				return err
 			}
 			if c.global.output == "json" {
-				if h == nil {
-					h = []batch.HistoryEntry{}
-				}
-				return c.json(h)
+				return c.json(toHistoryJSON(h))
 			}
 			if len(h) == 0 {
 				fmt.Fprintf(c.stdout, "batch %d has no re-runs, edits or skips\n", id)

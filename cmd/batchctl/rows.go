@@ -84,7 +84,7 @@ func (c *cli) rows(cmd *cobra.Command, id int64, o rowsOptions) error {
 		if out == nil {
 			out = []batch.Row{}
 		}
-		return c.json(out)
+		return c.json(toRowsJSON(out))
 	}
 	for _, r := range out {
 		fmt.Fprintf(c.stdout, "row %d  %s", r.RowNo, r.State)

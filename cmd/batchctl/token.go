@@ -136,10 +136,7 @@ func (c *cli) tokenList(ctx context.Context) error {
 		return err
 	}
 	if c.global.output == "json" {
-		if ts == nil {
-			ts = []driver.Token{}
-		}
-		return c.json(ts)
+		return c.json(toTokensJSON(ts))
 	}
 	if len(ts) == 0 {
 		fmt.Fprintf(c.stdout, "no API tokens for tenant %q; create one: batchctl token create --role admin%s\n", c.global.tenant, c.hint())

@@ -171,7 +171,7 @@ func (c *cli) eventsAfter(ctx context.Context, eng *batch.Engine, id, cursor int
 // (jsonl).
 func (c *cli) printOutcome(b *batch.Batch) error {
 	if c.global.output == "jsonl" {
-		if err := json.NewEncoder(c.stdout).Encode(batchMessage{Type: "batch", Batch: b}); err != nil {
+		if err := json.NewEncoder(c.stdout).Encode(batchMessage{Type: "batch", Batch: toBatchJSON(b)}); err != nil {
 			return err
 		}
 	} else if err := c.printBatch(c.stdout, b, true); err != nil {
@@ -182,8 +182,8 @@ func (c *cli) printOutcome(b *batch.Batch) error {
 
 // batchMessage is the last line of a -o jsonl stream.
 type batchMessage struct {
-	Type  string       `json:"type"`
-	Batch *batch.Batch `json:"batch"`
+	Type  string     `json:"type"`
+	Batch *batchJSON `json:"batch"`
 }
 
 // follower follows a command's batch: a progress.Broadcaster on the
@@ -298,7 +298,7 @@ func (f *follower) read(ctx context.Context, sub *progress.Subscription, show di
 			return false, err
 		}
 		if f.jsonl != nil {
-			if err := f.jsonl.Encode(m); err != nil {
+			if err := f.jsonl.Encode(toMessageJSON(m)); err != nil {
 				return false, fmt.Errorf("write events of batch %d: %w", id, err)
 			}
 		}

@@ -157,14 +157,11 @@ func (c *cli) webhookList(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if eps == nil {
-		eps = []driver.Endpoint{}
-	}
 	for i := range eps {
 		eps[i].Secret = "" // shown once, at add
 	}
 	if c.global.output == "json" {
-		return c.json(eps)
+		return c.json(toEndpointsJSON(eps))
 	}
 	if len(eps) == 0 {
 		fmt.Fprintf(c.stdout, "no webhook endpoints for tenant %q; add one: batchctl webhook add https://...%s\n", c.global.tenant, c.hint())
@@ -222,10 +219,7 @@ func (c *cli) webhookDeliveries(ctx context.Context, o deliveriesOptions) error 
 		ds = ds[:o.limit]
 	}
 	if c.global.output == "json" {
-		if ds == nil {
-			ds = []driver.Delivery{}
-		}
-		return c.json(ds)
+		return c.json(toDeliveriesJSON(ds))
 	}
 	if len(ds) == 0 {
 		fmt.Fprintln(c.stdout, "no webhook deliveries")

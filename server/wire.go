@@ -1,0 +1,187 @@
+package server
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/progress"
+	"github.com/rowfate/rowfate/rows"
+)
+
+// The API's JSON is written here, from the engine's records: what a field
+// is called on the wire, and when it is left out, is the API's promise
+// (openapi.yaml), so it is owned where it is served, not by the records.
+
+// BatchView is a batch as the API shows it: the stored batch with its
+// totals, and how long it ran.
+type BatchView struct {
+	ID           int64             `json:"id"`
+	TenantID     string            `json:"tenant_id"`
+	Kind         string            `json:"kind"`
+	SourceName   string            `json:"source_name"`
+	SourceDigest string            `json:"source_digest"`
+	Status       string            `json:"status"`
+	Header       []string          `json:"header"`
+	Counts       rows.Counts       `json:"counts"`
+	SkippedEmpty int64             `json:"skipped_empty"`
+	Warnings     []string          `json:"warnings,omitempty"`
+	ErrorCounts  []rows.ErrorCount `json:"error_counts,omitempty"`
+	Conventions  rows.Conventions  `json:"conventions,omitzero"`
+	Recalc       map[string]string `json:"recalc,omitzero"`
+	KindVersion  int64             `json:"kind_version,omitempty"`
+	// Reused says an import found this batch by its idempotency key
+	// instead of importing the file again.
+	Reused     bool       `json:"reused,omitempty"`
+	Paused     bool       `json:"paused"`
+	CreatedAt  time.Time  `json:"created_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	// Total is every row; Done are the rows no worker will touch again
+	// (terminal or unknown); Open are the rest.
+	Total int64 `json:"total"`
+	Done  int64 `json:"done"`
+	Open  int64 `json:"open"`
+	// DurationSeconds is from creation to finish, or to now while the
+	// batch runs.
+	DurationSeconds float64 `json:"duration_seconds"`
+}
+
+func view(b *batch.Batch) *BatchView {
+	if b == nil {
+		return nil
+	}
+	end := time.Now()
+	if b.FinishedAt != nil {
+		end = *b.FinishedAt
+	}
+	total, open := b.Counts.Total(), b.Counts.Open()
+	return &BatchView{ID: b.ID, TenantID: b.TenantID, Kind: b.Kind, SourceName: b.SourceName, SourceDigest: b.SourceDigest,
+		Status: string(b.Status), Header: b.Header, Counts: b.Counts, SkippedEmpty: b.SkippedEmpty, Warnings: b.Warnings,
+		ErrorCounts: b.ErrorCounts, Conventions: b.Conventions, Recalc: b.Recalc, KindVersion: b.KindVersion, Reused: b.Reused,
+		Paused: b.Paused, CreatedAt: b.CreatedAt, FinishedAt: b.FinishedAt,
+		Total: total, Done: total - open, Open: open, DurationSeconds: max(0, end.Sub(b.CreatedAt).Seconds())}
+}
+
+// rowView is a row as the API shows it.
+type rowView struct {
+	BatchID  int64             `json:"batch_id"`
+	RowNo    int64             `json:"row_no"`
+	ChunkNo  int64             `json:"chunk_no"`
+	State    rows.State        `json:"state"`
+	Values   []string          `json:"values"`
+	Errors   []rows.FieldError `json:"errors,omitempty"`
+	ResultID string            `json:"result_id,omitempty"`
+	Attempts int               `json:"attempts"`
+	Reviewed bool              `json:"reviewed,omitempty"`
+	Updated  time.Time         `json:"updated_at"`
+}
+
+func viewRow(r *batch.Row) *rowView {
+	if r == nil {
+		return nil
+	}
+	return &rowView{BatchID: r.BatchID, RowNo: r.RowNo, ChunkNo: r.ChunkNo, State: r.State, Values: r.Values, Errors: r.Errors,
+		ResultID: r.ResultID, Attempts: r.Attempts, Reviewed: r.Reviewed, Updated: r.Updated}
+}
+
+func viewRows(rs []batch.Row) []*rowView {
+	out := make([]*rowView, len(rs))
+	for i := range rs {
+		out[i] = viewRow(&rs[i])
+	}
+	return out
+}
+
+// historyView is a history entry as the API shows it.
+type historyView struct {
+	ID      int64           `json:"id"`
+	BatchID int64           `json:"batch_id"`
+	RowNo   int64           `json:"row_no,omitempty"` // 0 for the batch
+	Action  string          `json:"action"`
+	Actor   string          `json:"actor"`
+	Detail  json.RawMessage `json:"detail"`
+	At      time.Time       `json:"at"`
+}
+
+func viewHistory(hs []batch.HistoryEntry) []historyView {
+	out := make([]historyView, len(hs))
+	for i, h := range hs {
+		out[i] = historyView{ID: h.ID, BatchID: h.BatchID, RowNo: h.RowNo, Action: h.Action, Actor: h.Actor, Detail: h.Detail, At: h.At}
+	}
+	return out
+}
+
+// eventView is an event as the stream sends it.
+type eventView struct {
+	BatchID       int64       `json:"batch_id"`
+	Seq           int64       `json:"seq"`
+	Type          string      `json:"type"`
+	Status        string      `json:"status"`
+	Paused        bool        `json:"paused,omitempty"`
+	Counts        rows.Counts `json:"counts"`
+	Total         int64       `json:"total"`
+	Done          int64       `json:"done"`
+	RowsPerSecond float64     `json:"rows_per_second"`
+	ETASeconds    *float64    `json:"eta_seconds,omitempty"`
+	Final         bool        `json:"final"`
+	At            time.Time   `json:"at"`
+}
+
+func viewEvent(ev *batch.Event) *eventView {
+	if ev == nil {
+		return nil
+	}
+	return &eventView{BatchID: ev.BatchID, Seq: ev.Seq, Type: string(ev.Type), Status: string(ev.Status), Paused: ev.Paused,
+		Counts: ev.Counts, Total: ev.Total, Done: ev.Done, RowsPerSecond: ev.RowsPerSecond, ETASeconds: ev.ETASeconds, Final: ev.Final, At: ev.At}
+}
+
+// streamMessage is one text frame of the event stream.
+type streamMessage struct {
+	Type   string     `json:"type"`
+	Event  *eventView `json:"event,omitempty"`
+	Replay bool       `json:"replay,omitempty"`
+	Cursor int64      `json:"cursor"`
+}
+
+func viewMessage(m progress.Message) streamMessage {
+	return streamMessage{Type: string(m.Type), Event: viewEvent(m.Event), Replay: m.Replay, Cursor: m.Cursor}
+}
+
+// endpointView is a webhook endpoint as the API shows it; the secret only
+// when it was just created.
+type endpointView struct {
+	ID        int64     `json:"id"`
+	TenantID  string    `json:"tenant_id"`
+	URL       string    `json:"url"`
+	Secret    string    `json:"secret,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func viewEndpoint(e *driver.Endpoint) endpointView {
+	return endpointView{ID: e.ID, TenantID: e.TenantID, URL: e.URL, Secret: e.Secret, CreatedAt: e.CreatedAt}
+}
+
+// deliveryView is a webhook delivery as the API shows it: never its body
+// or its endpoint's secret.
+type deliveryView struct {
+	ID            int64      `json:"id"`
+	TenantID      string     `json:"tenant_id"`
+	EndpointID    int64      `json:"endpoint_id"`
+	BatchID       int64      `json:"batch_id"`
+	EventSeq      int64      `json:"event_seq"`
+	EventType     string     `json:"event_type"`
+	Status        string     `json:"status"`
+	Attempts      int        `json:"attempts"`
+	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty"`
+	LastStatus    int        `json:"last_status,omitempty"`
+	LastError     string     `json:"last_error,omitempty"`
+	CreatedAt     time.Time  `json:"created_at"`
+	DoneAt        *time.Time `json:"done_at,omitempty"`
+}
+
+func viewDelivery(d *driver.Delivery) deliveryView {
+	return deliveryView{ID: d.ID, TenantID: d.TenantID, EndpointID: d.EndpointID, BatchID: d.BatchID, EventSeq: d.EventSeq,
+		EventType: d.EventType, Status: d.Status, Attempts: d.Attempts, NextAttemptAt: d.NextAttemptAt, LastStatus: d.LastStatus,
+		LastError: d.LastError, CreatedAt: d.CreatedAt, DoneAt: d.DoneAt}
+}
