@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/internal/testdb"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/store/postgres"
@@ -121,7 +122,7 @@ func (s *benchSource) Read(p []byte) (int, error) {
 
 // benchImport ingests a generated file of n rows as the trivial kind and
 // checks that every row is valid.
-func benchImport(tb testing.TB, e *batch.Engine, n int) *batch.Batch {
+func benchImport(tb testing.TB, e *batch.Engine, n int) *batchtype.Batch {
 	tb.Helper()
 	bt, err := e.Import(context.Background(), batch.ImportParams{Kind: benchKindName, SourceName: fmt.Sprintf("bench-%d.csv", n), Source: newBenchSource(n)})
 	if err != nil {
@@ -164,7 +165,7 @@ func BenchmarkWorkChunk(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if got.Status != batch.StatusFinished || got.Counts[rows.StateSucceeded] != int64(n) {
+			if got.Status != batchtype.StatusFinished || got.Counts[rows.StateSucceeded] != int64(n) {
 				b.Fatalf("batch after work: %s, counts %v", got.Status, got.Counts)
 			}
 			b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "rows/s")
@@ -219,7 +220,7 @@ func BenchmarkStatus(b *testing.B) {
 					ctx := context.Background()
 					p := batch.BatchGetParams{TenantID: batch.DefaultTenant, ID: in.id}
 					b.ReportAllocs()
-					var last *batch.Batch
+					var last *batchtype.Batch
 					for b.Loop() {
 						bt, err := in.s.BatchGet(ctx, p)
 						if err != nil {

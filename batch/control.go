@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -14,7 +15,7 @@ import (
 // row succeeds after the cancel: a row whose effect finished too late to
 // be stopped is unknown, to be reconciled. A batch that no longer runs
 // comes back unchanged.
-func (e *Engine) Cancel(ctx context.Context, tenant string, id int64) (*Batch, error) {
+func (e *Engine) Cancel(ctx context.Context, tenant string, id int64) (*batchtype.Batch, error) {
 	b, err := e.store.BatchCancel(ctx, BatchControlParams{TenantID: tenant, ID: id})
 	if err != nil {
 		return nil, fmt.Errorf("cancel batch %d: %w", id, err)
@@ -25,7 +26,7 @@ func (e *Engine) Cancel(ctx context.Context, tenant string, id int64) (*Batch, e
 // PauseBatch pauses (paused true) or resumes a batch. Workers observe a
 // pause at every claim and renewal: a lease on a paused batch stops, and
 // its unworked rows go back without using an attempt.
-func (e *Engine) PauseBatch(ctx context.Context, tenant string, id int64, paused bool) (*Batch, error) {
+func (e *Engine) PauseBatch(ctx context.Context, tenant string, id int64, paused bool) (*batchtype.Batch, error) {
 	b, err := e.store.BatchPause(ctx, BatchControlParams{TenantID: tenant, ID: id}, paused)
 	if err != nil {
 		return nil, fmt.Errorf("pause batch %d: %w", id, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/internal/testdb"
 	"github.com/rowfate/rowfate/internal/testenv"
 	"github.com/rowfate/rowfate/processors/customers"
@@ -91,7 +92,7 @@ func customersRegistry(t *testing.T, bd *bundle) *batch.Registry {
 	return reg
 }
 
-func importCSV(t *testing.T, e *batch.Engine, tenant, csv string) *batch.Batch {
+func importCSV(t *testing.T, e *batch.Engine, tenant, csv string) *batchtype.Batch {
 	t.Helper()
 	b, err := e.Import(context.Background(), batch.ImportParams{TenantID: tenant, Kind: customers.Name, SourceName: "c.csv", Source: strings.NewReader(csv)})
 	if err != nil {
@@ -475,7 +476,7 @@ func TestCancelMidRun(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 		c, err := e.Cancel(ctx, "default", b.ID)
-		if err != nil || c.Status != batch.StatusCancelled {
+		if err != nil || c.Status != batchtype.StatusCancelled {
 			t.Fatalf("cancel: %+v, %v", c, err)
 		}
 		atCancel := c.Counts[rows.StateSucceeded]
@@ -493,7 +494,7 @@ func TestCancelMidRun(t *testing.T) {
 			t.Errorf("no processor saw its context cancelled")
 		}
 		final, _ := bd.store.BatchGet(ctx, batch.BatchGetParams{TenantID: "default", ID: b.ID})
-		if final.Status != batch.StatusCancelled {
+		if final.Status != batchtype.StatusCancelled {
 			t.Fatalf("status = %s", final.Status)
 		}
 	})
@@ -554,7 +555,7 @@ func TestListenWakesIdleWorkers(t *testing.T) {
 		deadline := time.Now().Add(testenv.Patience(t))
 		for {
 			got, _ := producer.BatchGet(ctx, batch.BatchGetParams{TenantID: "default", ID: b.ID})
-			if got.Status == batch.StatusFinished {
+			if got.Status == batchtype.StatusFinished {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -978,6 +979,8 @@ func TestNoWakeLostBetweenClaimAndWait(t *testing.T) {
 			return false
 		}
 		b, err := bd.store.BatchGet(ctx, batch.BatchGetParams{TenantID: "default", ID: id.Load()})
-		return err == nil && b.Status == batch.StatusFinished
-	}, func() string { return "the idle worker did not wake for rows made due between its claim and its wait (its poll is an hour)" })
+		return err == nil && b.Status == batchtype.StatusFinished
+	}, func() string {
+		return "the idle worker did not wake for rows made due between its claim and its wait (its poll is an hour)"
+	})
 }

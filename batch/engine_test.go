@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/internal/testdb"
 	"github.com/rowfate/rowfate/internal/testenv"
 	"github.com/rowfate/rowfate/processors/customers"
@@ -119,7 +120,7 @@ func TestImportCustomersFixture(t *testing.T) {
 			t.Fatalf("final counts = %v", got)
 		}
 		b, err = bd.store.BatchGet(ctx, batch.BatchGetParams{TenantID: "default", ID: b.ID})
-		if err != nil || b.Status != batch.StatusFinished {
+		if err != nil || b.Status != batchtype.StatusFinished {
 			t.Fatalf("batch = %+v, %v", b, err)
 		}
 
@@ -646,7 +647,7 @@ func TestTxFailureUsesAnAttempt(t *testing.T) {
 // so: the connection dropped with the answer to COMMIT.
 type lostCommit struct{ batch.Store }
 
-func (s lostCommit) BatchIngest(ctx context.Context, p batch.BatchIngestParams) (*batch.Batch, error) {
+func (s lostCommit) BatchIngest(ctx context.Context, p batch.BatchIngestParams) (*batchtype.Batch, error) {
 	if _, err := s.Store.BatchIngest(ctx, p); err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"reflect"
 
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/rows/fileformat"
 )
@@ -99,7 +100,7 @@ type exportOutcome struct {
 //
 // A row's number is its position in the export as if every row were
 // written, the header being row 1: when no row failed, the row of the file.
-func Export[T any](ctx context.Context, e *Engine, k ExportKind[T], p ExportParams) (*Batch, error) {
+func Export[T any](ctx context.Context, e *Engine, k ExportKind[T], p ExportParams) (*batchtype.Batch, error) {
 	if k.Name == "" || k.RowsFunc == nil {
 		return nil, errors.New("export: the kind needs a Name and a RowsFunc")
 	}
@@ -131,7 +132,7 @@ func (k ExportKind[T]) spec() exportSpec {
 }
 
 // exportRows is Export for any row type.
-func exportRows(ctx context.Context, e *Engine, k exportSpec, p ExportParams) (*Batch, error) {
+func exportRows(ctx context.Context, e *Engine, k exportSpec, p ExportParams) (*batchtype.Batch, error) {
 	if p.Dest == nil {
 		return nil, fmt.Errorf("export %s: no destination", k.name)
 	}
@@ -322,7 +323,7 @@ func (d *dynamicExport) info() KindInfo {
 	return KindInfo{Name: d.k.Name, Description: d.k.Description, Direction: DirectionExport, Columns: d.columns, Required: []string{}}
 }
 
-func (d *dynamicExport) run(ctx context.Context, e *Engine, p ExportParams) (*Batch, error) {
+func (d *dynamicExport) run(ctx context.Context, e *Engine, p ExportParams) (*batchtype.Batch, error) {
 	return exportRows(ctx, e, exportSpec{name: d.k.Name, typ: d.k.Type, raw: d.k.RawColumns, chunkSize: d.k.ChunkSize, rows: d.k.RowsFunc}, p)
 }
 

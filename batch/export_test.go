@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/processors/customers"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/rows/xlsxfile"
@@ -31,7 +32,7 @@ func customersEngine(t *testing.T, bd *bundle) *batch.Engine {
 }
 
 // importAndWork imports a file as customers and works it to the end.
-func importAndWork(t *testing.T, e *batch.Engine, bd *bundle, name string, src []byte) *batch.Batch {
+func importAndWork(t *testing.T, e *batch.Engine, bd *bundle, name string, src []byte) *batchtype.Batch {
 	t.Helper()
 	ctx := context.Background()
 	b, err := e.Import(ctx, batch.ImportParams{Kind: customers.Name, SourceName: name, Source: bytes.NewReader(src)})
@@ -146,7 +147,7 @@ func TestExportRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if b.Status != batch.StatusFinished || b.Counts[rows.StateSucceeded] != 32 || b.Counts.Total() != 32 || b.SourceName != name {
+			if b.Status != batchtype.StatusFinished || b.Counts[rows.StateSucceeded] != 32 || b.Counts.Total() != 32 || b.SourceName != name {
 				t.Fatalf("%s: export batch %+v", name, b)
 			}
 			sum := sha256.Sum256(file.Bytes())
@@ -260,7 +261,7 @@ func TestExportOutcomes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if b.Counts[rows.StateSucceeded] != tt.written || b.Counts[rows.StateFailed] != int64(len(tt.failed)) || b.Status != batch.StatusFinished {
+		if b.Counts[rows.StateSucceeded] != tt.written || b.Counts[rows.StateFailed] != int64(len(tt.failed)) || b.Status != batchtype.StatusFinished {
 			t.Errorf("%s: counts %v, status %s", tt.format, b.Counts, b.Status)
 		}
 		failed, err := bd.store.RowsList(ctx, batch.RowsListParams{TenantID: "default", BatchID: b.ID, State: rows.StateFailed})

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/processors/customers"
 	"github.com/rowfate/rowfate/rows"
 )
@@ -117,7 +118,7 @@ func TestImportFixturesCorpus(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			byRow := map[int64]batch.Row{}
+			byRow := map[int64]batchtype.Row{}
 			for _, r := range stored {
 				byRow[r.RowNo] = r
 			}

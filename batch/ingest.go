@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/rows/fileformat"
 )
@@ -123,7 +124,7 @@ func openReader(src *bufio.Reader, p ImportParams) (rows.Reader, error) {
 // says (see ImportParams.Conventions), once to check and store the rows.
 // A source that cannot be read (no header, a missing required column, a
 // malformed line) is a *rows.FileError and leaves no batch behind.
-func (e *Engine) Import(ctx context.Context, p ImportParams) (*Batch, error) {
+func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, error) {
 	k, err := e.registry.lookup(p.Kind)
 	if err != nil {
 		return nil, err
@@ -256,7 +257,7 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*Batch, error) {
 // went through. It tries for a while (the database may be restarting),
 // on a context of its own (the caller's may be what was cut off), and
 // finds only an accepted batch.
-func (e *Engine) committedAnyway(ctx context.Context, p ImportParams, src *source, key string) *Batch {
+func (e *Engine) committedAnyway(ctx context.Context, p ImportParams, src *source, key string) *batchtype.Batch {
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), committedLookup)
 	defer cancel()
 	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
@@ -351,7 +352,7 @@ func importError(p ImportParams, err error) error {
 // the batch of that key is returned (Reused) when its content is the same,
 // and ErrKeyReused when not. Without one (NewBatch), a batch of the same
 // kind and content only earns a warning on the new batch.
-func (e *Engine) earlier(ctx context.Context, p ImportParams, src *source, key string) (*Batch, error) {
+func (e *Engine) earlier(ctx context.Context, p ImportParams, src *source, key string) (*batchtype.Batch, error) {
 	if key != "" {
 		b, err := e.store.BatchFind(ctx, BatchFindParams{TenantID: p.TenantID, IdempotencyKey: key})
 		switch {

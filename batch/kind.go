@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/validate"
 )
@@ -524,7 +525,7 @@ func NewRegistry() *Registry {
 // exportKind is a registered ExportKind with its row type erased.
 type exportKind interface {
 	info() KindInfo
-	run(ctx context.Context, e *Engine, p ExportParams) (*Batch, error)
+	run(ctx context.Context, e *Engine, p ExportParams) (*batchtype.Batch, error)
 }
 
 type registeredExport[T any] struct {
@@ -536,7 +537,7 @@ func (r *registeredExport[T]) info() KindInfo {
 	return KindInfo{Name: r.k.Name, Description: r.k.Description, Direction: DirectionExport, Columns: r.columns, Required: []string{}}
 }
 
-func (r *registeredExport[T]) run(ctx context.Context, e *Engine, p ExportParams) (*Batch, error) {
+func (r *registeredExport[T]) run(ctx context.Context, e *Engine, p ExportParams) (*batchtype.Batch, error) {
 	return Export(ctx, e, r.k, p)
 }
 
@@ -586,7 +587,7 @@ func (r *Registry) HasExport(name string) bool {
 
 // Export runs the registered export kind of that name (see the Export
 // function).
-func (e *Engine) Export(ctx context.Context, kind string, p ExportParams) (*Batch, error) {
+func (e *Engine) Export(ctx context.Context, kind string, p ExportParams) (*batchtype.Batch, error) {
 	e.registry.mu.RLock()
 	k, ok := e.registry.exports[kind]
 	e.registry.mu.RUnlock()

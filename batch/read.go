@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -22,7 +23,7 @@ type BatchParams struct {
 
 // Batch returns a batch with its totals; ErrNotFound when the tenant has
 // no such batch.
-func (e *Engine) Batch(ctx context.Context, p BatchParams) (*Batch, error) {
+func (e *Engine) Batch(ctx context.Context, p BatchParams) (*batchtype.Batch, error) {
 	return e.store.BatchGet(ctx, BatchGetParams{TenantID: tenantOr(p.TenantID), ID: p.ID})
 }
 
@@ -35,12 +36,12 @@ type BatchesParams struct {
 	// Limit caps the page. Defaults to 20.
 	Limit int
 	// Status and Kind filter; empty is any.
-	Status Status
+	Status batchtype.Status
 	Kind   string
 }
 
 // Batches returns one page of a tenant's batches, newest first.
-func (e *Engine) Batches(ctx context.Context, p BatchesParams) ([]*Batch, error) {
+func (e *Engine) Batches(ctx context.Context, p BatchesParams) ([]*batchtype.Batch, error) {
 	return e.store.BatchList(ctx, BatchListParams{TenantID: tenantOr(p.TenantID), BeforeID: p.BeforeID, Limit: p.Limit, Status: p.Status, Kind: p.Kind})
 }
 
@@ -53,7 +54,7 @@ type BatchByKeyParams struct {
 
 // BatchByKey returns the batch a tenant created with an idempotency key;
 // ErrNotFound when there is none.
-func (e *Engine) BatchByKey(ctx context.Context, p BatchByKeyParams) (*Batch, error) {
+func (e *Engine) BatchByKey(ctx context.Context, p BatchByKeyParams) (*batchtype.Batch, error) {
 	return e.store.BatchFind(ctx, BatchFindParams{TenantID: tenantOr(p.TenantID), IdempotencyKey: p.IdempotencyKey})
 }
 
@@ -71,7 +72,7 @@ type RowsParams struct {
 
 // Rows returns one page of a batch's rows, each with its state, attempts,
 // errors and cells.
-func (e *Engine) Rows(ctx context.Context, p RowsParams) ([]Row, error) {
+func (e *Engine) Rows(ctx context.Context, p RowsParams) ([]batchtype.Row, error) {
 	return e.store.RowsList(ctx, RowsListParams{TenantID: tenantOr(p.TenantID), BatchID: p.BatchID, State: p.State, AfterRowNo: p.AfterRowNo, Limit: p.Limit})
 }
 
@@ -83,7 +84,7 @@ type RowParams struct {
 }
 
 // Row returns one row; ErrNotFound when the batch has no such row.
-func (e *Engine) Row(ctx context.Context, p RowParams) (*Row, error) {
+func (e *Engine) Row(ctx context.Context, p RowParams) (*batchtype.Row, error) {
 	rs, err := e.store.RowsList(ctx, RowsListParams{TenantID: tenantOr(p.TenantID), BatchID: p.BatchID, AfterRowNo: p.RowNo - 1, Limit: 1})
 	if err != nil {
 		return nil, err
@@ -108,7 +109,7 @@ type EventsParams struct {
 // Events returns one page of a batch's events in order. ErrCursorExpired
 // when events after the cursor were trimmed, ErrCursorAhead when the
 // cursor is beyond the newest.
-func (e *Engine) Events(ctx context.Context, p EventsParams) ([]Event, error) {
+func (e *Engine) Events(ctx context.Context, p EventsParams) ([]batchtype.Event, error) {
 	return e.store.EventsList(ctx, EventsListParams{TenantID: tenantOr(p.TenantID), BatchID: p.BatchID, AfterSeq: p.AfterSeq, Limit: p.Limit})
 }
 
@@ -124,13 +125,13 @@ type HistoryParams struct {
 
 // History returns one page of a batch's re-runs, edits, skips and
 // settlements, oldest first.
-func (e *Engine) History(ctx context.Context, p HistoryParams) ([]HistoryEntry, error) {
+func (e *Engine) History(ctx context.Context, p HistoryParams) ([]batchtype.HistoryEntry, error) {
 	return e.store.HistoryList(ctx, HistoryListParams{TenantID: tenantOr(p.TenantID), BatchID: p.BatchID, AfterID: p.AfterID, Limit: p.Limit})
 }
 
 // SchemaStatus says where the database's schema stands against this
 // build: a service is ready only when it is current.
-func (e *Engine) SchemaStatus(ctx context.Context) (SchemaStatus, error) {
+func (e *Engine) SchemaStatus(ctx context.Context) (batchtype.SchemaStatus, error) {
 	return e.store.SchemaStatus(ctx)
 }
 

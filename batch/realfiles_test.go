@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/processors/customers"
 	"github.com/rowfate/rowfate/rows"
 )
@@ -170,7 +171,7 @@ func TestRealFiles(t *testing.T) {
 }
 
 // importAndWorkParams imports a file with p and works its rows to the end.
-func importAndWorkParams(t *testing.T, e *batch.Engine, path string, p batch.ImportParams) (*batch.Batch, error) {
+func importAndWorkParams(t *testing.T, e *batch.Engine, path string, p batch.ImportParams) (*batchtype.Batch, error) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -198,7 +199,7 @@ func checkRows(t *testing.T, bd *bundle, name string, id int64, codes map[int64]
 	if err != nil {
 		t.Fatal(err)
 	}
-	byRow := map[int64]batch.Row{}
+	byRow := map[int64]batchtype.Row{}
 	for _, r := range stored {
 		byRow[r.RowNo] = r
 	}

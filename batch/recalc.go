@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -140,7 +141,7 @@ var ErrBadParams = errors.New("bad parameters")
 // the same single-connection SQLite database could not be) and memory
 // stays flat however many rows it has; the batch records the kind's
 // parameters (Batch.Recalc).
-func (e *Engine) Recalc(ctx context.Context, p RecalcParams) (*Batch, error) {
+func (e *Engine) Recalc(ctx context.Context, p RecalcParams) (*batchtype.Batch, error) {
 	if p.TenantID == "" {
 		p.TenantID = DefaultTenant
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/rows/fileformat"
 )
@@ -112,7 +113,7 @@ func (e *Engine) ErrorReport(ctx context.Context, p ErrorReportParams, w io.Writ
 // short (ragged) row gets empty cells; the cells of a long one beyond the
 // header are kept, under columns named "extra 1", "extra 2", ...: a report
 // never drops what the file had.
-func reportColumns(reg *Registry, b *Batch) ([]int, []string) {
+func reportColumns(reg *Registry, b *batchtype.Batch) ([]int, []string) {
 	unknown := map[string]bool{}
 	if m, err := reg.MapHeader(b.Kind, b.Header, b.Conventions); err == nil {
 		for _, u := range m.Unknown {

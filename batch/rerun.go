@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -41,20 +42,20 @@ type RerunParams struct {
 
 // RerunResult says what a re-run did.
 type RerunResult struct {
-	Batch *Batch `json:"batch"`
+	Batch *batchtype.Batch
 	// Reparsed are stored rows parsed again; Added are new rows of the
 	// file. Valid and Invalid split the two by their new outcome.
-	Reparsed int64 `json:"reparsed"`
-	Added    int64 `json:"added"`
-	Valid    int64 `json:"valid"`
-	Invalid  int64 `json:"invalid"`
+	Reparsed int64
+	Added    int64
+	Valid    int64
+	Invalid  int64
 	// Kept are rows the file had that match a completed, skipped or
 	// reviewed row: those were left as they are.
-	Kept int64 `json:"kept"`
+	Kept int64
 	// MatchedBy says how file rows were matched: "row" (an error report's
 	// row column), "key" (the kind's natural key) or "row number"; ""
 	// without a file.
-	MatchedBy string `json:"matched_by,omitempty"`
+	MatchedBy string
 }
 
 // reparsable reports whether a re-run parses a row in state s again: not
@@ -135,7 +136,7 @@ func (e *Engine) Rerun(ctx context.Context, p RerunParams) (*RerunResult, error)
 
 // rerunnable refuses a re-run that would touch rows under a lease or whose
 // outcome is unknown, naming them and what to do.
-func (e *Engine) rerunnable(ctx context.Context, b *Batch) error {
+func (e *Engine) rerunnable(ctx context.Context, b *batchtype.Batch) error {
 	for _, s := range []rows.State{rows.StateUnknown, rows.StateProcessing} {
 		n := b.Counts[s]
 		if n == 0 {
@@ -166,7 +167,7 @@ func (e *Engine) rerunnable(ctx context.Context, b *Batch) error {
 // scanStored reads the batch's rows once: their states, the natural keys
 // that take part in the duplicate check, and the values of the rows a
 // re-run may parse again.
-func (e *Engine) scanStored(ctx context.Context, b *Batch, k kind, m *rows.Mapping) (*stored, error) {
+func (e *Engine) scanStored(ctx context.Context, b *batchtype.Batch, k kind, m *rows.Mapping) (*stored, error) {
 	st := &stored{byRow: map[int64]*storedRow{}, byKey: map[[16]byte][]int64{}}
 	var after int64
 	for {
@@ -198,7 +199,7 @@ func (e *Engine) scanStored(ctx context.Context, b *Batch, k kind, m *rows.Mappi
 // rerunPlan is a re-run being worked out: which rows get which values.
 type rerunPlan struct {
 	e      *Engine
-	b      *Batch
+	b      *batchtype.Batch
 	k      kind
 	mb     *rows.Mapping
 	st     *stored

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/store/storetest"
 )
@@ -150,7 +151,7 @@ func TestRerunFromErrorReport(t *testing.T) {
 			t.Fatalf("the duplicate after the re-run: %+v, %v", dup, err)
 		}
 		got, err := bd.store.BatchGet(ctx, batch.BatchGetParams{TenantID: batch.DefaultTenant, ID: b.ID})
-		if err != nil || got.Status != batch.StatusFinished {
+		if err != nil || got.Status != batchtype.StatusFinished {
 			t.Fatalf("batch: %+v, %v", got, err)
 		}
 		var counted int64
@@ -272,7 +273,7 @@ func TestRerunRefusesUnknownAndReopensCancelled(t *testing.T) {
 			t.Fatal(err)
 		}
 		res, err := e.Rerun(ctx, batch.RerunParams{BatchID: b.ID})
-		if err != nil || res.Reparsed != 1000 || res.Batch.Status != batch.StatusRunning {
+		if err != nil || res.Reparsed != 1000 || res.Batch.Status != batchtype.StatusRunning {
 			t.Fatalf("re-run of the cancelled batch: %+v, %v", res, err)
 		}
 		work(t, e, b.ID)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -44,7 +45,7 @@ type SkipRowParams struct {
 }
 
 // reviewable refuses a review of a row in a state it must not change.
-func reviewable(b *Batch, r *Row) error {
+func reviewable(b *batchtype.Batch, r *batchtype.Row) error {
 	switch {
 	case r.State.Protected():
 		return fmt.Errorf("row %d of batch %d is %s: %w: completed or reviewed work is kept as it is", r.RowNo, b.ID, r.State, ErrRowLocked)
@@ -57,7 +58,7 @@ func reviewable(b *Batch, r *Row) error {
 }
 
 // row reads one stored row.
-func (e *Engine) row(ctx context.Context, tenant string, id, rowNo int64) (*Batch, *Row, error) {
+func (e *Engine) row(ctx context.Context, tenant string, id, rowNo int64) (*batchtype.Batch, *batchtype.Row, error) {
 	b, err := e.store.BatchGet(ctx, BatchGetParams{TenantID: tenant, ID: id})
 	if err != nil {
 		return nil, nil, err
@@ -79,7 +80,7 @@ func (e *Engine) row(ctx context.Context, tenant string, id, rowNo int64) (*Batc
 // edit is written under its chunk's lock, as a flush is, with the chunk's
 // recount, a history entry and an event. A completed, skipped, processing
 // or unknown row is ErrRowLocked.
-func (e *Engine) EditRow(ctx context.Context, p EditRowParams) (*Row, error) {
+func (e *Engine) EditRow(ctx context.Context, p EditRowParams) (*batchtype.Row, error) {
 	if p.TenantID == "" {
 		p.TenantID = DefaultTenant
 	}
@@ -163,7 +164,7 @@ func columnIndex(m *rows.Mapping, header []string, col string) int {
 
 // keyTaken returns the first other row of the batch, not invalid, with the
 // natural key; 0 when none.
-func (e *Engine) keyTaken(ctx context.Context, b *Batch, k kind, m *rows.Mapping, key string, self int64) (int64, error) {
+func (e *Engine) keyTaken(ctx context.Context, b *batchtype.Batch, k kind, m *rows.Mapping, key string, self int64) (int64, error) {
 	want := keyDigest(key)
 	var after int64
 	for {

@@ -13,16 +13,8 @@ type (
 	Store = driver.Store
 	// KindStore is driver.KindStore: stored kind definitions, versioned.
 	KindStore = driver.KindStore
-	// KindDefinition is one stored version of a kind's definition.
-	KindDefinition = driver.KindDefinition
 	// KindPutParams are the parameters of KindStore.KindPut.
 	KindPutParams = driver.KindPutParams
-	// Status is a batch's lifecycle state.
-	Status = driver.Status
-	// Batch is one import, export or recalculation with its totals.
-	Batch = driver.Batch
-	// Row is one stored row with its outcome.
-	Row = driver.Row
 	// IngestRow is a validated row handed to the store at ingest.
 	IngestRow = driver.IngestRow
 	// IngestSummary is known once every row has been read.
@@ -59,8 +51,6 @@ type (
 	RowsListParams = driver.RowsListParams
 	// RowsCountParams are the parameters of Store.RowsCount.
 	RowsCountParams = driver.RowsCountParams
-	// SchemaStatus is where a database's schema stands.
-	SchemaStatus = driver.SchemaStatus
 	// EffectRef is one row's effect to claim.
 	EffectRef = driver.EffectRef
 	// EffectsClaimParams are the parameters of Store.EffectsClaim.
@@ -75,14 +65,8 @@ type (
 	RowsRetryParams = driver.RowsRetryParams
 	// RowSettleParams are the parameters of Store.RowSettle.
 	RowSettleParams = driver.RowSettleParams
-	// Worker is a worker credential.
-	Worker = driver.Worker
 	// WorkerCreateParams are the parameters of Store.WorkerCreate.
 	WorkerCreateParams = driver.WorkerCreateParams
-	// Event is one entry of a batch's event log.
-	Event = driver.Event
-	// EventType says what changed a batch.
-	EventType = driver.EventType
 	// EventsListParams are the parameters of Store.EventsList.
 	EventsListParams = driver.EventsListParams
 	// EventsTrimParams are the parameters of Store.EventsTrim.
@@ -91,8 +75,6 @@ type (
 	BatchRerunParams = driver.BatchRerunParams
 	// RowReviewParams are the parameters of Store.RowReview.
 	RowReviewParams = driver.RowReviewParams
-	// HistoryEntry is one recorded re-run, edit or skip.
-	HistoryEntry = driver.HistoryEntry
 	// HistoryListParams are the parameters of Store.HistoryList.
 	HistoryListParams = driver.HistoryListParams
 	// EventNotifier is a store that tells of events as they commit.
@@ -106,13 +88,6 @@ const (
 	EffectDone    = driver.EffectDone
 	EffectPending = driver.EffectPending
 	EffectReused  = driver.EffectReused
-)
-
-// Batch statuses.
-const (
-	StatusRunning   = driver.StatusRunning
-	StatusFinished  = driver.StatusFinished
-	StatusCancelled = driver.StatusCancelled
 )
 
 // Sentinel errors; match with errors.Is.

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/internal/failpoint"
 )
 
@@ -242,10 +243,10 @@ func (e *Engine) done(ctx context.Context, r *run) (bool, error) {
 			}
 			return false, fmt.Errorf("check batch %d: %w", r.p.BatchID, err)
 		}
-		if b.Status != StatusRunning && b.Status != StatusCancelled {
+		if b.Status != batchtype.StatusRunning && b.Status != batchtype.StatusCancelled {
 			return true, nil
 		}
-		cancelled = b.Status == StatusCancelled
+		cancelled = b.Status == batchtype.StatusCancelled
 		if !e.registry.Has(b.Kind) {
 			return false, fmt.Errorf("batch %d is of kind %q, which this engine does not know: %w", b.ID, b.Kind, ErrUnknownKind)
 		}
@@ -322,7 +323,7 @@ func (u *unknownKinds) list() []string {
 
 // findBatch looks p.BatchID up under each tenant of the scope (the default
 // tenant when the scope is empty) and returns it, or ErrNotFound.
-func (e *Engine) findBatch(ctx context.Context, p WorkParams) (*Batch, error) {
+func (e *Engine) findBatch(ctx context.Context, p WorkParams) (*batchtype.Batch, error) {
 	tenants := p.TenantIDs
 	if len(tenants) == 0 {
 		tenants = []string{DefaultTenant}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/internal/teststore"
 	"github.com/rowfate/rowfate/processors"
 	"github.com/rowfate/rowfate/rows"
@@ -106,7 +107,7 @@ func newEnv(t *testing.T, cfg processors.Config) *env {
 
 // importAndWork imports a file as a new batch, even one imported before
 // (NewBatch), and works it to the end.
-func (e *env) importAndWork(t *testing.T, kind, tenant, file string) *batch.Batch {
+func (e *env) importAndWork(t *testing.T, kind, tenant, file string) *batchtype.Batch {
 	t.Helper()
 	ctx := t.Context()
 	b, err := e.eng.Import(ctx, batch.ImportParams{TenantID: tenant, Kind: kind, SourceName: "customers.csv", Source: strings.NewReader(file), NewBatch: true})

@@ -26,11 +26,12 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 )
 
 // Source is the event log a Broadcaster reads: a store.
 type Source interface {
-	EventsList(ctx context.Context, params driver.EventsListParams) ([]driver.Event, error)
+	EventsList(ctx context.Context, params driver.EventsListParams) ([]batchtype.Event, error)
 }
 
 // ErrSlowConsumer ends a subscription whose reader did not take a message
@@ -55,14 +56,14 @@ const (
 
 // Message is what a subscriber receives.
 type Message struct {
-	Type  MessageType   `json:"type"`
-	Event *driver.Event `json:"event,omitempty"`
+	Type  MessageType
+	Event *batchtype.Event
 	// Replay marks an event read from the log after the subscriber's
 	// cursor, before the live stream: replays are not rate-limited.
-	Replay bool `json:"replay,omitempty"`
+	Replay bool
 	// Cursor is what to resume from: the event's seq, or for
 	// cursor_expired the seq the stream goes on after.
-	Cursor int64 `json:"cursor"`
+	Cursor int64
 }
 
 // Config configures a Broadcaster. The zero value is usable.
@@ -224,7 +225,7 @@ func (b *Broadcaster) Subscribe(ctx context.Context, p SubscribeParams) (*Subscr
 
 // read reads one page of the log after a cursor. A cursor that expired is
 // not an error: expired says where the log goes on.
-func (b *Broadcaster) read(ctx context.Context, tenant string, batchID, after int64) ([]driver.Event, *driver.CursorExpiredError, error) {
+func (b *Broadcaster) read(ctx context.Context, tenant string, batchID, after int64) ([]batchtype.Event, *driver.CursorExpiredError, error) {
 	evs, err := b.src.EventsList(ctx, driver.EventsListParams{TenantID: tenant, BatchID: batchID, AfterSeq: after, Limit: pageSize})
 	var ce *driver.CursorExpiredError
 	if errors.As(err, &ce) {
@@ -285,7 +286,7 @@ type feed struct {
 	// where the log stands.
 	head int64
 	// recent are the events up to head, contiguous, at most cfg.Recent.
-	recent []driver.Event
+	recent []batchtype.Event
 	// changed is closed, and replaced, when head moves.
 	changed chan struct{}
 	// gone is set when the batch was not found: subscribers end.
@@ -371,7 +372,7 @@ func (f *feed) fetch(ctx context.Context) error {
 }
 
 // add appends events that follow head.
-func (f *feed) add(evs []driver.Event) {
+func (f *feed) add(evs []batchtype.Event) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, ev := range evs {
@@ -389,14 +390,14 @@ func (f *feed) add(evs []driver.Event) {
 
 // seed tells the feed where a subscriber's replay ended: a feed that has
 // not read that far starts there.
-func (f *feed) seed(head int64, tail []driver.Event) {
+func (f *feed) seed(head int64, tail []batchtype.Event) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.head >= head {
 		return
 	}
 	f.head = head
-	f.recent = append([]driver.Event(nil), tail[max(0, len(tail)-f.b.cfg.Recent):]...)
+	f.recent = append([]batchtype.Event(nil), tail[max(0, len(tail)-f.b.cfg.Recent):]...)
 	if len(f.recent) > 0 && f.recent[len(f.recent)-1].Seq != head {
 		f.recent = nil
 	}
@@ -413,7 +414,7 @@ func (f *feed) signal() {
 // after returns the events after seq that the feed holds, whether it holds
 // all of them (false: read the store), and the channel closed at the
 // next change.
-func (f *feed) after(seq int64) (evs []driver.Event, ok bool, changed <-chan struct{}, gone bool) {
+func (f *feed) after(seq int64) (evs []batchtype.Event, ok bool, changed <-chan struct{}, gone bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.head < 0 || seq >= f.head {
@@ -467,10 +468,10 @@ func (u *subscriber) expired(ctx context.Context, e *driver.CursorExpiredError) 
 	return u.send(ctx, Message{Type: MessageCursorExpired, Cursor: to})
 }
 
-func (u *subscriber) run(ctx context.Context, first []driver.Event, exp *driver.CursorExpiredError) error {
+func (u *subscriber) run(ctx context.Context, first []batchtype.Event, exp *driver.CursorExpiredError) error {
 	// Replay: the log after the cursor, page by page, unthrottled.
 	page := first
-	var tail []driver.Event
+	var tail []batchtype.Event
 	for {
 		if exp != nil {
 			if err := u.expired(ctx, exp); err != nil {
@@ -552,7 +553,7 @@ func (u *subscriber) live(ctx context.Context) error {
 // pick returns the event to send from the pending ones, in order: the
 // first, or when it may be coalesced, the last of the run of coalescable
 // events it starts.
-func pick(evs []driver.Event) driver.Event {
+func pick(evs []batchtype.Event) batchtype.Event {
 	i := 0
 	for i+1 < len(evs) && evs[i].Coalescable() && evs[i+1].Coalescable() {
 		i++

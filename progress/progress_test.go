@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/internal/testdb"
 	"github.com/rowfate/rowfate/internal/testenv"
 	"github.com/rowfate/rowfate/progress"
@@ -42,7 +43,7 @@ func postgresStore(t *testing.T) driver.Store {
 }
 
 // ingest stores a batch of n valid rows in chunks of size.
-func ingest(t *testing.T, s driver.Store, n, size int) *driver.Batch {
+func ingest(t *testing.T, s driver.Store, n, size int) *batchtype.Batch {
 	t.Helper()
 	seq := func(yield func(driver.IngestRow, error) bool) {
 		for i := range n {
@@ -172,13 +173,13 @@ func TestReplayThenLive(t *testing.T) {
 			if err := <-errc; err != nil {
 				t.Fatal(err)
 			}
-			if m := r.msgs[0]; !m.Replay || m.Event.Type != driver.EventStarted || m.Event.Seq != 1 {
+			if m := r.msgs[0]; !m.Replay || m.Event.Type != batchtype.EventStarted || m.Event.Seq != 1 {
 				t.Fatalf("first message = %+v", m)
 			}
 			var paused, resumed bool
 			for _, m := range r.msgs {
-				paused = paused || m.Event.Type == driver.EventPaused
-				resumed = resumed || m.Event.Type == driver.EventResumed
+				paused = paused || m.Event.Type == batchtype.EventPaused
+				resumed = resumed || m.Event.Type == batchtype.EventResumed
 			}
 			if !paused || !resumed {
 				t.Fatalf("a lifecycle event was dropped (paused %v, resumed %v)", paused, resumed)
@@ -255,7 +256,7 @@ func TestPollingWithoutNotifications(t *testing.T) {
 // quiet hides the store's notifications.
 type quiet struct{ s driver.Store }
 
-func (q quiet) EventsList(ctx context.Context, p driver.EventsListParams) ([]driver.Event, error) {
+func (q quiet) EventsList(ctx context.Context, p driver.EventsListParams) ([]batchtype.Event, error) {
 	return q.s.EventsList(ctx, p)
 }
 

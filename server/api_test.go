@@ -27,6 +27,7 @@ import (
 
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/filestore"
 	"github.com/rowfate/rowfate/internal/testdb"
 	"github.com/rowfate/rowfate/internal/testenv"
@@ -84,7 +85,7 @@ func newAPI(t testing.TB, s driver.Store, db *sql.DB, dialect customers.Dialect,
 		t.Fatal(err)
 	}
 	ss := s.(driver.ServiceStore)
-	for _, tok := range []struct{ tenant, role, token string }{{"acme", driver.RoleAdmin, adminA}, {"acme", driver.RoleViewer, viewerA}, {"globex", driver.RoleAdmin, adminB}} {
+	for _, tok := range []struct{ tenant, role, token string }{{"acme", batchtype.RoleAdmin, adminA}, {"acme", batchtype.RoleViewer, viewerA}, {"globex", batchtype.RoleAdmin, adminB}} {
 		if _, err := ss.TokenCreate(ctx, driver.TokenCreateParams{TenantID: tok.tenant, Name: tok.role + "-" + tok.tenant, Role: tok.role, TokenHash: server.TokenHash(tok.token)}); err != nil {
 			t.Fatal(err)
 		}
@@ -412,7 +413,7 @@ func TestAPIAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	created, err := ss.TokenCreate(context.Background(), driver.TokenCreateParams{TenantID: "acme", Name: "tmp", Role: driver.RoleAdmin, TokenHash: server.TokenHash(tok)})
+	created, err := ss.TokenCreate(context.Background(), driver.TokenCreateParams{TenantID: "acme", Name: "tmp", Role: batchtype.RoleAdmin, TokenHash: server.TokenHash(tok)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,13 +13,14 @@ import (
 	"strings"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 )
 
 // Principal is who a request acts for.
 type Principal struct {
 	// TenantID scopes everything the request reads.
 	TenantID string
-	// Role is driver.RoleAdmin (reads and acts) or driver.RoleViewer
+	// Role is batchtype.RoleAdmin (reads and acts) or batchtype.RoleViewer
 	// (reads only).
 	Role string
 	// Name names the credential, for the history of what it changed.
@@ -27,7 +28,7 @@ type Principal struct {
 }
 
 // CanAct reports whether the principal may change anything.
-func (p Principal) CanAct() bool { return p.Role == driver.RoleAdmin }
+func (p Principal) CanAct() bool { return p.Role == batchtype.RoleAdmin }
 
 // Actor is how the principal is recorded in a batch's history.
 func (p Principal) Actor() string {
@@ -70,7 +71,7 @@ func (a *StaticToken) Authenticate(r *http.Request) (Principal, error) {
 	if subtle.ConstantTimeCompare(d[:], a.digest[:]) != 1 {
 		return Principal{}, ErrUnauthenticated
 	}
-	return Principal{TenantID: a.tenant, Role: driver.RoleAdmin, Name: "static"}, nil
+	return Principal{TenantID: a.tenant, Role: batchtype.RoleAdmin, Name: "static"}, nil
 }
 
 // TokenPrefix starts every API token, so that a token pasted where it
@@ -97,7 +98,7 @@ func TokenHash(token string) string {
 
 // TokenStore is what StoreTokens reads of the store.
 type TokenStore interface {
-	TokenAuth(ctx context.Context, tokenHash string) (*driver.Token, error)
+	TokenAuth(ctx context.Context, tokenHash string) (*batchtype.Token, error)
 }
 
 // StoreTokens authenticates the API tokens kept in the store (`batchctl
@@ -167,5 +168,5 @@ type Insecure struct{ TenantID string }
 
 // Authenticate implements Authenticator.
 func (a Insecure) Authenticate(*http.Request) (Principal, error) {
-	return Principal{TenantID: a.TenantID, Role: driver.RoleAdmin, Name: "insecure-dev"}, nil
+	return Principal{TenantID: a.TenantID, Role: batchtype.RoleAdmin, Name: "insecure-dev"}, nil
 }

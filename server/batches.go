@@ -12,7 +12,7 @@ import (
 	"slices"
 
 	"github.com/rowfate/rowfate/batch"
-	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/filestore"
 	"github.com/rowfate/rowfate/rows"
 )
@@ -57,7 +57,7 @@ func (s *Server) kinds(w http.ResponseWriter, _ *http.Request, _ Principal) erro
 }
 
 // batchStatuses are the statuses a list may filter by.
-var batchStatuses = []string{"ingesting", string(driver.StatusRunning), string(driver.StatusFinished), string(driver.StatusCancelled)}
+var batchStatuses = []string{"ingesting", string(batchtype.StatusRunning), string(batchtype.StatusFinished), string(batchtype.StatusCancelled)}
 
 func (s *Server) listBatches(w http.ResponseWriter, r *http.Request, p Principal) error {
 	limit, before, err := pageParams(r, "before", 20, 200)
@@ -71,11 +71,11 @@ func (s *Server) listBatches(w http.ResponseWriter, r *http.Request, p Principal
 	}
 	kind := q.Get("kind")
 	bs, err := s.cfg.Engine.Batches(r.Context(), batch.BatchesParams{TenantID: p.TenantID, BeforeID: before, Limit: int(limit) + 1,
-		Status: batch.Status(status), Kind: kind})
+		Status: batchtype.Status(status), Kind: kind})
 	if err != nil {
 		return err
 	}
-	bs, next := keyset(bs, limit, func(b *batch.Batch) int64 { return b.ID })
+	bs, next := keyset(bs, limit, func(b *batchtype.Batch) int64 { return b.ID })
 	out := make([]*BatchView, len(bs))
 	for i, b := range bs {
 		out[i] = view(b)
@@ -94,7 +94,7 @@ func (s *Server) getBatch(w http.ResponseWriter, r *http.Request, p Principal) e
 }
 
 // batch reads the path's batch with the caller's tenant.
-func (s *Server) batch(r *http.Request, p Principal) (*batch.Batch, error) {
+func (s *Server) batch(r *http.Request, p Principal) (*batchtype.Batch, error) {
 	id, err := pathInt(r, "id")
 	if err != nil {
 		return nil, err
@@ -192,7 +192,7 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request, p Principal
 }
 
 // importKept imports a file kept for the tenant.
-func (s *Server) importKept(r *http.Request, tenant string, up *upload, params batch.ImportParams) (*batch.Batch, error) {
+func (s *Server) importKept(r *http.Request, tenant string, up *upload, params batch.ImportParams) (*batchtype.Batch, error) {
 	if len(params.IdempotencyKey) > 255 {
 		return nil, badRequestf("the Idempotency-Key is longer than 255 characters")
 	}
@@ -424,22 +424,22 @@ func rejected(err error, pv *PreviewView) error {
 }
 
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request, p Principal) error {
-	return s.control(w, r, p, func(id int64) (*batch.Batch, error) { return s.cfg.Engine.Cancel(r.Context(), p.TenantID, id) })
+	return s.control(w, r, p, func(id int64) (*batchtype.Batch, error) { return s.cfg.Engine.Cancel(r.Context(), p.TenantID, id) })
 }
 
 func (s *Server) pause(w http.ResponseWriter, r *http.Request, p Principal) error {
-	return s.control(w, r, p, func(id int64) (*batch.Batch, error) {
+	return s.control(w, r, p, func(id int64) (*batchtype.Batch, error) {
 		return s.cfg.Engine.PauseBatch(r.Context(), p.TenantID, id, true)
 	})
 }
 
 func (s *Server) resume(w http.ResponseWriter, r *http.Request, p Principal) error {
-	return s.control(w, r, p, func(id int64) (*batch.Batch, error) {
+	return s.control(w, r, p, func(id int64) (*batchtype.Batch, error) {
 		return s.cfg.Engine.PauseBatch(r.Context(), p.TenantID, id, false)
 	})
 }
 
-func (s *Server) control(w http.ResponseWriter, r *http.Request, _ Principal, f func(int64) (*batch.Batch, error)) error {
+func (s *Server) control(w http.ResponseWriter, r *http.Request, _ Principal, f func(int64) (*batchtype.Batch, error)) error {
 	id, err := pathInt(r, "id")
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/internal/testdb"
 	"github.com/rowfate/rowfate/processors/customers"
 	"github.com/rowfate/rowfate/rows"
@@ -62,7 +63,7 @@ func BenchmarkWorkWatched(b *testing.B) {
 
 func checkDone(b *testing.B, s driver.Store, id int64) {
 	bt, err := s.BatchGet(context.Background(), driver.BatchGetParams{TenantID: tenant, ID: id})
-	if err != nil || bt.Status != driver.StatusFinished {
+	if err != nil || bt.Status != batchtype.StatusFinished {
 		b.Fatalf("batch %d: %+v, %v", id, bt, err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/internal/testenv"
 	"github.com/rowfate/rowfate/server"
 )
@@ -31,7 +32,7 @@ func TestStreamClosedOnRevocation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			created, err := ss.TokenCreate(ctx, driver.TokenCreateParams{TenantID: "acme", Name: "watcher", Role: driver.RoleViewer, TokenHash: server.TokenHash(tok)})
+			created, err := ss.TokenCreate(ctx, driver.TokenCreateParams{TenantID: "acme", Name: "watcher", Role: batchtype.RoleViewer, TokenHash: server.TokenHash(tok)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,7 +81,7 @@ func TestStreamClosedOnRevocation(t *testing.T) {
 				if err != nil {
 					t.Fatalf("the stream of a valid token: %v", err)
 				}
-				if m.Event != nil && m.Event.Type == driver.EventPaused {
+				if m.Event != nil && m.Event.Type == string(batchtype.EventPaused) {
 					break
 				}
 			}

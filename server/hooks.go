@@ -14,6 +14,7 @@ import (
 
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/webhook"
 	"github.com/rowfate/rowfate/webhook/outbox"
@@ -238,7 +239,7 @@ func (s *Server) listEndpoints(w http.ResponseWriter, r *http.Request, p Princip
 	if err != nil {
 		return err
 	}
-	out := make([]endpointView, len(eps))
+	out := make([]EndpointView, len(eps))
 	for i := range eps {
 		out[i] = viewEndpoint(&eps[i])
 		out[i].Secret = ""
@@ -297,15 +298,15 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, p Princi
 		return err
 	}
 	status := r.URL.Query().Get("status")
-	if status != "" && !slices.Contains([]string{driver.DeliveryPending, driver.DeliveryDelivered, driver.DeliveryDead}, status) {
+	if status != "" && !slices.Contains([]string{batchtype.DeliveryPending, batchtype.DeliveryDelivered, batchtype.DeliveryDead}, status) {
 		return badRequestf("status=%q: want pending, delivered or dead", status)
 	}
 	ds, err := s.cfg.Service.DeliveriesList(r.Context(), driver.DeliveriesListParams{TenantID: p.TenantID, Status: status, BeforeID: before, Limit: int(limit) + 1})
 	if err != nil {
 		return err
 	}
-	ds, next := keyset(ds, limit, func(d driver.Delivery) int64 { return d.ID })
-	out := make([]deliveryView, len(ds))
+	ds, next := keyset(ds, limit, func(d batchtype.Delivery) int64 { return d.ID })
+	out := make([]DeliveryView, len(ds))
 	for i := range ds {
 		out[i] = viewDelivery(&ds[i])
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -29,13 +30,13 @@ func (s *Server) listRows(w http.ResponseWriter, r *http.Request, p Principal) e
 	if err != nil {
 		return err
 	}
-	page, next := keyset(page, limit, func(r batch.Row) int64 { return r.RowNo })
+	page, next := keyset(page, limit, func(r batchtype.Row) int64 { return r.RowNo })
 	writeJSON(w, http.StatusOK, map[string]any{"rows": viewRows(page), "next_after": next})
 	return nil
 }
 
 // row reads the path's row.
-func (s *Server) row(r *http.Request, p Principal) (*batch.Batch, *batch.Row, error) {
+func (s *Server) row(r *http.Request, p Principal) (*batchtype.Batch, *batchtype.Row, error) {
 	b, err := s.batch(r, p)
 	if err != nil {
 		return nil, nil, err
@@ -127,7 +128,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, p Principal) er
 	if err != nil {
 		return err
 	}
-	page, next := keyset(page, limit, func(h batch.HistoryEntry) int64 { return h.ID })
+	page, next := keyset(page, limit, func(h batchtype.HistoryEntry) int64 { return h.ID })
 	writeJSON(w, http.StatusOK, map[string]any{"history": viewHistory(page), "next_after": next})
 	return nil
 }

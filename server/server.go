@@ -28,6 +28,7 @@ import (
 
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/filestore"
 	"github.com/rowfate/rowfate/progress"
 )
@@ -35,8 +36,8 @@ import (
 // Store is what the server reads of the store for the event stream and
 // readiness.
 type Store interface {
-	EventsList(ctx context.Context, params driver.EventsListParams) ([]driver.Event, error)
-	SchemaStatus(ctx context.Context) (driver.SchemaStatus, error)
+	EventsList(ctx context.Context, params driver.EventsListParams) ([]batchtype.Event, error)
+	SchemaStatus(ctx context.Context) (batchtype.SchemaStatus, error)
 }
 
 // Config configures a Server.

@@ -17,6 +17,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/internal/testdb"
 	"github.com/rowfate/rowfate/internal/testenv"
 	"github.com/rowfate/rowfate/progress"
@@ -126,7 +127,7 @@ func body(resp *http.Response) string {
 }
 
 // ingest stores a batch of n valid rows in chunks of size.
-func ingest(t testing.TB, s driver.Store, tenantID string, n, size int) *driver.Batch {
+func ingest(t testing.TB, s driver.Store, tenantID string, n, size int) *batchtype.Batch {
 	t.Helper()
 	seq := func(yield func(driver.IngestRow, error) bool) {
 		for i := range n {
@@ -164,9 +165,9 @@ func work(ctx context.Context, s driver.Store, id int64, pause time.Duration) er
 	return ctx.Err()
 }
 
-func read(t testing.TB, c *websocket.Conn) (progress.Message, error) {
+func read(t testing.TB, c *websocket.Conn) (server.StreamMessage, error) {
 	t.Helper()
-	var m progress.Message
+	var m server.StreamMessage
 	_, b, err := c.ReadMessage()
 	if err != nil {
 		return m, err

@@ -15,8 +15,10 @@ import (
 
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/internal/testenv"
 	"github.com/rowfate/rowfate/progress"
+	"github.com/rowfate/rowfate/server"
 )
 
 // Order is the row type of the tests' kind.
@@ -56,7 +58,7 @@ func orders(n int) io.Reader {
 	return strings.NewReader(b.String())
 }
 
-func importOrders(t testing.TB, e *batch.Engine, n int) *batch.Batch {
+func importOrders(t testing.TB, e *batch.Engine, n int) *batchtype.Batch {
 	t.Helper()
 	b, err := e.Import(context.Background(), batch.ImportParams{TenantID: tenant, Kind: "orders", SourceName: "orders.csv", Source: orders(n)})
 	if err != nil {
@@ -67,7 +69,7 @@ func importOrders(t testing.TB, e *batch.Engine, n int) *batch.Batch {
 
 // got is one subscriber's messages.
 type got struct {
-	msgs []progress.Message
+	msgs []server.StreamMessage
 	at   []time.Time
 	err  error
 }
@@ -77,7 +79,7 @@ func follow(t testing.TB, c *websocket.Conn) got {
 	var g got
 	_ = c.SetReadDeadline(time.Now().Add(testenv.Patience(t)))
 	for {
-		var m progress.Message
+		var m server.StreamMessage
 		if err := c.ReadJSON(&m); err != nil {
 			g.err = err
 			return g
@@ -90,9 +92,9 @@ func follow(t testing.TB, c *websocket.Conn) got {
 }
 
 // logOf reads a batch's whole event log from the store.
-func logOf(t testing.TB, s driver.Store, id int64) []driver.Event {
+func logOf(t testing.TB, s driver.Store, id int64) []batchtype.Event {
 	t.Helper()
-	var all []driver.Event
+	var all []batchtype.Event
 	for {
 		var after int64
 		if len(all) > 0 {
@@ -178,7 +180,7 @@ func TestFiftySubscribers(t *testing.T) {
 			seen   = map[int64]bool{}
 		)
 		for j, m := range g.msgs {
-			if m.Type != progress.MessageEvent {
+			if m.Type != string(progress.MessageEvent) {
 				t.Fatalf("subscriber %d: message %+v", i, m)
 			}
 			if m.Event.Seq <= last {
@@ -263,7 +265,7 @@ func TestResumeAfterDisconnects(t *testing.T) {
 				take := 1 + rng.IntN(60)
 				final := false
 				for ; take > 0 && !final; take-- {
-					var m progress.Message
+					var m server.StreamMessage
 					if err := c.ReadJSON(&m); err != nil {
 						t.Errorf("client %d: %v", i, err)
 						c.Close()

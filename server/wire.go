@@ -4,8 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/rowfate/rowfate/batch"
-	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/progress"
 	"github.com/rowfate/rowfate/rows"
 )
@@ -47,7 +46,7 @@ type BatchView struct {
 	DurationSeconds float64 `json:"duration_seconds"`
 }
 
-func view(b *batch.Batch) *BatchView {
+func view(b *batchtype.Batch) *BatchView {
 	if b == nil {
 		return nil
 	}
@@ -63,8 +62,9 @@ func view(b *batch.Batch) *BatchView {
 		Total: total, Done: total - open, Open: open, DurationSeconds: max(0, end.Sub(b.CreatedAt).Seconds())}
 }
 
-// rowView is a row as the API shows it.
-type rowView struct {
+// RowView is a row as the API shows it: its state, attempts, errors and
+// cells.
+type RowView struct {
 	BatchID  int64             `json:"batch_id"`
 	RowNo    int64             `json:"row_no"`
 	ChunkNo  int64             `json:"chunk_no"`
@@ -77,24 +77,24 @@ type rowView struct {
 	Updated  time.Time         `json:"updated_at"`
 }
 
-func viewRow(r *batch.Row) *rowView {
+func viewRow(r *batchtype.Row) *RowView {
 	if r == nil {
 		return nil
 	}
-	return &rowView{BatchID: r.BatchID, RowNo: r.RowNo, ChunkNo: r.ChunkNo, State: r.State, Values: r.Values, Errors: r.Errors,
+	return &RowView{BatchID: r.BatchID, RowNo: r.RowNo, ChunkNo: r.ChunkNo, State: r.State, Values: r.Values, Errors: r.Errors,
 		ResultID: r.ResultID, Attempts: r.Attempts, Reviewed: r.Reviewed, Updated: r.Updated}
 }
 
-func viewRows(rs []batch.Row) []*rowView {
-	out := make([]*rowView, len(rs))
+func viewRows(rs []batchtype.Row) []*RowView {
+	out := make([]*RowView, len(rs))
 	for i := range rs {
 		out[i] = viewRow(&rs[i])
 	}
 	return out
 }
 
-// historyView is a history entry as the API shows it.
-type historyView struct {
+// HistoryView is a history entry as the API shows it.
+type HistoryView struct {
 	ID      int64           `json:"id"`
 	BatchID int64           `json:"batch_id"`
 	RowNo   int64           `json:"row_no,omitempty"` // 0 for the batch
@@ -104,16 +104,16 @@ type historyView struct {
 	At      time.Time       `json:"at"`
 }
 
-func viewHistory(hs []batch.HistoryEntry) []historyView {
-	out := make([]historyView, len(hs))
+func viewHistory(hs []batchtype.HistoryEntry) []HistoryView {
+	out := make([]HistoryView, len(hs))
 	for i, h := range hs {
-		out[i] = historyView{ID: h.ID, BatchID: h.BatchID, RowNo: h.RowNo, Action: h.Action, Actor: h.Actor, Detail: h.Detail, At: h.At}
+		out[i] = HistoryView{ID: h.ID, BatchID: h.BatchID, RowNo: h.RowNo, Action: h.Action, Actor: h.Actor, Detail: h.Detail, At: h.At}
 	}
 	return out
 }
 
-// eventView is an event as the stream sends it.
-type eventView struct {
+// EventView is an event as the stream sends it.
+type EventView struct {
 	BatchID       int64       `json:"batch_id"`
 	Seq           int64       `json:"seq"`
 	Type          string      `json:"type"`
@@ -128,29 +128,30 @@ type eventView struct {
 	At            time.Time   `json:"at"`
 }
 
-func viewEvent(ev *batch.Event) *eventView {
+func viewEvent(ev *batchtype.Event) *EventView {
 	if ev == nil {
 		return nil
 	}
-	return &eventView{BatchID: ev.BatchID, Seq: ev.Seq, Type: string(ev.Type), Status: string(ev.Status), Paused: ev.Paused,
+	return &EventView{BatchID: ev.BatchID, Seq: ev.Seq, Type: string(ev.Type), Status: string(ev.Status), Paused: ev.Paused,
 		Counts: ev.Counts, Total: ev.Total, Done: ev.Done, RowsPerSecond: ev.RowsPerSecond, ETASeconds: ev.ETASeconds, Final: ev.Final, At: ev.At}
 }
 
-// streamMessage is one text frame of the event stream.
-type streamMessage struct {
+// StreamMessage is one text frame of the event stream: an event, a
+// cursor that expired, or the batch not found.
+type StreamMessage struct {
 	Type   string     `json:"type"`
-	Event  *eventView `json:"event,omitempty"`
+	Event  *EventView `json:"event,omitempty"`
 	Replay bool       `json:"replay,omitempty"`
 	Cursor int64      `json:"cursor"`
 }
 
-func viewMessage(m progress.Message) streamMessage {
-	return streamMessage{Type: string(m.Type), Event: viewEvent(m.Event), Replay: m.Replay, Cursor: m.Cursor}
+func viewMessage(m progress.Message) StreamMessage {
+	return StreamMessage{Type: string(m.Type), Event: viewEvent(m.Event), Replay: m.Replay, Cursor: m.Cursor}
 }
 
-// endpointView is a webhook endpoint as the API shows it; the secret only
+// EndpointView is a webhook endpoint as the API shows it; the secret only
 // when it was just created.
-type endpointView struct {
+type EndpointView struct {
 	ID        int64     `json:"id"`
 	TenantID  string    `json:"tenant_id"`
 	URL       string    `json:"url"`
@@ -158,13 +159,13 @@ type endpointView struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-func viewEndpoint(e *driver.Endpoint) endpointView {
-	return endpointView{ID: e.ID, TenantID: e.TenantID, URL: e.URL, Secret: e.Secret, CreatedAt: e.CreatedAt}
+func viewEndpoint(e *batchtype.Endpoint) EndpointView {
+	return EndpointView{ID: e.ID, TenantID: e.TenantID, URL: e.URL, Secret: e.Secret, CreatedAt: e.CreatedAt}
 }
 
-// deliveryView is a webhook delivery as the API shows it: never its body
+// DeliveryView is a webhook delivery as the API shows it: never its body
 // or its endpoint's secret.
-type deliveryView struct {
+type DeliveryView struct {
 	ID            int64      `json:"id"`
 	TenantID      string     `json:"tenant_id"`
 	EndpointID    int64      `json:"endpoint_id"`
@@ -180,8 +181,8 @@ type deliveryView struct {
 	DoneAt        *time.Time `json:"done_at,omitempty"`
 }
 
-func viewDelivery(d *driver.Delivery) deliveryView {
-	return deliveryView{ID: d.ID, TenantID: d.TenantID, EndpointID: d.EndpointID, BatchID: d.BatchID, EventSeq: d.EventSeq,
+func viewDelivery(d *batchtype.Delivery) DeliveryView {
+	return DeliveryView{ID: d.ID, TenantID: d.TenantID, EndpointID: d.EndpointID, BatchID: d.BatchID, EventSeq: d.EventSeq,
 		EventType: d.EventType, Status: d.Status, Attempts: d.Attempts, NextAttemptAt: d.NextAttemptAt, LastStatus: d.LastStatus,
 		LastError: d.LastError, CreatedAt: d.CreatedAt, DoneAt: d.DoneAt}
 }

@@ -5,8 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rowfate/rowfate/batch"
-	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/progress"
 	"github.com/rowfate/rowfate/rows"
 )
@@ -19,12 +18,12 @@ func TestWireShapes(t *testing.T) {
 	at := time.Date(2026, 12, 3, 10, 4, 5, 6000000, time.UTC)
 	fin := at.Add(90 * time.Second)
 	eta := 12.5
-	full := &batch.Batch{ID: 7, TenantID: "acme", Kind: "customers", SourceName: "c.csv", SourceDigest: "ab12", Status: batch.StatusFinished,
+	full := &batchtype.Batch{ID: 7, TenantID: "acme", Kind: "customers", SourceName: "c.csv", SourceDigest: "ab12", Status: batchtype.StatusFinished,
 		Header: []string{"email", "name"}, Counts: rows.Counts{rows.StateSucceeded: 3, rows.StateInvalid: 1}, SkippedEmpty: 2,
 		Warnings: []string{"w1"}, ErrorCounts: []rows.ErrorCount{{Column: "email", Code: "email", Count: 1}},
 		Conventions: rows.Conventions{DateOrder: "dmy", CommaColumns: []string{"amount"}}, Width: 3, Recalc: map[string]string{"where": "x"},
 		KindVersion: 2, Reused: true, Paused: true, CreatedAt: at, FinishedAt: &fin}
-	ev := &batch.Event{BatchID: 7, Seq: 4, Type: batch.EventType("progress"), Status: batch.StatusRunning, Paused: true,
+	ev := &batchtype.Event{BatchID: 7, Seq: 4, Type: batchtype.EventType("progress"), Status: batchtype.StatusRunning, Paused: true,
 		Counts: rows.Counts{rows.StateValid: 2}, Total: 2, Done: 1, RowsPerSecond: 1.5, ETASeconds: &eta, Final: true, At: at}
 	for i, tc := range []struct {
 		v    any
@@ -32,27 +31,27 @@ func TestWireShapes(t *testing.T) {
 	}{
 		{view(full),
 			`{"id":7,"tenant_id":"acme","kind":"customers","source_name":"c.csv","source_digest":"ab12","status":"finished","header":["email","name"],"counts":{"invalid":1,"succeeded":3},"skipped_empty":2,"warnings":["w1"],"error_counts":[{"column":"email","code":"email","count":1}],"conventions":{"date_order":"dmy","comma_columns":["amount"]},"recalc":{"where":"x"},"kind_version":2,"reused":true,"paused":true,"created_at":"2026-12-03T10:04:05.006Z","finished_at":"2026-12-03T10:05:35.006Z","total":4,"done":4,"open":0,"duration_seconds":90}`},
-		{view(&batch.Batch{CreatedAt: at, FinishedAt: &at}),
+		{view(&batchtype.Batch{CreatedAt: at, FinishedAt: &at}),
 			`{"id":0,"tenant_id":"","kind":"","source_name":"","source_digest":"","status":"","header":null,"counts":null,"skipped_empty":0,"paused":false,"created_at":"2026-12-03T10:04:05.006Z","finished_at":"2026-12-03T10:04:05.006Z","total":0,"done":0,"open":0,"duration_seconds":0}`},
-		{viewRow(&batch.Row{BatchID: 7, RowNo: 2, State: rows.StateInvalid, Values: []string{"a", ""}, Errors: []rows.FieldError{{Column: "email", Code: "email", Message: "bad"}}, ResultID: "r1", Attempts: 2, Reviewed: true, Updated: at}),
+		{viewRow(&batchtype.Row{BatchID: 7, RowNo: 2, State: rows.StateInvalid, Values: []string{"a", ""}, Errors: []rows.FieldError{{Column: "email", Code: "email", Message: "bad"}}, ResultID: "r1", Attempts: 2, Reviewed: true, Updated: at}),
 			`{"batch_id":7,"row_no":2,"chunk_no":0,"state":"invalid","values":["a",""],"errors":[{"column":"email","code":"email","message":"bad"}],"result_id":"r1","attempts":2,"reviewed":true,"updated_at":"2026-12-03T10:04:05.006Z"}`},
-		{viewRow(&batch.Row{}),
+		{viewRow(&batchtype.Row{}),
 			`{"batch_id":0,"row_no":0,"chunk_no":0,"state":"","values":null,"attempts":0,"updated_at":"0001-01-01T00:00:00Z"}`},
-		{viewHistory([]batch.HistoryEntry{{ID: 3, BatchID: 7, RowNo: 2, Action: "edit", Actor: "ann", Detail: json.RawMessage(`{"a":1}`), At: at}})[0],
+		{viewHistory([]batchtype.HistoryEntry{{ID: 3, BatchID: 7, RowNo: 2, Action: "edit", Actor: "ann", Detail: json.RawMessage(`{"a":1}`), At: at}})[0],
 			`{"id":3,"batch_id":7,"row_no":2,"action":"edit","actor":"ann","detail":{"a":1},"at":"2026-12-03T10:04:05.006Z"}`},
-		{viewHistory([]batch.HistoryEntry{{Detail: json.RawMessage(`{}`)}})[0],
+		{viewHistory([]batchtype.HistoryEntry{{Detail: json.RawMessage(`{}`)}})[0],
 			`{"id":0,"batch_id":0,"action":"","actor":"","detail":{},"at":"0001-01-01T00:00:00Z"}`},
 		{viewEvent(ev),
 			`{"batch_id":7,"seq":4,"type":"progress","status":"running","paused":true,"counts":{"valid":2},"total":2,"done":1,"rows_per_second":1.5,"eta_seconds":12.5,"final":true,"at":"2026-12-03T10:04:05.006Z"}`},
-		{viewEvent(&batch.Event{}),
+		{viewEvent(&batchtype.Event{}),
 			`{"batch_id":0,"seq":0,"type":"","status":"","counts":null,"total":0,"done":0,"rows_per_second":0,"final":false,"at":"0001-01-01T00:00:00Z"}`},
-		{viewEndpoint(&driver.Endpoint{ID: 1, TenantID: "acme", URL: "https://x", Secret: "whsec_1", CreatedAt: at}),
+		{viewEndpoint(&batchtype.Endpoint{ID: 1, TenantID: "acme", URL: "https://x", Secret: "whsec_1", CreatedAt: at}),
 			`{"id":1,"tenant_id":"acme","url":"https://x","secret":"whsec_1","created_at":"2026-12-03T10:04:05.006Z"}`},
-		{viewEndpoint(&driver.Endpoint{}),
+		{viewEndpoint(&batchtype.Endpoint{}),
 			`{"id":0,"tenant_id":"","url":"","created_at":"0001-01-01T00:00:00Z"}`},
-		{viewDelivery(&driver.Delivery{ID: 1, TenantID: "acme", EndpointID: 2, BatchID: 7, EventSeq: 4, EventType: "finished", Payload: "p", Status: "dead", Attempts: 8, NextAttemptAt: &at, LastStatus: 500, LastError: "boom", CreatedAt: at, DoneAt: &fin, URL: "u", Secret: "s"}),
+		{viewDelivery(&batchtype.Delivery{ID: 1, TenantID: "acme", EndpointID: 2, BatchID: 7, EventSeq: 4, EventType: "finished", Payload: "p", Status: "dead", Attempts: 8, NextAttemptAt: &at, LastStatus: 500, LastError: "boom", CreatedAt: at, DoneAt: &fin, URL: "u", Secret: "s"}),
 			`{"id":1,"tenant_id":"acme","endpoint_id":2,"batch_id":7,"event_seq":4,"event_type":"finished","status":"dead","attempts":8,"next_attempt_at":"2026-12-03T10:04:05.006Z","last_status":500,"last_error":"boom","created_at":"2026-12-03T10:04:05.006Z","done_at":"2026-12-03T10:05:35.006Z"}`},
-		{viewDelivery(&driver.Delivery{}),
+		{viewDelivery(&batchtype.Delivery{}),
 			`{"id":0,"tenant_id":"","endpoint_id":0,"batch_id":0,"event_seq":0,"event_type":"","status":"","attempts":0,"created_at":"0001-01-01T00:00:00Z"}`},
 		{viewMessage(progress.Message{Type: progress.MessageEvent, Event: ev, Replay: true, Cursor: 4}),
 			`{"type":"event","event":{"batch_id":7,"seq":4,"type":"progress","status":"running","paused":true,"counts":{"valid":2},"total":2,"done":1,"rows_per_second":1.5,"eta_seconds":12.5,"final":true,"at":"2026-12-03T10:04:05.006Z"},"replay":true,"cursor":4}`},

@@ -1,9 +1,10 @@
 // Package driver is the seam between the batch engine and its stores, in
 // the way database/sql/driver is the seam of database/sql: the Store
-// interface, the parameters of its methods, the records it returns and the
-// sentinel errors it speaks. A store implements it (store/sqlite,
-// store/postgres) without compiling the engine, its validator or the file
-// formats; package batch re-exports what its users need.
+// interface, the parameters of its methods and the sentinel errors it
+// speaks; the records it returns are package batchtype's. A store
+// implements it (store/sqlite, store/postgres) without compiling the
+// engine, its validator or the file formats. Front ends never see it: they
+// call the engine (package batch).
 //
 // ARCHITECTURE.md at the repository root describes the data model behind it.
 package driver
@@ -16,6 +17,7 @@ import (
 	"iter"
 	"time"
 
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -31,79 +33,6 @@ var (
 	// ErrConflict: a write violates a uniqueness rule.
 	ErrConflict = errors.New("conflict")
 )
-
-// Status is a batch's lifecycle state, persisted as text (append-only).
-type Status string
-
-// Batch statuses.
-const (
-	// StatusRunning: some rows are still open (valid, processing, retrying).
-	StatusRunning Status = "running"
-	// StatusFinished: every row has reached a terminal state (or unknown).
-	StatusFinished Status = "finished"
-	// StatusCancelled: cancelled for good; no row succeeds after it.
-	StatusCancelled Status = "cancelled"
-)
-
-// Batch is one import, export or recalculation, with totals derived from its
-// rows.
-type Batch struct {
-	ID           int64    `json:"id"`
-	TenantID     string   `json:"tenant_id"`
-	Kind         string   `json:"kind"`
-	SourceName   string   `json:"source_name"`
-	SourceDigest string   `json:"source_digest"` // hex sha256 of the source bytes
-	Status       Status   `json:"status"`
-	Header       []string `json:"header"`
-	// Counts are the batch totals: the sum of its chunks' counts, each
-	// overwritten from its rows.
-	Counts rows.Counts `json:"counts"`
-	// SkippedEmpty is how many empty rows of the source were skipped.
-	SkippedEmpty int64 `json:"skipped_empty"`
-	// Warnings are problems of the source that did not reject it (unknown
-	// columns, which were ignored). They are stored with the batch
-	// (batches.options) and come back on every read.
-	Warnings []string `json:"warnings,omitempty"`
-	// ErrorCounts counts the field errors its rows had at ingest, by
-	// column and code, most frequent first.
-	ErrorCounts []rows.ErrorCount `json:"error_counts,omitempty"`
-	// Conventions are how its file writes numbers and dates and which
-	// file columns feed which of the kind's, as declared or settled at
-	// ingest; every later read of its rows uses them.
-	Conventions rows.Conventions `json:"conventions,omitzero"`
-	// Width is the most cells a row of its file had (more than the
-	// header when rows were ragged).
-	Width int `json:"-"`
-	// Recalc, for a recalculation, are the parameters its rows were
-	// queried with; nil for an import or an export.
-	Recalc map[string]string `json:"recalc,omitzero"`
-	// KindVersion is the version of a stored kind definition (a schema
-	// kind's) the batch was validated with at ingest; 0 for a Go kind.
-	KindVersion int64 `json:"kind_version,omitempty"`
-	// Reused is set by an import that found this batch by its
-	// idempotency key instead of importing the file again. Not stored.
-	Reused bool `json:"reused,omitempty"`
-	// Paused is set while the batch is paused: no chunk of it is claimed.
-	Paused     bool       `json:"paused"`
-	CreatedAt  time.Time  `json:"created_at"`
-	FinishedAt *time.Time `json:"finished_at,omitempty"`
-}
-
-// Row is one stored row with its outcome.
-type Row struct {
-	BatchID  int64             `json:"batch_id"`
-	RowNo    int64             `json:"row_no"`
-	ChunkNo  int64             `json:"chunk_no"`
-	State    rows.State        `json:"state"`
-	Values   []string          `json:"values"`
-	Errors   []rows.FieldError `json:"errors,omitempty"`
-	ResultID string            `json:"result_id,omitempty"`
-	Attempts int               `json:"attempts"`
-	// Reviewed is set once a reviewer edited the row: a re-run keeps it
-	// as it is, like a completed row.
-	Reviewed bool      `json:"reviewed,omitempty"`
-	Updated  time.Time `json:"updated_at"`
-}
 
 // IngestRow is a row as the engine hands it to the store at ingest: already
 // validated, with its outcome.
@@ -199,7 +128,7 @@ type BatchListParams struct {
 	// Limit caps the page. Defaults to 20.
 	Limit int
 	// Status and Kind filter; empty is any.
-	Status Status
+	Status batchtype.Status
 	Kind   string
 }
 
@@ -458,17 +387,6 @@ type RowSettleParams struct {
 	Actor string
 }
 
-// Worker is a worker credential: a name, the tenants it may work (nil:
-// every tenant), never its token or the token's hash.
-type Worker struct {
-	Name      string   `json:"name"`
-	TenantIDs []string `json:"tenant_ids"`
-	// CreatedAt and RevokedAt are read by WorkerList; WorkerAuth finds
-	// only credentials that are not revoked.
-	CreatedAt time.Time  `json:"created_at"`
-	RevokedAt *time.Time `json:"revoked_at,omitempty"`
-}
-
 // WorkerCreateParams are the parameters of Store.WorkerCreate.
 type WorkerCreateParams struct {
 	Name      string
@@ -541,16 +459,6 @@ type TxRow interface {
 	Scan(dest ...any) error
 }
 
-// SchemaStatus is where a database's schema stands against the migrations
-// this build knows.
-type SchemaStatus struct {
-	// Current is the highest migration applied; 0 when the database has
-	// no schema of ours.
-	Current int
-	// Latest is the highest migration this build knows.
-	Latest int
-}
-
 // ErrSchemaNewer is returned by Migrate, and by a read-only open, when the
 // database has migrations this build does not know: an older binary must
 // not write to a schema it does not understand.
@@ -570,19 +478,19 @@ type Store interface {
 	Migrate(ctx context.Context) error
 	// SchemaStatus reads the schema's version without changing anything,
 	// for read-only callers that must not migrate.
-	SchemaStatus(ctx context.Context) (SchemaStatus, error)
+	SchemaStatus(ctx context.Context) (batchtype.SchemaStatus, error)
 	// BatchIngest creates a batch and writes all its rows with their
 	// validation outcome, its chunks (counts from an aggregate over the rows)
 	// and a first event, in one transaction.
-	BatchIngest(ctx context.Context, params BatchIngestParams) (*Batch, error)
+	BatchIngest(ctx context.Context, params BatchIngestParams) (*batchtype.Batch, error)
 	// BatchGet returns a batch with its totals, or ErrNotFound.
-	BatchGet(ctx context.Context, params BatchGetParams) (*Batch, error)
+	BatchGet(ctx context.Context, params BatchGetParams) (*batchtype.Batch, error)
 	// BatchFind returns the tenant's batch with the idempotency key or,
 	// without one, the newest of the kind with the source digest; or
 	// ErrNotFound.
-	BatchFind(ctx context.Context, params BatchFindParams) (*Batch, error)
+	BatchFind(ctx context.Context, params BatchFindParams) (*batchtype.Batch, error)
 	// BatchList lists a tenant's batches, newest first, with totals.
-	BatchList(ctx context.Context, params BatchListParams) ([]*Batch, error)
+	BatchList(ctx context.Context, params BatchListParams) ([]*batchtype.Batch, error)
 	// ChunkClaim leases the oldest-served claimable chunk (due rows and no
 	// live lease), marks its due rows processing and returns them. It
 	// returns ErrNoWork when nothing is claimable.
@@ -613,9 +521,9 @@ type Store interface {
 	// rows not under a live lease become cancelled at once, the others
 	// when their lease's flush comes (or expires). ErrNotFound for another
 	// tenant's batch or an unknown id.
-	BatchCancel(ctx context.Context, params BatchControlParams) (*Batch, error)
+	BatchCancel(ctx context.Context, params BatchControlParams) (*batchtype.Batch, error)
 	// BatchPause pauses (paused true) or resumes a batch.
-	BatchPause(ctx context.Context, params BatchControlParams, paused bool) (*Batch, error)
+	BatchPause(ctx context.Context, params BatchControlParams, paused bool) (*batchtype.Batch, error)
 	// Pause pauses or resumes a kind of a tenant, or the whole tenant.
 	Pause(ctx context.Context, params PauseParams) error
 	// Paused lists a tenant's paused kinds ("" for the whole tenant).
@@ -631,102 +539,38 @@ type Store interface {
 	WorkerCreate(ctx context.Context, params WorkerCreateParams) error
 	// WorkerAuth returns the credential with that token hash, or
 	// ErrNotFound.
-	WorkerAuth(ctx context.Context, tokenHash string) (*Worker, error)
+	WorkerAuth(ctx context.Context, tokenHash string) (*batchtype.Worker, error)
 	// WorkerList lists worker credentials by name, revoked ones too.
-	WorkerList(ctx context.Context, params WorkerListParams) ([]Worker, error)
+	WorkerList(ctx context.Context, params WorkerListParams) ([]batchtype.Worker, error)
 	// WorkerRevoke revokes a worker credential for good: WorkerAuth no
 	// longer finds it. Revoking it again keeps the first time; an unknown
 	// name is ErrNotFound.
 	WorkerRevoke(ctx context.Context, params WorkerRevokeParams) error
 	// RowsList pages through a batch's rows in row order.
-	RowsList(ctx context.Context, params RowsListParams) ([]Row, error)
+	RowsList(ctx context.Context, params RowsListParams) ([]batchtype.Row, error)
 	// RowsCount counts a batch's rows by state with a fresh aggregate over
 	// the rows, bypassing the chunk counters. It is the invariant's check.
 	RowsCount(ctx context.Context, params RowsCountParams) (rows.Counts, error)
 	// EventsList returns a batch's events after a cursor, in sequence
 	// order: ErrNotFound for another tenant's batch or an unknown id,
 	// ErrCursorExpired when events after the cursor were trimmed.
-	EventsList(ctx context.Context, params EventsListParams) ([]Event, error)
+	EventsList(ctx context.Context, params EventsListParams) ([]batchtype.Event, error)
 	// EventsTrim deletes old events and returns how many.
 	EventsTrim(ctx context.Context, params EventsTrimParams) (int64, error)
 	// BatchRerun writes a re-run in one transaction: the replaced rows,
 	// the added ones, a recount of every chunk, the history entry and an
 	// event; a cancelled batch runs again. ErrBatchBusy when rows are
 	// processing or unknown, ErrConflict when a replaced row changed.
-	BatchRerun(ctx context.Context, params BatchRerunParams) (*Batch, error)
+	BatchRerun(ctx context.Context, params BatchRerunParams) (*batchtype.Batch, error)
 	// RowReview writes a reviewer's edit or skip of one row under its
 	// chunk's lock (a worker may hold other rows of it), the chunk's
 	// recount, the history entry and an event.
 	RowReview(ctx context.Context, params RowReviewParams) error
 	// HistoryList lists a batch's re-runs, edits and skips, oldest first.
-	HistoryList(ctx context.Context, params HistoryListParams) ([]HistoryEntry, error)
+	HistoryList(ctx context.Context, params HistoryListParams) ([]batchtype.HistoryEntry, error)
 	// Close releases the store's resources.
 	Close() error
 }
-
-// EventType says what changed a batch. Every change appends one event to
-// the batch's log, with the next sequence number.
-type EventType string
-
-// The event types. Progress events may be coalesced by a broadcaster (each
-// carries the batch's totals, so the latest says all the earlier ones
-// said); every other type is a lifecycle event, never dropped.
-const (
-	// EventStarted: the batch was imported; its rows are stored.
-	EventStarted EventType = "started"
-	// EventProgress: a worker recorded outcomes.
-	EventProgress EventType = "progress"
-	// EventFinished: the change that closed the batch's last open row.
-	EventFinished EventType = "finished"
-	// EventCancelled, EventPaused, EventResumed: a person's control.
-	EventCancelled EventType = "cancelled"
-	EventPaused    EventType = "paused"
-	EventResumed   EventType = "resumed"
-	// EventRetried: rows were made due again; a finished batch runs again.
-	EventRetried EventType = "retried"
-	// EventSettled: an unknown row was settled.
-	EventSettled EventType = "settled"
-	// EventRerun: the batch was re-run; EventEdited, EventSkipped: a
-	// reviewer edited or skipped a row.
-	EventRerun   EventType = "rerun"
-	EventEdited  EventType = "edited"
-	EventSkipped EventType = "skipped"
-)
-
-// Lifecycle reports whether events of type t must reach every subscriber:
-// all but progress.
-func (t EventType) Lifecycle() bool { return t != EventProgress }
-
-// Event is one entry of a batch's event log: what changed it and its state
-// right after, as committed with the change.
-type Event struct {
-	BatchID int64     `json:"batch_id"`
-	Seq     int64     `json:"seq"`
-	Type    EventType `json:"type"`
-	Status  Status    `json:"status"`
-	Paused  bool      `json:"paused,omitempty"`
-	// Counts are the batch's totals by row state.
-	Counts rows.Counts `json:"counts"`
-	// Total is every row; Done are the rows no worker will touch again
-	// (terminal or unknown).
-	Total int64 `json:"total"`
-	Done  int64 `json:"done"`
-	// RowsPerSecond is the rate rows were done at over the last few
-	// events; 0 when nothing moved.
-	RowsPerSecond float64 `json:"rows_per_second"`
-	// ETASeconds estimates the seconds left at that rate; nil when the
-	// batch is not running or nothing moved.
-	ETASeconds *float64 `json:"eta_seconds,omitempty"`
-	// Final is set on the event after which nothing changes unless a
-	// person acts: the batch is finished, or cancelled with no row left
-	// under a worker's lease.
-	Final bool      `json:"final"`
-	At    time.Time `json:"at"`
-}
-
-// Coalescable reports whether a later event may stand in for e: a progress
-// event that does not end the batch.
-func (e Event) Coalescable() bool { return !e.Type.Lifecycle() && !e.Final }
 
 // EventsListParams are the parameters of Store.EventsList.
 type EventsListParams struct {
@@ -840,17 +684,6 @@ type RowReviewParams struct {
 	Actor  string
 	Action string // "edit" or "skip"
 	Detail json.RawMessage
-}
-
-// HistoryEntry is one recorded re-run, edit or skip.
-type HistoryEntry struct {
-	ID      int64           `json:"id"`
-	BatchID int64           `json:"batch_id"`
-	RowNo   int64           `json:"row_no,omitempty"` // 0 for the batch
-	Action  string          `json:"action"`
-	Actor   string          `json:"actor"`
-	Detail  json.RawMessage `json:"detail"`
-	At      time.Time       `json:"at"`
 }
 
 // HistoryListParams are the parameters of Store.HistoryList.

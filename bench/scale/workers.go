@@ -12,6 +12,7 @@ import (
 
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -146,7 +147,7 @@ func workersOnce(ctx context.Context, o options, file string, procs, round int) 
 	if err != nil {
 		return run, env, err
 	}
-	if b.Status != driver.StatusFinished {
+	if b.Status != batchtype.StatusFinished {
 		return run, env, fmt.Errorf("batch %d is %s after the workers exited: %v", id, b.Status, b.Counts)
 	}
 	var worked int64

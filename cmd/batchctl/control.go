@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -33,7 +34,7 @@ recorded unknown, to be reconciled. A cancel cannot be undone.`,
 			if err != nil {
 				return err
 			}
-			if c.global.output == "text" && b.Status != batch.StatusCancelled {
+			if c.global.output == "text" && b.Status != batchtype.StatusCancelled {
 				fmt.Fprintf(c.stderr, "batch %d is %s: nothing to cancel\n", b.ID, b.Status)
 			}
 			return c.printBatch(c.stdout, b, true)

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/processors/schemakind"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/tableschema"
@@ -252,14 +253,14 @@ func (c *cli) runImport(ctx context.Context, kind, path string, o importOptions)
 
 // work works a new batch's rows until none is left, showing its progress,
 // and returns the batch as it ends.
-func (c *cli) work(ctx context.Context, app *app, b *batch.Batch, o importOptions) (*batch.Batch, error) {
+func (c *cli) work(ctx context.Context, app *app, b *batchtype.Batch, o importOptions) (*batchtype.Batch, error) {
 	f, stop := c.follower(ctx, app)
 	defer stop()
 	show := c.newDisplay(b.ID, o.interval)
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type followed struct {
-		last *batch.Event
+		last *batchtype.Event
 		err  error
 	}
 	done := make(chan followed, 1)

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/processors/schemakind"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/tableschema"
@@ -175,7 +176,7 @@ func checkBuiltin(name string) error {
 	return nil
 }
 
-func (c *cli) printKind(d *batch.KindDefinition, s *tableschema.Schema, what string) error {
+func (c *cli) printKind(d *batchtype.KindDefinition, s *tableschema.Schema, what string) error {
 	if c.global.output == "json" {
 		return c.json(map[string]any{"name": d.Name, "version": d.Version, "status": what, "table": s.Table, "mode": s.Mode, "primary_key": s.PrimaryKey})
 	}

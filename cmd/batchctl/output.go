@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -17,7 +18,7 @@ import (
 var problemStates = []rows.State{rows.StateInvalid, rows.StateFailed, rows.StateDead, rows.StateUnknown}
 
 // batchExit is the exit code a batch's outcome maps to.
-func batchExit(b *batch.Batch) int {
+func batchExit(b *batchtype.Batch) int {
 	for _, s := range problemStates {
 		if b.Counts[s] > 0 {
 			return exitRows
@@ -27,7 +28,7 @@ func batchExit(b *batch.Batch) int {
 }
 
 // printBatch writes a batch summary; hints adds the commands to dig deeper.
-func (c *cli) printBatch(w io.Writer, b *batch.Batch, hints bool) error {
+func (c *cli) printBatch(w io.Writer, b *batchtype.Batch, hints bool) error {
 	if c.global.output == "json" {
 		return jsonTo(w, toBatchJSON(b))
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
-	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -24,7 +24,7 @@ import (
 // called from one goroutine.
 type display interface {
 	// show takes the batch's state after an event.
-	show(ev *batch.Event)
+	show(ev *batchtype.Event)
 	// note prints a message without tearing the display.
 	note(format string, args ...any)
 	// tick lets a display that prints on a schedule print; it is called
@@ -71,7 +71,7 @@ func isTerminal(w io.Writer) bool {
 // nopDisplay shows no progress; notes still reach w, when there is one.
 type nopDisplay struct{ w io.Writer }
 
-func (nopDisplay) show(*batch.Event) {}
+func (nopDisplay) show(*batchtype.Event) {}
 func (d nopDisplay) note(format string, args ...any) {
 	if d.w != nil {
 		fmt.Fprintf(d.w, format+"\n", args...)
@@ -90,13 +90,13 @@ type lineDisplay struct {
 	every time.Duration
 	now   func() time.Time
 
-	ev       *batch.Event // the newest state; nil before the first event
-	last     time.Time    // when the last line was printed, or the start
-	printed  string       // the last line printed
-	anything bool         // a line was printed
+	ev       *batchtype.Event // the newest state; nil before the first event
+	last     time.Time        // when the last line was printed, or the start
+	printed  string           // the last line printed
+	anything bool             // a line was printed
 }
 
-func (d *lineDisplay) show(ev *batch.Event) {
+func (d *lineDisplay) show(ev *batchtype.Event) {
 	d.ev = ev
 	if ev.Final {
 		if d.anything {
@@ -129,7 +129,7 @@ func (d *lineDisplay) stop(bool)                       {}
 // progressLine is the plain line of a batch's state, as a log shows it:
 //
 //	batch 12: 15000/200000 rows done (7.5%), 4100 rows/s, ETA 45s; succeeded 14990, failed 10
-func progressLine(id int64, ev *batch.Event) string {
+func progressLine(id int64, ev *batchtype.Event) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "batch %d: %d/%d rows done", id, ev.Done, ev.Total)
 	if ev.Total > 0 {
@@ -152,9 +152,9 @@ func progressLine(id int64, ev *batch.Event) string {
 
 // stateText says what is unusual about a batch's status: paused,
 // cancelled.
-func stateText(ev *batch.Event) string {
+func stateText(ev *batchtype.Event) string {
 	switch {
-	case ev.Status == batch.StatusCancelled:
+	case ev.Status == batchtype.StatusCancelled:
 		return "cancelled"
 	case ev.Paused:
 		return "paused"
@@ -180,7 +180,7 @@ func rowRate(perSecond float64) string {
 }
 
 // etaText is the event's estimate of the time left, "" when it has none.
-func etaText(ev *batch.Event) string {
+func etaText(ev *batchtype.Event) string {
 	if ev.ETASeconds == nil || ev.Final {
 		return ""
 	}
@@ -219,7 +219,7 @@ type barDisplay struct {
 	bar *mpb.Bar
 
 	mu sync.Mutex // the decorators read ev from mpb's goroutine
-	ev *batch.Event
+	ev *batchtype.Event
 }
 
 // newBarDisplay draws the bar on cw.
@@ -278,13 +278,13 @@ func (s sizedConsole) GetTermSize() (width, height int, err error) {
 	return width, height, nil
 }
 
-func (d *barDisplay) event() *batch.Event {
+func (d *barDisplay) event() *batchtype.Event {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.ev
 }
 
-func (d *barDisplay) show(ev *batch.Event) {
+func (d *barDisplay) show(ev *batchtype.Event) {
 	d.mu.Lock()
 	d.ev = ev
 	d.mu.Unlock()

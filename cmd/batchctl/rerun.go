@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -324,7 +325,7 @@ func (c *cli) historyCommand() *cobra.Command {
 }
 
 // describeDetail is a history entry's detail in a line.
-func describeDetail(e batch.HistoryEntry) string {
+func describeDetail(e batchtype.HistoryEntry) string {
 	var d struct {
 		Changes  map[string]struct{ Old, New string } `json:"changes"`
 		From, To string
@@ -374,8 +375,8 @@ func describeDetail(e batch.HistoryEntry) string {
 }
 
 // history reads a batch's whole history, page by page.
-func (c *cli) history(ctx context.Context, eng *batch.Engine, id int64) ([]batch.HistoryEntry, error) {
-	var all []batch.HistoryEntry
+func (c *cli) history(ctx context.Context, eng *batch.Engine, id int64) ([]batchtype.HistoryEntry, error) {
+	var all []batchtype.HistoryEntry
 	p := batch.HistoryParams{TenantID: c.global.tenant, BatchID: id, Limit: 500}
 	for {
 		page, err := eng.History(ctx, p)

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -59,7 +60,7 @@ func (c *cli) rows(cmd *cobra.Command, id int64, o rowsOptions) error {
 	if err != nil {
 		return err
 	}
-	var out []batch.Row
+	var out []batchtype.Row
 	cursor, more := o.after, false
 	for o.limit == 0 || len(out) < o.limit {
 		page := 500
@@ -82,7 +83,7 @@ func (c *cli) rows(cmd *cobra.Command, id int64, o rowsOptions) error {
 	}
 	if c.global.output == "json" {
 		if out == nil {
-			out = []batch.Row{}
+			out = []batchtype.Row{}
 		}
 		return c.json(toRowsJSON(out))
 	}
@@ -107,7 +108,7 @@ func (c *cli) rows(cmd *cobra.Command, id int64, o rowsOptions) error {
 
 // printMore ends a page that stopped at --limit with how many rows are
 // left, when the counts tell, and the command for the next page.
-func (c *cli) printMore(b *batch.Batch, o rowsOptions, page []batch.Row) {
+func (c *cli) printMore(b *batchtype.Batch, o rowsOptions, page []batchtype.Row) {
 	last := page[len(page)-1].RowNo
 	state := ""
 	if o.state != "" {

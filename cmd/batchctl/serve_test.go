@@ -21,7 +21,7 @@ import (
 
 	"github.com/rowfate/rowfate/internal/testdb"
 	"github.com/rowfate/rowfate/internal/testenv"
-	"github.com/rowfate/rowfate/progress"
+	"github.com/rowfate/rowfate/server"
 )
 
 // TestServeTokenFlags: --insecure-dev and a bootstrap token exclude each
@@ -147,7 +147,7 @@ func TestServeAcrossProcesses(t *testing.T) {
 	_ = c.SetReadDeadline(time.Now().Add(testenv.Patience(t)))
 	var last int64 = 1
 	for {
-		var m progress.Message
+		var m server.StreamMessage
 		if err := c.ReadJSON(&m); err != nil {
 			t.Fatalf("after seq %d: %v\nserve:\n%s\nworker:\n%s", last, err, log.String(), <-workerOut)
 		}
@@ -215,7 +215,7 @@ func TestServeInsecureDev(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m progress.Message
+	var m server.StreamMessage
 	if err := c.ReadJSON(&m); err != nil || m.Event.Seq != 1 {
 		t.Fatalf("first message %+v, %v", m, err)
 	}

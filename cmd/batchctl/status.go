@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batchtype"
 )
 
 func (c *cli) statusCommand() *cobra.Command {
@@ -35,7 +36,7 @@ rows; 0 while it runs or when every row succeeded.`,
 			if err := c.printBatch(c.stdout, b, true); err != nil {
 				return err
 			}
-			if b.Status == batch.StatusRunning {
+			if b.Status == batchtype.StatusRunning {
 				return nil
 			}
 			return exitWith(batchExit(b))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/server"
 )
 
@@ -57,7 +58,7 @@ paste it into the admin page's log-in form.`,
 		Args: args(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error { return c.tokenCreate(cmd.Context(), o) },
 	}
-	create.Flags().StringVar(&o.role, "role", driver.RoleViewer, "admin (reads and acts) or viewer (reads only)")
+	create.Flags().StringVar(&o.role, "role", batchtype.RoleViewer, "admin (reads and acts) or viewer (reads only)")
 	create.Flags().StringVar(&o.name, "name", "", "a name for the token, recorded in the history of what it changes (default: the role)")
 	list := &cobra.Command{
 		Use:     "list",
@@ -98,7 +99,7 @@ Each acts for one tenant, with a role: admin or viewer.`,
 }
 
 func (c *cli) tokenCreate(ctx context.Context, o tokenCreateOptions) error {
-	if o.role != driver.RoleAdmin && o.role != driver.RoleViewer {
+	if o.role != batchtype.RoleAdmin && o.role != batchtype.RoleViewer {
 		return usagef("--role must be admin or viewer, not %q", o.role)
 	}
 	if o.name == "" {

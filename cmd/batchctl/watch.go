@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/progress"
 )
 
@@ -136,12 +137,12 @@ func (c *cli) runWatch(ctx context.Context, id int64, o watchOptions) error {
 
 // settled reports whether nothing happens to a batch unless a person acts:
 // what the final event says.
-func settled(b *batch.Batch) bool {
-	return b.Status == batch.StatusFinished || b.Status == batch.StatusCancelled && b.Counts.Open() == 0
+func settled(b *batchtype.Batch) bool {
+	return b.Status == batchtype.StatusFinished || b.Status == batchtype.StatusCancelled && b.Counts.Open() == 0
 }
 
 // batchGet reads a batch, naming the tenant when it has no such batch.
-func (c *cli) batchGet(ctx context.Context, eng *batch.Engine, id int64) (*batch.Batch, error) {
+func (c *cli) batchGet(ctx context.Context, eng *batch.Engine, id int64) (*batchtype.Batch, error) {
 	b, err := eng.Batch(ctx, batch.BatchParams{TenantID: c.global.tenant, ID: id})
 	if errors.Is(err, batch.ErrNotFound) {
 		return nil, fmt.Errorf("batch %d of tenant %q: %w", id, c.global.tenant, batch.ErrNotFound)
@@ -169,7 +170,7 @@ func (c *cli) eventsAfter(ctx context.Context, eng *batch.Engine, id, cursor int
 // printOutcome prints a batch at the end of a command that followed it:
 // its summary (text), the batch (json), or the last line of the stream
 // (jsonl).
-func (c *cli) printOutcome(b *batch.Batch) error {
+func (c *cli) printOutcome(b *batchtype.Batch) error {
 	if c.global.output == "jsonl" {
 		if err := json.NewEncoder(c.stdout).Encode(batchMessage{Type: "batch", Batch: toBatchJSON(b)}); err != nil {
 			return err
@@ -230,10 +231,10 @@ const followTick = 250 * time.Millisecond
 // printing each message as a JSON line for -o jsonl, and returns the last
 // event it got. It returns early, with an error, when ctx is done (the
 // error is ctx's) or the stream fails.
-func (f *follower) follow(ctx context.Context, show display, id, cursor int64) (*batch.Event, error) {
+func (f *follower) follow(ctx context.Context, show display, id, cursor int64) (*batchtype.Event, error) {
 	tick := time.NewTicker(followTick)
 	defer tick.Stop()
-	var last *batch.Event
+	var last *batchtype.Event
 	for {
 		sub, err := f.bc.Subscribe(ctx, progress.SubscribeParams{TenantID: f.c.global.tenant, BatchID: id, Cursor: cursor})
 		switch {
@@ -270,7 +271,7 @@ func (f *follower) over(ctx context.Context, id, cursor int64) (bool, error) {
 // read reads one subscription until the batch's final event (true), the
 // subscription ends because its reader was too slow (false, nil: resume),
 // or an error.
-func (f *follower) read(ctx context.Context, sub *progress.Subscription, show display, tick <-chan time.Time, id int64, cursor *int64, last **batch.Event) (bool, error) {
+func (f *follower) read(ctx context.Context, sub *progress.Subscription, show display, tick <-chan time.Time, id int64, cursor *int64, last **batchtype.Event) (bool, error) {
 	for {
 		var (
 			m  progress.Message

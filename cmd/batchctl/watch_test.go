@@ -17,6 +17,7 @@ import (
 	"github.com/vbauerster/mpb/v8"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/internal/testdb"
 	"github.com/rowfate/rowfate/internal/testenv"
 	"github.com/rowfate/rowfate/rows"
@@ -409,19 +410,19 @@ func TestProgressLine(t *testing.T) {
 	t.Parallel()
 	eta := 45.2
 	for _, tc := range []struct {
-		ev   batch.Event
+		ev   batchtype.Event
 		want string
 	}{
-		{batch.Event{Status: batch.StatusRunning, Total: 200000, Done: 15000, RowsPerSecond: 4100.4, ETASeconds: &eta,
+		{batchtype.Event{Status: batchtype.StatusRunning, Total: 200000, Done: 15000, RowsPerSecond: 4100.4, ETASeconds: &eta,
 			Counts: rows.Counts{rows.StateValid: 185000, rows.StateSucceeded: 14990, rows.StateFailed: 10}},
 			"batch 12: 15000/200000 rows done (7.5%), 4100 rows/s, ETA 46s; valid 185000, succeeded 14990, failed 10"},
-		{batch.Event{Status: batch.StatusRunning, Total: 1000, Done: 999, RowsPerSecond: 2.25, Paused: true, Counts: rows.Counts{rows.StateSucceeded: 999, rows.StateValid: 1}},
+		{batchtype.Event{Status: batchtype.StatusRunning, Total: 1000, Done: 999, RowsPerSecond: 2.25, Paused: true, Counts: rows.Counts{rows.StateSucceeded: 999, rows.StateValid: 1}},
 			"batch 12: 999/1000 rows done (99.9%), 2.2 rows/s, paused; valid 1, succeeded 999"},
-		{batch.Event{Status: batch.StatusRunning, Total: 100000, Done: 99999, Counts: rows.Counts{rows.StateSucceeded: 99999, rows.StateValid: 1}},
+		{batchtype.Event{Status: batchtype.StatusRunning, Total: 100000, Done: 99999, Counts: rows.Counts{rows.StateSucceeded: 99999, rows.StateValid: 1}},
 			"batch 12: 99999/100000 rows done (99.9%); valid 1, succeeded 99999"},
-		{batch.Event{Status: batch.StatusCancelled, Total: 10, Done: 10, Final: true, RowsPerSecond: 3, ETASeconds: &eta, Counts: rows.Counts{rows.StateCancelled: 10}},
+		{batchtype.Event{Status: batchtype.StatusCancelled, Total: 10, Done: 10, Final: true, RowsPerSecond: 3, ETASeconds: &eta, Counts: rows.Counts{rows.StateCancelled: 10}},
 			"batch 12: 10/10 rows done (100.0%), cancelled; cancelled 10"},
-		{batch.Event{Status: batch.StatusFinished, Final: true}, "batch 12: 0/0 rows done"},
+		{batchtype.Event{Status: batchtype.StatusFinished, Final: true}, "batch 12: 0/0 rows done"},
 	} {
 		if got := progressLine(12, &tc.ev); got != tc.want {
 			t.Errorf("progressLine:\n got %s\nwant %s", got, tc.want)
@@ -441,8 +442,8 @@ func TestLineDisplay(t *testing.T) {
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	var out bytes.Buffer
 	d := &lineDisplay{w: &out, id: 3, every: 2 * time.Second, now: func() time.Time { return now }, last: now}
-	ev := func(done int64, final bool) *batch.Event {
-		return &batch.Event{Total: 10, Done: done, Final: final, Counts: rows.Counts{rows.StateSucceeded: done, rows.StateValid: 10 - done}}
+	ev := func(done int64, final bool) *batchtype.Event {
+		return &batchtype.Event{Total: 10, Done: done, Final: final, Counts: rows.Counts{rows.StateSucceeded: done, rows.StateValid: 10 - done}}
 	}
 	d.show(ev(1, false)) // too early
 	now = now.Add(time.Second)
@@ -485,11 +486,11 @@ func TestBarDisplay(t *testing.T) {
 	var out lockedBuffer
 	d := newBarDisplay(wideTerminal{cupwriter.New(&out, true)}, 7, mpb.WithRefreshRate(time.Millisecond))
 	eta := 90.0
-	d.show(&batch.Event{Total: 4000, Done: 1000, RowsPerSecond: 500, ETASeconds: &eta, Counts: rows.Counts{rows.StateSucceeded: 990, rows.StateFailed: 10, rows.StateValid: 3000}})
+	d.show(&batchtype.Event{Total: 4000, Done: 1000, RowsPerSecond: 500, ETASeconds: &eta, Counts: rows.Counts{rows.StateSucceeded: 990, rows.StateFailed: 10, rows.StateValid: 3000}})
 	// The bar draws on its own goroutine: wait until it has drawn the
 	// first event before the second replaces it.
 	testenv.Until(t, func() bool { return strings.Contains(out.String(), "succeeded 990") }, func() string { return "the first event drawn:\n" + out.String() })
-	d.show(&batch.Event{Total: 4000, Done: 4000, Final: true, Counts: rows.Counts{rows.StateSucceeded: 3990, rows.StateFailed: 10}})
+	d.show(&batchtype.Event{Total: 4000, Done: 4000, Final: true, Counts: rows.Counts{rows.StateSucceeded: 3990, rows.StateFailed: 10}})
 	d.stop(true)
 	s := out.String()
 	for _, want := range []string{"batch 7  1000/4000  [", "500 rows/s  ETA 1m30s  valid 3000  succeeded 990  failed 10", "batch 7  4000/4000  [=", "succeeded 3990  failed 10"} {

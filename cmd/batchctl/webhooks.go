@@ -12,11 +12,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/webhook/outbox"
 )
 
 // deliveryStatuses are the values of webhook deliveries --status.
-var deliveryStatuses = []string{driver.DeliveryPending, driver.DeliveryDelivered, driver.DeliveryDead}
+var deliveryStatuses = []string{batchtype.DeliveryPending, batchtype.DeliveryDelivered, batchtype.DeliveryDead}
 
 type deliveriesOptions struct {
 	status string
@@ -242,7 +243,7 @@ func (c *cli) webhookDeliveries(ctx context.Context, o deliveriesOptions) error 
 		switch {
 		case d.DoneAt != nil:
 			when = "done " + d.DoneAt.Format(time.DateTime)
-		case d.Status == driver.DeliveryPending && d.NextAttemptAt != nil:
+		case d.Status == batchtype.DeliveryPending && d.NextAttemptAt != nil:
 			when = "next " + d.NextAttemptAt.Format(time.DateTime)
 		}
 		fmt.Fprintf(tw, "%d\t%d\tbatch.%s\t%d\t%s\t%d\t%s\t%s\n", d.ID, d.BatchID, d.EventType, d.EndpointID, d.Status, d.Attempts, answer, when)

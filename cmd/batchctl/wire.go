@@ -4,8 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/rowfate/rowfate/batch"
-	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/progress"
 	"github.com/rowfate/rowfate/rows"
 )
@@ -36,7 +35,7 @@ type batchJSON struct {
 	FinishedAt   *time.Time        `json:"finished_at,omitempty"`
 }
 
-func toBatchJSON(b *batch.Batch) *batchJSON {
+func toBatchJSON(b *batchtype.Batch) *batchJSON {
 	if b == nil {
 		return nil
 	}
@@ -46,7 +45,7 @@ func toBatchJSON(b *batch.Batch) *batchJSON {
 		Paused: b.Paused, CreatedAt: b.CreatedAt, FinishedAt: b.FinishedAt}
 }
 
-func toBatchesJSON(bs []*batch.Batch) []*batchJSON {
+func toBatchesJSON(bs []*batchtype.Batch) []*batchJSON {
 	if bs == nil {
 		return nil
 	}
@@ -71,7 +70,7 @@ type rowJSON struct {
 	Updated  time.Time         `json:"updated_at"`
 }
 
-func toRowJSON(r *batch.Row) *rowJSON {
+func toRowJSON(r *batchtype.Row) *rowJSON {
 	if r == nil {
 		return nil
 	}
@@ -79,7 +78,7 @@ func toRowJSON(r *batch.Row) *rowJSON {
 		ResultID: r.ResultID, Attempts: r.Attempts, Reviewed: r.Reviewed, Updated: r.Updated}
 }
 
-func toRowsJSON(rs []batch.Row) []*rowJSON {
+func toRowsJSON(rs []batchtype.Row) []*rowJSON {
 	if rs == nil {
 		return nil
 	}
@@ -101,7 +100,7 @@ type historyJSON struct {
 	At      time.Time       `json:"at"`
 }
 
-func toHistoryJSON(hs []batch.HistoryEntry) []historyJSON {
+func toHistoryJSON(hs []batchtype.HistoryEntry) []historyJSON {
 	out := make([]historyJSON, len(hs))
 	for i, h := range hs {
 		out[i] = historyJSON{ID: h.ID, BatchID: h.BatchID, RowNo: h.RowNo, Action: h.Action, Actor: h.Actor, Detail: h.Detail, At: h.At}
@@ -154,7 +153,7 @@ type tokenJSON struct {
 	RevokedAt *time.Time `json:"revoked_at,omitempty"`
 }
 
-func toTokensJSON(ts []driver.Token) []tokenJSON {
+func toTokensJSON(ts []batchtype.Token) []tokenJSON {
 	out := make([]tokenJSON, len(ts))
 	for i, t := range ts {
 		out[i] = tokenJSON{ID: t.ID, TenantID: t.TenantID, Name: t.Name, Role: t.Role, CreatedAt: t.CreatedAt, RevokedAt: t.RevokedAt}
@@ -171,7 +170,7 @@ type endpointJSON struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-func toEndpointsJSON(eps []driver.Endpoint) []endpointJSON {
+func toEndpointsJSON(eps []batchtype.Endpoint) []endpointJSON {
 	out := make([]endpointJSON, len(eps))
 	for i, e := range eps {
 		out[i] = endpointJSON{ID: e.ID, TenantID: e.TenantID, URL: e.URL, Secret: e.Secret, CreatedAt: e.CreatedAt}
@@ -197,7 +196,7 @@ type deliveryJSON struct {
 	DoneAt        *time.Time `json:"done_at,omitempty"`
 }
 
-func toDeliveriesJSON(ds []driver.Delivery) []deliveryJSON {
+func toDeliveriesJSON(ds []batchtype.Delivery) []deliveryJSON {
 	out := make([]deliveryJSON, len(ds))
 	for i, d := range ds {
 		out[i] = deliveryJSON{ID: d.ID, TenantID: d.TenantID, EndpointID: d.EndpointID, BatchID: d.BatchID, EventSeq: d.EventSeq,
@@ -218,6 +217,6 @@ type kindDefinitionJSON struct {
 	RemovedAt  *time.Time `json:"removed_at,omitempty"`
 }
 
-func toKindDefinitionJSON(d *driver.KindDefinition) kindDefinitionJSON {
+func toKindDefinitionJSON(d *batchtype.KindDefinition) kindDefinitionJSON {
 	return kindDefinitionJSON{Name: d.Name, Version: d.Version, Format: d.Format, Definition: d.Definition, CreatedAt: d.CreatedAt, RemovedAt: d.RemovedAt}
 }

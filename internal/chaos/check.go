@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -43,7 +44,7 @@ func (h *harness) check(ctx context.Context) error {
 			}
 			r.Outcomes[s] += agg[s]
 		}
-		if got.Status == driver.StatusRunning {
+		if got.Status == batchtype.StatusRunning {
 			r.violate("batch_running", "batch %d is still running", b.ID)
 		}
 		// 3. Attempts within bounds; dead rows used them all.
@@ -97,8 +98,8 @@ func (h *harness) check(ctx context.Context) error {
 // it: the sequence numbers run 1..head without a gap, and each replay is
 // the log's suffix.
 func (h *harness) checkEvents(ctx context.Context, b *imported) error {
-	read := func(after int64) ([]driver.Event, error) {
-		var out []driver.Event
+	read := func(after int64) ([]batchtype.Event, error) {
+		var out []batchtype.Event
 		for {
 			page, err := h.store.EventsList(ctx, driver.EventsListParams{TenantID: b.Tenant, BatchID: b.ID, AfterSeq: after, Limit: 500})
 			if err != nil {
@@ -132,7 +133,7 @@ func (h *harness) checkEvents(ctx context.Context, b *imported) error {
 		if err != nil {
 			return err
 		}
-		if !slices.EqualFunc(suffix, full[cur:], func(a, b driver.Event) bool { return a.Seq == b.Seq && a.Type == b.Type && a.Done == b.Done }) {
+		if !slices.EqualFunc(suffix, full[cur:], func(a, b batchtype.Event) bool { return a.Seq == b.Seq && a.Type == b.Type && a.Done == b.Done }) {
 			h.rep.violate("events", "batch %d: the replay after %d differs from the log", b.ID, cur)
 		}
 	}

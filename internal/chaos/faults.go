@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -62,7 +63,7 @@ var faultKinds = []fault{
 	{"cancel_batch", 1, func(ctx context.Context, h *harness, rng *rand.Rand) {
 		if b := h.pick(ctx, rng); b != nil {
 			at := time.Now()
-			if got, err := h.store.BatchCancel(ctx, driver.BatchControlParams{TenantID: b.Tenant, ID: b.ID}); err == nil && got.Status == driver.StatusCancelled {
+			if got, err := h.store.BatchCancel(ctx, driver.BatchControlParams{TenantID: b.Tenant, ID: b.ID}); err == nil && got.Status == batchtype.StatusCancelled {
 				h.mu.Lock()
 				h.rep.Cancelled = append(h.rep.Cancelled, b.ID)
 				h.cancelledAt[b.ID] = at

@@ -54,6 +54,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/store/postgres"
 )
 
@@ -444,7 +445,7 @@ func (h *harness) running(ctx context.Context) []*imported {
 	var out []*imported
 	for _, b := range all {
 		got, err := h.store.BatchGet(ctx, driver.BatchGetParams{TenantID: b.Tenant, ID: b.ID})
-		if err == nil && got.Status == driver.StatusRunning {
+		if err == nil && got.Status == batchtype.StatusRunning {
 			out = append(out, b)
 		}
 	}
@@ -505,7 +506,7 @@ func (h *harness) settle(ctx context.Context) bool {
 		h.mu.Unlock()
 		for _, b := range all {
 			got, err := h.store.BatchGet(ctx, driver.BatchGetParams{TenantID: b.Tenant, ID: b.ID})
-			if err != nil || got.Status == driver.StatusRunning || got.Counts["processing"] > 0 {
+			if err != nil || got.Status == batchtype.StatusRunning || got.Counts["processing"] > 0 {
 				open++
 			}
 		}

@@ -40,6 +40,9 @@ func TestLayers(t *testing.T) {
 		{mod + "/batch/driver", append([]string{"github.com/go-playground/validator", mod + "/batch", mod + "/validate"}, formats...)},
 		{mod + "/store/...", append([]string{"github.com/go-playground/validator", mod + "/batch", mod + "/validate", mod + "/processors"}, formats...)},
 		{mod + "/migrations", []string{mod + "/"}},
+		// The records are a leaf: a front end, a store and the engine all
+		// speak of them, so they depend on nothing of those.
+		{mod + "/batchtype", append([]string{"github.com/go-playground/validator", mod + "/batch", mod + "/validate", mod + "/processors", mod + "/store/", mod + "/server", mod + "/progress"}, formats...)},
 		// A Table Schema is read and compiled below the engine: it knows
 		// rows and the validator, not batches or stores.
 		{mod + "/tableschema", append([]string{mod + "/batch", mod + "/processors", mod + "/server", "github.com/xuri/excelize"}, mod+"/store/")},

@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -231,13 +232,13 @@ func (s *Store) EffectsClaim(ctx context.Context, p driver.EffectsClaimParams) (
 }
 
 // batchStatusOf returns a tenant's batch's status, or ErrNotFound.
-func (s *Store) batchStatusOf(ctx context.Context, q Querier, tenant string, id int64) (driver.Status, error) {
+func (s *Store) batchStatusOf(ctx context.Context, q Querier, tenant string, id int64) (batchtype.Status, error) {
 	var status string
 	err := q.QueryRow(ctx, s.c.batchOf, id, tenant).Scan(&status)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", fmt.Errorf("batch %d: %w", id, driver.ErrNotFound)
 	}
-	return driver.Status(status), err
+	return batchtype.Status(status), err
 }
 
 // lockChunksOf locks all of a batch's chunk rows, in order.
@@ -253,7 +254,7 @@ func (s *Store) lockChunksOf(ctx context.Context, q Querier, tenant string, id i
 
 // BatchCancel cancels a running batch; a batch that is not running comes
 // back unchanged.
-func (s *Store) BatchCancel(ctx context.Context, p driver.BatchControlParams) (*driver.Batch, error) {
+func (s *Store) BatchCancel(ctx context.Context, p driver.BatchControlParams) (*batchtype.Batch, error) {
 	err := s.changeTx(ctx, func(q Querier, evs *[]committedEvent) error {
 		if _, err := s.batchStatusOf(ctx, q, p.TenantID, p.ID); err != nil {
 			return err
@@ -271,7 +272,7 @@ func (s *Store) BatchCancel(ctx context.Context, p driver.BatchControlParams) (*
 		if err := s.recountAll(ctx, q, p.ID); err != nil {
 			return err
 		}
-		_, err = s.afterChange(ctx, q, p.ID, driver.EventCancelled, evs)
+		_, err = s.afterChange(ctx, q, p.ID, batchtype.EventCancelled, evs)
 		return err
 	})
 	if err != nil {
@@ -281,7 +282,7 @@ func (s *Store) BatchCancel(ctx context.Context, p driver.BatchControlParams) (*
 }
 
 // BatchPause pauses or resumes a batch.
-func (s *Store) BatchPause(ctx context.Context, p driver.BatchControlParams, paused bool) (*driver.Batch, error) {
+func (s *Store) BatchPause(ctx context.Context, p driver.BatchControlParams, paused bool) (*batchtype.Batch, error) {
 	err := s.changeTx(ctx, func(q Querier, evs *[]committedEvent) error {
 		if !paused {
 			// A resume queues the batch's chunks again: their rows are
@@ -299,9 +300,9 @@ func (s *Store) BatchPause(ctx context.Context, p driver.BatchControlParams, pau
 		if n == 0 {
 			return fmt.Errorf("batch %d: %w", p.ID, driver.ErrNotFound)
 		}
-		typ := driver.EventPaused
+		typ := batchtype.EventPaused
 		if !paused {
-			typ = driver.EventResumed
+			typ = batchtype.EventResumed
 		}
 		if _, err := s.afterChange(ctx, q, p.ID, typ, evs); err != nil {
 			return err
@@ -403,7 +404,7 @@ func (s *Store) RowsRetry(ctx context.Context, p driver.RowsRetryParams) (int64,
 		if err != nil {
 			return err
 		}
-		if status == driver.StatusCancelled {
+		if status == batchtype.StatusCancelled {
 			return fmt.Errorf("batch %d: %w", p.BatchID, ErrBatchCancelled)
 		}
 		if err := s.lockChunksOf(ctx, q, p.TenantID, p.BatchID); err != nil {
@@ -421,7 +422,7 @@ func (s *Store) RowsRetry(ctx context.Context, p driver.RowsRetryParams) (int64,
 		if err := s.queueTurns(ctx, q, p.BatchID, p.TenantID); err != nil {
 			return err
 		}
-		if _, err := s.afterChange(ctx, q, p.BatchID, driver.EventRetried, evs); err != nil {
+		if _, err := s.afterChange(ctx, q, p.BatchID, batchtype.EventRetried, evs); err != nil {
 			return err
 		}
 		return s.drv.Notify(ctx, q)
@@ -492,7 +493,7 @@ func (s *Store) RowSettle(ctx context.Context, p driver.RowSettleParams) error {
 		if err := s.recount(ctx, q, p.BatchID, chunk, false); err != nil {
 			return err
 		}
-		if _, err := s.afterChange(ctx, q, p.BatchID, driver.EventSettled, evs); err != nil {
+		if _, err := s.afterChange(ctx, q, p.BatchID, batchtype.EventSettled, evs); err != nil {
 			return err
 		}
 		if p.State == rows.StateValid {
@@ -526,9 +527,9 @@ func (s *Store) WorkerCreate(ctx context.Context, p driver.WorkerCreateParams) e
 // WorkerAuth returns the credential of a token hash. The row is found by
 // the hash, and the stored hash is compared again in constant time, so the
 // check does not depend on how the database compares text.
-func (s *Store) WorkerAuth(ctx context.Context, tokenHash string) (*driver.Worker, error) {
+func (s *Store) WorkerAuth(ctx context.Context, tokenHash string) (*batchtype.Worker, error) {
 	var (
-		w              driver.Worker
+		w              batchtype.Worker
 		stored, tenant string
 	)
 	err := s.drv.DB().QueryRow(ctx, s.c.workerAuth, tokenHash).Scan(&w.Name, &stored, &tenant)

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -20,15 +21,15 @@ const rateWindow = 8
 // eventPayload is the JSON of batch_events.payload: the batch's state right
 // after the change. Finished is how the first schema's events said Final.
 type eventPayload struct {
-	Status        driver.Status `json:"status,omitempty"`
-	Paused        bool          `json:"paused,omitempty"`
-	Counts        rows.Counts   `json:"counts"`
-	Total         int64         `json:"total"`
-	Done          int64         `json:"done"`
-	RowsPerSecond float64       `json:"rows_per_second,omitempty"`
-	ETASeconds    *float64      `json:"eta_seconds,omitempty"`
-	Final         bool          `json:"final,omitempty"`
-	Finished      bool          `json:"finished,omitempty"`
+	Status        batchtype.Status `json:"status,omitempty"`
+	Paused        bool             `json:"paused,omitempty"`
+	Counts        rows.Counts      `json:"counts"`
+	Total         int64            `json:"total"`
+	Done          int64            `json:"done"`
+	RowsPerSecond float64          `json:"rows_per_second,omitempty"`
+	ETASeconds    *float64         `json:"eta_seconds,omitempty"`
+	Final         bool             `json:"final,omitempty"`
+	Finished      bool             `json:"finished,omitempty"`
 }
 
 type eventStatements struct {
@@ -57,17 +58,17 @@ func newEventStatements(d *Dialect) eventStatements {
 // there, after the lock, so that times follow the sequence; it measures the
 // rate against the event rateWindow back, which the index on (batch_id,
 // seq) finds in one probe.
-func (s *Store) appendEvent(ctx context.Context, q Querier, id int64, typ driver.EventType, status string, paused bool, counts rows.Counts, seq int64, tenant string, now Time) (*driver.Event, error) {
-	ev := &driver.Event{BatchID: id, Seq: seq, Type: typ, Status: driver.Status(status), Paused: paused,
+func (s *Store) appendEvent(ctx context.Context, q Querier, id int64, typ batchtype.EventType, status string, paused bool, counts rows.Counts, seq int64, tenant string, now Time) (*batchtype.Event, error) {
+	ev := &batchtype.Event{BatchID: id, Seq: seq, Type: typ, Status: batchtype.Status(status), Paused: paused,
 		Counts: counts, Total: counts.Total(), At: now.Time}
 	ev.Done = ev.Total - counts.Open()
 	switch ev.Status {
-	case driver.StatusFinished:
+	case batchtype.StatusFinished:
 		ev.Final = true
-		if typ == driver.EventProgress {
-			ev.Type = driver.EventFinished
+		if typ == batchtype.EventProgress {
+			ev.Type = batchtype.EventFinished
 		}
-	case driver.StatusCancelled:
+	case batchtype.StatusCancelled:
 		ev.Final = counts.Open() == 0
 	}
 	if seq > 1 {
@@ -92,7 +93,7 @@ func (s *Store) appendEvent(ctx context.Context, q Querier, id int64, typ driver
 			}
 		}
 	}
-	if open := counts.Open(); ev.Status == driver.StatusRunning && !paused && ev.RowsPerSecond > 0 && open > 0 {
+	if open := counts.Open(); ev.Status == batchtype.StatusRunning && !paused && ev.RowsPerSecond > 0 && open > 0 {
 		eta := float64(open) / ev.RowsPerSecond
 		ev.ETASeconds = &eta
 	}
@@ -120,7 +121,7 @@ func timeArg(d *Dialect, t Time) any {
 }
 
 // EventsList returns a batch's events after a cursor.
-func (s *Store) EventsList(ctx context.Context, p driver.EventsListParams) ([]driver.Event, error) {
+func (s *Store) EventsList(ctx context.Context, p driver.EventsListParams) ([]batchtype.Event, error) {
 	limit := p.Limit
 	if limit <= 0 {
 		limit = 500
@@ -155,10 +156,10 @@ func (s *Store) EventsList(ctx context.Context, p driver.EventsListParams) ([]dr
 		return nil, fmt.Errorf("events of batch %d: %w", p.BatchID, err)
 	}
 	defer rs.Close()
-	var evs []driver.Event
+	var evs []batchtype.Event
 	for rs.Next() {
 		var (
-			ev      driver.Event
+			ev      batchtype.Event
 			typ     string
 			payload string
 			at      Time
@@ -170,17 +171,17 @@ func (s *Store) EventsList(ctx context.Context, p driver.EventsListParams) ([]dr
 		if err := json.Unmarshal([]byte(payload), &pl); err != nil {
 			return nil, fmt.Errorf("event %d of batch %d: %w", ev.Seq, p.BatchID, err)
 		}
-		ev.BatchID, ev.Type, ev.At = p.BatchID, driver.EventType(typ), at.Time
+		ev.BatchID, ev.Type, ev.At = p.BatchID, batchtype.EventType(typ), at.Time
 		ev.Status, ev.Paused, ev.Counts, ev.Total, ev.Done = pl.Status, pl.Paused, pl.Counts, pl.Total, pl.Done
 		ev.RowsPerSecond, ev.ETASeconds, ev.Final = pl.RowsPerSecond, pl.ETASeconds, pl.Final || pl.Finished
 		if ev.Type == "ingested" { // the first schema's name for started
-			ev.Type = driver.EventStarted
+			ev.Type = batchtype.EventStarted
 		}
 		if pl.Status == "" { // the first schema's payload had no status
-			ev.Status, ev.Total = driver.StatusRunning, pl.Counts.Total()
+			ev.Status, ev.Total = batchtype.StatusRunning, pl.Counts.Total()
 			ev.Done = ev.Total - pl.Counts.Open()
 			if ev.Final {
-				ev.Status = driver.StatusFinished
+				ev.Status = batchtype.StatusFinished
 			}
 		}
 		evs = append(evs, ev)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 )
 
 var _ driver.KindStore = (*Store)(nil)
@@ -34,9 +35,9 @@ func newKindStatements(d *Dialect) kindStatements {
 	}
 }
 
-func scanKind(r interface{ Scan(...any) error }) (*driver.KindDefinition, error) {
+func scanKind(r interface{ Scan(...any) error }) (*batchtype.KindDefinition, error) {
 	var (
-		k                driver.KindDefinition
+		k                batchtype.KindDefinition
 		created, removed Time
 	)
 	if err := r.Scan(&k.Name, &k.Version, &k.Format, &k.Definition, &created, &removed); err != nil {
@@ -47,7 +48,7 @@ func scanKind(r interface{ Scan(...any) error }) (*driver.KindDefinition, error)
 }
 
 // KindPut stores the next version of a kind's definition.
-func (s *Store) KindPut(ctx context.Context, p driver.KindPutParams) (*driver.KindDefinition, error) {
+func (s *Store) KindPut(ctx context.Context, p driver.KindPutParams) (*batchtype.KindDefinition, error) {
 	if p.Format == "" {
 		p.Format = "tableschema"
 	}
@@ -59,7 +60,7 @@ func (s *Store) KindPut(ctx context.Context, p driver.KindPutParams) (*driver.Ki
 }
 
 // KindGet returns a version of a kind's definition, or its current one.
-func (s *Store) KindGet(ctx context.Context, name string, version int64) (*driver.KindDefinition, error) {
+func (s *Store) KindGet(ctx context.Context, name string, version int64) (*batchtype.KindDefinition, error) {
 	// One statement only: an unread row holds SQLite's one connection.
 	var row Row
 	if version > 0 {
@@ -78,13 +79,13 @@ func (s *Store) KindGet(ctx context.Context, name string, version int64) (*drive
 }
 
 // KindList returns every kind's current definition.
-func (s *Store) KindList(ctx context.Context) ([]driver.KindDefinition, error) {
+func (s *Store) KindList(ctx context.Context) ([]batchtype.KindDefinition, error) {
 	rs, err := s.drv.DB().Query(ctx, s.k.list)
 	if err != nil {
 		return nil, fmt.Errorf("list kinds: %w", err)
 	}
 	defer rs.Close()
-	out := []driver.KindDefinition{}
+	out := []batchtype.KindDefinition{}
 	for rs.Next() {
 		k, err := scanKind(rs)
 		if err != nil {

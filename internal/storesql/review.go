@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -85,7 +86,7 @@ type rerunRecord struct {
 }
 
 // BatchRerun writes a re-run in one transaction.
-func (s *Store) BatchRerun(ctx context.Context, p driver.BatchRerunParams) (*driver.Batch, error) {
+func (s *Store) BatchRerun(ctx context.Context, p driver.BatchRerunParams) (*batchtype.Batch, error) {
 	recs := make([]rerunRecord, len(p.Replace))
 	nos := make([]int64, len(p.Replace))
 	for i, r := range p.Replace {
@@ -164,7 +165,7 @@ func (s *Store) BatchRerun(ctx context.Context, p driver.BatchRerunParams) (*dri
 		if _, err := q.Exec(ctx, s.r.historyInsert, p.TenantID, p.BatchID, nil, "rerun", p.Actor, string(detail)); err != nil {
 			return fmt.Errorf("record history: %w", err)
 		}
-		if _, err := s.afterChange(ctx, q, p.BatchID, driver.EventRerun, evs); err != nil {
+		if _, err := s.afterChange(ctx, q, p.BatchID, batchtype.EventRerun, evs); err != nil {
 			return err
 		}
 		return s.drv.Notify(ctx, q)
@@ -266,16 +267,16 @@ func (s *Store) RowReview(ctx context.Context, p driver.RowReviewParams) error {
 	if len(detail) == 0 {
 		detail = json.RawMessage("{}")
 	}
-	typ := driver.EventEdited
+	typ := batchtype.EventEdited
 	if p.State == rows.StateSkipped {
-		typ = driver.EventSkipped
+		typ = batchtype.EventSkipped
 	}
 	return s.changeTx(ctx, func(q Querier, evs *[]committedEvent) error {
 		status, err := s.batchStatusOf(ctx, q, p.TenantID, p.BatchID)
 		if err != nil {
 			return err
 		}
-		if status == driver.StatusCancelled && p.State == rows.StateValid {
+		if status == batchtype.StatusCancelled && p.State == rows.StateValid {
 			return fmt.Errorf("batch %d: %w: re-run it to work rows again", p.BatchID, ErrBatchCancelled)
 		}
 		var (
@@ -338,7 +339,7 @@ func (s *Store) RowReview(ctx context.Context, p driver.RowReviewParams) error {
 }
 
 // HistoryList lists a batch's re-runs, edits and skips, oldest first.
-func (s *Store) HistoryList(ctx context.Context, p driver.HistoryListParams) ([]driver.HistoryEntry, error) {
+func (s *Store) HistoryList(ctx context.Context, p driver.HistoryListParams) ([]batchtype.HistoryEntry, error) {
 	if p.Limit <= 0 {
 		p.Limit = 100
 	}
@@ -350,10 +351,10 @@ func (s *Store) HistoryList(ctx context.Context, p driver.HistoryListParams) ([]
 		return nil, fmt.Errorf("list history: %w", err)
 	}
 	defer rs.Close()
-	var out []driver.HistoryEntry
+	var out []batchtype.HistoryEntry
 	for rs.Next() {
 		var (
-			h      driver.HistoryEntry
+			h      batchtype.HistoryEntry
 			detail string
 			at     Time
 		)

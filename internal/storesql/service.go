@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/migrations"
 )
 
@@ -86,19 +87,19 @@ type hookPayload struct {
 }
 
 type hookData struct {
-	TenantID string        `json:"tenant_id"`
-	BatchID  int64         `json:"batch_id"`
-	Seq      int64         `json:"event_seq"`
-	Status   driver.Status `json:"status"`
-	Counts   any           `json:"counts"`
-	Total    int64         `json:"total"`
-	Done     int64         `json:"done"`
+	TenantID string           `json:"tenant_id"`
+	BatchID  int64            `json:"batch_id"`
+	Seq      int64            `json:"event_seq"`
+	Status   batchtype.Status `json:"status"`
+	Counts   any              `json:"counts"`
+	Total    int64            `json:"total"`
+	Done     int64            `json:"done"`
 }
 
 // enqueueHooks writes the outbox rows of a terminal event in its
 // transaction.
-func (s *Store) enqueueHooks(ctx context.Context, q Querier, tenant string, ev *driver.Event) error {
-	if ev.Type != driver.EventFinished && ev.Type != driver.EventCancelled {
+func (s *Store) enqueueHooks(ctx context.Context, q Querier, tenant string, ev *batchtype.Event) error {
+	if ev.Type != batchtype.EventFinished && ev.Type != batchtype.EventCancelled {
 		return nil
 	}
 	body, err := json.Marshal(hookPayload{Type: "batch." + string(ev.Type), Timestamp: ev.At.UTC(),
@@ -113,11 +114,11 @@ func (s *Store) enqueueHooks(ctx context.Context, q Querier, tenant string, ev *
 }
 
 // TokenCreate stores an API token's hash.
-func (s *Store) TokenCreate(ctx context.Context, p driver.TokenCreateParams) (*driver.Token, error) {
-	if p.Role != driver.RoleAdmin && p.Role != driver.RoleViewer {
-		return nil, fmt.Errorf("token role %q: want %s or %s", p.Role, driver.RoleAdmin, driver.RoleViewer)
+func (s *Store) TokenCreate(ctx context.Context, p driver.TokenCreateParams) (*batchtype.Token, error) {
+	if p.Role != batchtype.RoleAdmin && p.Role != batchtype.RoleViewer {
+		return nil, fmt.Errorf("token role %q: want %s or %s", p.Role, batchtype.RoleAdmin, batchtype.RoleViewer)
 	}
-	t := &driver.Token{TenantID: p.TenantID, Name: p.Name, Role: p.Role}
+	t := &batchtype.Token{TenantID: p.TenantID, Name: p.Name, Role: p.Role}
 	var created Time
 	if err := s.drv.DB().QueryRow(ctx, s.sv.tokenCreate, p.TenantID, p.Name, p.Role, p.TokenHash).Scan(&t.ID, &created); err != nil {
 		return nil, fmt.Errorf("create token %s: %w", p.Name, err)
@@ -128,9 +129,9 @@ func (s *Store) TokenCreate(ctx context.Context, p driver.TokenCreateParams) (*d
 
 // TokenAuth returns the live token of a hash; the stored hash is compared
 // again in constant time.
-func (s *Store) TokenAuth(ctx context.Context, tokenHash string) (*driver.Token, error) {
+func (s *Store) TokenAuth(ctx context.Context, tokenHash string) (*batchtype.Token, error) {
 	var (
-		t       driver.Token
+		t       batchtype.Token
 		stored  string
 		created Time
 	)
@@ -146,16 +147,16 @@ func (s *Store) TokenAuth(ctx context.Context, tokenHash string) (*driver.Token,
 }
 
 // TokenList lists a tenant's tokens.
-func (s *Store) TokenList(ctx context.Context, tenantID string) ([]driver.Token, error) {
+func (s *Store) TokenList(ctx context.Context, tenantID string) ([]batchtype.Token, error) {
 	rs, err := s.drv.DB().Query(ctx, s.sv.tokenList, tenantID)
 	if err != nil {
 		return nil, fmt.Errorf("list tokens: %w", err)
 	}
 	defer rs.Close()
-	out := []driver.Token{}
+	out := []batchtype.Token{}
 	for rs.Next() {
 		var (
-			t                driver.Token
+			t                batchtype.Token
 			created, revoked Time
 		)
 		if err := rs.Scan(&t.ID, &t.TenantID, &t.Name, &t.Role, &created, &revoked); err != nil {
@@ -181,16 +182,16 @@ func (s *Store) TokenRevoke(ctx context.Context, tenantID string, id int64) erro
 
 // WorkerList lists worker credentials by name, revoked ones too; with a
 // tenant, those that may work it.
-func (s *Store) WorkerList(ctx context.Context, p driver.WorkerListParams) ([]driver.Worker, error) {
+func (s *Store) WorkerList(ctx context.Context, p driver.WorkerListParams) ([]batchtype.Worker, error) {
 	rs, err := s.drv.DB().Query(ctx, s.sv.workerList)
 	if err != nil {
 		return nil, fmt.Errorf("list workers: %w", err)
 	}
 	defer rs.Close()
-	out := []driver.Worker{}
+	out := []batchtype.Worker{}
 	for rs.Next() {
 		var (
-			w                driver.Worker
+			w                batchtype.Worker
 			tenants          string
 			created, revoked Time
 		)
@@ -226,8 +227,8 @@ func (s *Store) WorkerRevoke(ctx context.Context, p driver.WorkerRevokeParams) e
 }
 
 // EndpointCreate adds a webhook endpoint.
-func (s *Store) EndpointCreate(ctx context.Context, p driver.EndpointCreateParams) (*driver.Endpoint, error) {
-	e := &driver.Endpoint{TenantID: p.TenantID, URL: p.URL, Secret: p.Secret}
+func (s *Store) EndpointCreate(ctx context.Context, p driver.EndpointCreateParams) (*batchtype.Endpoint, error) {
+	e := &batchtype.Endpoint{TenantID: p.TenantID, URL: p.URL, Secret: p.Secret}
 	var created Time
 	if err := s.drv.DB().QueryRow(ctx, s.sv.endpointCreate, p.TenantID, p.URL, p.Secret).Scan(&e.ID, &created); err != nil {
 		return nil, fmt.Errorf("create endpoint: %w", err)
@@ -237,16 +238,16 @@ func (s *Store) EndpointCreate(ctx context.Context, p driver.EndpointCreateParam
 }
 
 // EndpointList lists a tenant's enabled endpoints, without their secrets.
-func (s *Store) EndpointList(ctx context.Context, tenantID string) ([]driver.Endpoint, error) {
+func (s *Store) EndpointList(ctx context.Context, tenantID string) ([]batchtype.Endpoint, error) {
 	rs, err := s.drv.DB().Query(ctx, s.sv.endpointList, tenantID)
 	if err != nil {
 		return nil, fmt.Errorf("list endpoints: %w", err)
 	}
 	defer rs.Close()
-	out := []driver.Endpoint{}
+	out := []batchtype.Endpoint{}
 	for rs.Next() {
 		var (
-			e       driver.Endpoint
+			e       batchtype.Endpoint
 			created Time
 		)
 		if err := rs.Scan(&e.ID, &e.TenantID, &e.URL, &created); err != nil {
@@ -272,7 +273,7 @@ func (s *Store) EndpointDisable(ctx context.Context, tenantID string, id int64) 
 
 // DeliveriesClaim claims due deliveries, then reads them with their
 // endpoints' addresses and secrets.
-func (s *Store) DeliveriesClaim(ctx context.Context, p driver.DeliveriesClaimParams) ([]driver.Delivery, error) {
+func (s *Store) DeliveriesClaim(ctx context.Context, p driver.DeliveriesClaimParams) ([]batchtype.Delivery, error) {
 	if p.Limit <= 0 {
 		p.Limit = 10
 	}
@@ -312,7 +313,7 @@ func (s *Store) DeliveriesClaim(ctx context.Context, p driver.DeliveriesClaimPar
 // DeliveryRecord records an attempt of a pending delivery.
 func (s *Store) DeliveryRecord(ctx context.Context, p driver.DeliveryRecordParams) error {
 	switch p.Status {
-	case driver.DeliveryPending, driver.DeliveryDelivered, driver.DeliveryDead:
+	case batchtype.DeliveryPending, batchtype.DeliveryDelivered, batchtype.DeliveryDead:
 	default:
 		return fmt.Errorf("delivery %d: unknown status %q", p.ID, p.Status)
 	}
@@ -323,7 +324,7 @@ func (s *Store) DeliveryRecord(ctx context.Context, p driver.DeliveryRecordParam
 }
 
 // DeliveriesList lists a tenant's deliveries, newest first.
-func (s *Store) DeliveriesList(ctx context.Context, p driver.DeliveriesListParams) ([]driver.Delivery, error) {
+func (s *Store) DeliveriesList(ctx context.Context, p driver.DeliveriesListParams) ([]batchtype.Delivery, error) {
 	if p.Limit <= 0 {
 		p.Limit = 50
 	}
@@ -334,12 +335,12 @@ func (s *Store) DeliveriesList(ctx context.Context, p driver.DeliveriesListParam
 	return scanDeliveries(rs)
 }
 
-func scanDeliveries(rs Rows) ([]driver.Delivery, error) {
+func scanDeliveries(rs Rows) ([]batchtype.Delivery, error) {
 	defer rs.Close()
-	out := []driver.Delivery{}
+	out := []batchtype.Delivery{}
 	for rs.Next() {
 		var (
-			d                   driver.Delivery
+			d                   batchtype.Delivery
 			next, created, done Time
 		)
 		if err := rs.Scan(&d.ID, &d.TenantID, &d.EndpointID, &d.BatchID, &d.EventSeq, &d.EventType, &d.Payload, &d.Status, &d.Attempts,

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/internal/failpoint"
 	"github.com/rowfate/rowfate/migrations"
 	"github.com/rowfate/rowfate/rows"
@@ -369,12 +370,12 @@ func latest(all []migrations.Migration) int {
 }
 
 // SchemaStatus reads the schema's version without creating anything.
-func (s *Store) SchemaStatus(ctx context.Context) (driver.SchemaStatus, error) {
+func (s *Store) SchemaStatus(ctx context.Context) (batchtype.SchemaStatus, error) {
 	all, err := migrations.Load(s.d.Engine)
 	if err != nil {
-		return driver.SchemaStatus{}, err
+		return batchtype.SchemaStatus{}, err
 	}
-	st := driver.SchemaStatus{Latest: latest(all)}
+	st := batchtype.SchemaStatus{Latest: latest(all)}
 	query, args := s.d.HasTable("schema_migrations")
 	var exists bool
 	if err := s.drv.DB().QueryRow(ctx, query, args...).Scan(&exists); err != nil {
@@ -396,7 +397,7 @@ func (s *Store) SchemaStatus(ctx context.Context) (driver.SchemaStatus, error) {
 // write between them, into a batch that is 'ingesting' (no claim sees it)
 // until the last transaction makes it running; a failed ingest removes it,
 // and one whose process died is removed by the next Migrate.
-func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*driver.Batch, error) {
+func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*batchtype.Batch, error) {
 	header, err := json.Marshal(nonNil(p.Header))
 	if err != nil {
 		return nil, err
@@ -451,7 +452,7 @@ func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*d
 		if err := s.queueTurns(ctx, q, id, p.TenantID); err != nil {
 			return err
 		}
-		if _, err = s.afterChange(ctx, q, id, driver.EventStarted, evs); err != nil {
+		if _, err = s.afterChange(ctx, q, id, batchtype.EventStarted, evs); err != nil {
 			return err
 		}
 		return s.drv.Notify(ctx, q)
@@ -585,7 +586,7 @@ func (s *Store) cleanIngests(ctx context.Context, q Querier) error {
 // chunk's committed flush. Checking before the lock, or inside the locking
 // statement, is write skew: two last flushes each see the other's chunk
 // still open, and neither finishes the batch.
-func (s *Store) afterChange(ctx context.Context, q Querier, id int64, typ driver.EventType, evs *[]committedEvent) (*driver.FlushResult, error) {
+func (s *Store) afterChange(ctx context.Context, q Querier, id int64, typ batchtype.EventType, evs *[]committedEvent) (*driver.FlushResult, error) {
 	var (
 		seq            int64
 		tenant, status string
@@ -610,13 +611,13 @@ func (s *Store) afterChange(ctx context.Context, q Querier, id int64, typ driver
 		return nil, fmt.Errorf("notify event: %w", err)
 	}
 	*evs = append(*evs, committedEvent{batchID: id, seq: seq})
-	return &driver.FlushResult{Counts: ev.Counts, Finished: ev.Status == driver.StatusFinished, EventSeq: seq}, nil
+	return &driver.FlushResult{Counts: ev.Counts, Finished: ev.Status == batchtype.StatusFinished, EventSeq: seq}, nil
 }
 
 // scanBatch reads a row of batchColumns and the chunk sums.
-func scanBatch(r interface{ Scan(...any) error }) (*driver.Batch, error) {
+func scanBatch(r interface{ Scan(...any) error }) (*batchtype.Batch, error) {
 	var (
-		b                 driver.Batch
+		b                 batchtype.Batch
 		status            string
 		header, options   string
 		created, finished Time
@@ -627,7 +628,7 @@ func scanBatch(r interface{ Scan(...any) error }) (*driver.Batch, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.Status = driver.Status(status)
+	b.Status = batchtype.Status(status)
 	b.CreatedAt, b.FinishedAt, b.Counts = created.Time, finished.Ptr(), counts()
 	if err := json.Unmarshal([]byte(header), &b.Header); err != nil {
 		return nil, fmt.Errorf("batch %d header: %w", b.ID, err)
@@ -642,7 +643,7 @@ func scanBatch(r interface{ Scan(...any) error }) (*driver.Batch, error) {
 }
 
 // BatchGet returns a batch with its totals, or driver.ErrNotFound.
-func (s *Store) BatchGet(ctx context.Context, p driver.BatchGetParams) (*driver.Batch, error) {
+func (s *Store) BatchGet(ctx context.Context, p driver.BatchGetParams) (*batchtype.Batch, error) {
 	b, err := scanBatch(s.drv.DB().QueryRow(ctx, s.q.batchGet, p.ID, p.TenantID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("get batch %d: %w", p.ID, driver.ErrNotFound)
@@ -655,7 +656,7 @@ func (s *Store) BatchGet(ctx context.Context, p driver.BatchGetParams) (*driver.
 
 // BatchFind returns the batch of an idempotency key, or the newest of a
 // kind with a source digest, or driver.ErrNotFound.
-func (s *Store) BatchFind(ctx context.Context, p driver.BatchFindParams) (*driver.Batch, error) {
+func (s *Store) BatchFind(ctx context.Context, p driver.BatchFindParams) (*batchtype.Batch, error) {
 	b, err := scanBatch(s.drv.DB().QueryRow(ctx, s.q.batchFind, p.TenantID, p.IdempotencyKey, p.Kind, p.SourceDigest))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, driver.ErrNotFound
@@ -668,7 +669,7 @@ func (s *Store) BatchFind(ctx context.Context, p driver.BatchFindParams) (*drive
 
 // BatchList lists a tenant's batches, newest first, with their totals, in
 // one query.
-func (s *Store) BatchList(ctx context.Context, p driver.BatchListParams) ([]*driver.Batch, error) {
+func (s *Store) BatchList(ctx context.Context, p driver.BatchListParams) ([]*batchtype.Batch, error) {
 	if p.Limit <= 0 {
 		p.Limit = 20
 	}
@@ -677,7 +678,7 @@ func (s *Store) BatchList(ctx context.Context, p driver.BatchListParams) ([]*dri
 		return nil, fmt.Errorf("list batches: %w", err)
 	}
 	defer rs.Close()
-	out := []*driver.Batch{}
+	out := []*batchtype.Batch{}
 	for rs.Next() {
 		b, err := scanBatch(rs)
 		if err != nil {
@@ -766,7 +767,7 @@ func (s *Store) claim(ctx context.Context, q Querier, p driver.ChunkClaimParams,
 		return false, fmt.Errorf("batch %d options: %w", l.BatchID, err)
 	}
 	l.Conventions = opts.Conventions
-	l.Cancelled = status == string(driver.StatusCancelled)
+	l.Cancelled = status == string(batchtype.StatusCancelled)
 	l.Deferred = released && !l.Cancelled && slices.Contains(p.DeferKinds, l.Kind)
 	if err := q.QueryRow(ctx, s.q.leaseChunk, p.Owner, p.LeaseDuration.Milliseconds(), l.BatchID, l.ChunkNo, l.Deferred).Scan(&l.Token); err != nil {
 		return false, fmt.Errorf("lease chunk: %w", err)
@@ -800,7 +801,7 @@ func (s *Store) claim(ctx context.Context, q Querier, p driver.ChunkClaimParams,
 	if err := s.recount(ctx, q, l.BatchID, l.ChunkNo, true); err != nil {
 		return false, err
 	}
-	if _, err := s.afterChange(ctx, q, l.BatchID, driver.EventProgress, evs); err != nil {
+	if _, err := s.afterChange(ctx, q, l.BatchID, batchtype.EventProgress, evs); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -976,7 +977,7 @@ func (s *Store) ChunkFlush(ctx context.Context, p driver.ChunkFlushParams) (*dri
 		if err := q.QueryRow(ctx, s.q.batchStatus, p.BatchID).Scan(&status); err != nil {
 			return fmt.Errorf("batch status: %w", err)
 		}
-		cancelled := status == string(driver.StatusCancelled)
+		cancelled := status == string(batchtype.StatusCancelled)
 		outcomes := p.Outcomes
 		unworked := p.Unworked
 		switch {
@@ -1024,7 +1025,7 @@ func (s *Store) ChunkFlush(ctx context.Context, p driver.ChunkFlushParams) (*dri
 		if err := s.recount(ctx, q, p.BatchID, p.ChunkNo, p.Release); err != nil {
 			return err
 		}
-		res, err = s.afterChange(ctx, q, p.BatchID, driver.EventProgress, evs)
+		res, err = s.afterChange(ctx, q, p.BatchID, batchtype.EventProgress, evs)
 		if res != nil {
 			res.Cancelled = cancelled
 		}
@@ -1106,14 +1107,14 @@ func (s *Store) recordEffects(ctx context.Context, q Querier, tenant string, bat
 }
 
 // RowsList pages through a batch's rows in row order.
-func (s *Store) RowsList(ctx context.Context, p driver.RowsListParams) ([]driver.Row, error) {
+func (s *Store) RowsList(ctx context.Context, p driver.RowsListParams) ([]batchtype.Row, error) {
 	if p.Limit <= 0 {
 		p.Limit = 100
 	}
 	if s.d.PagePrelude == "" {
 		return s.rowsList(ctx, s.drv.DB(), p)
 	}
-	var out []driver.Row
+	var out []batchtype.Row
 	err := s.drv.InTx(ctx, func(q Querier) error {
 		if _, err := q.Exec(ctx, s.d.PagePrelude); err != nil {
 			return fmt.Errorf("list rows: %w", err)
@@ -1125,16 +1126,16 @@ func (s *Store) RowsList(ctx context.Context, p driver.RowsListParams) ([]driver
 	return out, err
 }
 
-func (s *Store) rowsList(ctx context.Context, q Querier, p driver.RowsListParams) ([]driver.Row, error) {
+func (s *Store) rowsList(ctx context.Context, q Querier, p driver.RowsListParams) ([]batchtype.Row, error) {
 	rs, err := q.Query(ctx, s.q.rowsList, p.TenantID, p.BatchID, string(p.State), p.AfterRowNo, p.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("list rows: %w", err)
 	}
 	defer rs.Close()
-	var out []driver.Row
+	var out []batchtype.Row
 	for rs.Next() {
 		var (
-			r        driver.Row
+			r        batchtype.Row
 			state    string
 			payload  string
 			errs     sql.NullString

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/internal/teststore"
 	"github.com/rowfate/rowfate/processors/schemakind"
 	"github.com/rowfate/rowfate/rows"
@@ -84,7 +85,7 @@ func (e *env) register(t *testing.T, s *tableschema.Schema) {
 	}
 }
 
-func (e *env) importFile(t *testing.T, kind, file, tenant string) *batch.Batch {
+func (e *env) importFile(t *testing.T, kind, file, tenant string) *batchtype.Batch {
 	t.Helper()
 	f, err := os.Open(filepath.Join(fixtures, file))
 	if err != nil {
@@ -94,7 +95,7 @@ func (e *env) importFile(t *testing.T, kind, file, tenant string) *batch.Batch {
 	return e.importReader(t, kind, file, tenant, f)
 }
 
-func (e *env) importReader(t *testing.T, kind, name, tenant string, src interface{ Read([]byte) (int, error) }) *batch.Batch {
+func (e *env) importReader(t *testing.T, kind, name, tenant string, src interface{ Read([]byte) (int, error) }) *batchtype.Batch {
 	t.Helper()
 	b, err := e.eng.Import(context.Background(), batch.ImportParams{TenantID: tenant, Kind: kind, SourceName: name, Source: src, NewBatch: true})
 	if err != nil {
@@ -111,7 +112,7 @@ func (e *env) importReader(t *testing.T, kind, name, tenant string, src interfac
 }
 
 // errorsOf lists a batch's rows in a state, as "row column:code".
-func (e *env) errorsOf(t *testing.T, b *batch.Batch, state rows.State) []string {
+func (e *env) errorsOf(t *testing.T, b *batchtype.Batch, state rows.State) []string {
 	t.Helper()
 	page, err := e.store.RowsList(context.Background(), batch.RowsListParams{TenantID: b.TenantID, BatchID: b.ID, State: state, Limit: 1000})
 	if err != nil {

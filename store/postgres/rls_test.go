@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/internal/testdb"
 	"github.com/rowfate/rowfate/internal/testenv"
 	"github.com/rowfate/rowfate/rows"
@@ -51,22 +52,22 @@ type scoped struct{ *postgres.Store }
 
 func as(ctx context.Context, tenant string) context.Context { return driver.WithTenant(ctx, tenant) }
 
-func (s scoped) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*driver.Batch, error) {
+func (s scoped) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*batchtype.Batch, error) {
 	return s.Store.BatchIngest(as(ctx, p.TenantID), p)
 }
-func (s scoped) BatchGet(ctx context.Context, p driver.BatchGetParams) (*driver.Batch, error) {
+func (s scoped) BatchGet(ctx context.Context, p driver.BatchGetParams) (*batchtype.Batch, error) {
 	return s.Store.BatchGet(as(ctx, p.TenantID), p)
 }
-func (s scoped) BatchFind(ctx context.Context, p driver.BatchFindParams) (*driver.Batch, error) {
+func (s scoped) BatchFind(ctx context.Context, p driver.BatchFindParams) (*batchtype.Batch, error) {
 	return s.Store.BatchFind(as(ctx, p.TenantID), p)
 }
-func (s scoped) BatchList(ctx context.Context, p driver.BatchListParams) ([]*driver.Batch, error) {
+func (s scoped) BatchList(ctx context.Context, p driver.BatchListParams) ([]*batchtype.Batch, error) {
 	return s.Store.BatchList(as(ctx, p.TenantID), p)
 }
-func (s scoped) BatchCancel(ctx context.Context, p driver.BatchControlParams) (*driver.Batch, error) {
+func (s scoped) BatchCancel(ctx context.Context, p driver.BatchControlParams) (*batchtype.Batch, error) {
 	return s.Store.BatchCancel(as(ctx, p.TenantID), p)
 }
-func (s scoped) BatchPause(ctx context.Context, p driver.BatchControlParams, paused bool) (*driver.Batch, error) {
+func (s scoped) BatchPause(ctx context.Context, p driver.BatchControlParams, paused bool) (*batchtype.Batch, error) {
 	return s.Store.BatchPause(as(ctx, p.TenantID), p, paused)
 }
 func (s scoped) Pause(ctx context.Context, p driver.PauseParams) error {
@@ -81,43 +82,43 @@ func (s scoped) RowsRetry(ctx context.Context, p driver.RowsRetryParams) (int64,
 func (s scoped) RowSettle(ctx context.Context, p driver.RowSettleParams) error {
 	return s.Store.RowSettle(as(ctx, p.TenantID), p)
 }
-func (s scoped) RowsList(ctx context.Context, p driver.RowsListParams) ([]driver.Row, error) {
+func (s scoped) RowsList(ctx context.Context, p driver.RowsListParams) ([]batchtype.Row, error) {
 	return s.Store.RowsList(as(ctx, p.TenantID), p)
 }
 func (s scoped) RowsCount(ctx context.Context, p driver.RowsCountParams) (rows.Counts, error) {
 	return s.Store.RowsCount(as(ctx, p.TenantID), p)
 }
-func (s scoped) EventsList(ctx context.Context, p driver.EventsListParams) ([]driver.Event, error) {
+func (s scoped) EventsList(ctx context.Context, p driver.EventsListParams) ([]batchtype.Event, error) {
 	return s.Store.EventsList(as(ctx, p.TenantID), p)
 }
-func (s scoped) BatchRerun(ctx context.Context, p driver.BatchRerunParams) (*driver.Batch, error) {
+func (s scoped) BatchRerun(ctx context.Context, p driver.BatchRerunParams) (*batchtype.Batch, error) {
 	return s.Store.BatchRerun(as(ctx, p.TenantID), p)
 }
 func (s scoped) RowReview(ctx context.Context, p driver.RowReviewParams) error {
 	return s.Store.RowReview(as(ctx, p.TenantID), p)
 }
-func (s scoped) HistoryList(ctx context.Context, p driver.HistoryListParams) ([]driver.HistoryEntry, error) {
+func (s scoped) HistoryList(ctx context.Context, p driver.HistoryListParams) ([]batchtype.HistoryEntry, error) {
 	return s.Store.HistoryList(as(ctx, p.TenantID), p)
 }
-func (s scoped) TokenCreate(ctx context.Context, p driver.TokenCreateParams) (*driver.Token, error) {
+func (s scoped) TokenCreate(ctx context.Context, p driver.TokenCreateParams) (*batchtype.Token, error) {
 	return s.Store.TokenCreate(as(ctx, p.TenantID), p)
 }
-func (s scoped) TokenList(ctx context.Context, tenantID string) ([]driver.Token, error) {
+func (s scoped) TokenList(ctx context.Context, tenantID string) ([]batchtype.Token, error) {
 	return s.Store.TokenList(as(ctx, tenantID), tenantID)
 }
 func (s scoped) TokenRevoke(ctx context.Context, tenantID string, id int64) error {
 	return s.Store.TokenRevoke(as(ctx, tenantID), tenantID, id)
 }
-func (s scoped) EndpointCreate(ctx context.Context, p driver.EndpointCreateParams) (*driver.Endpoint, error) {
+func (s scoped) EndpointCreate(ctx context.Context, p driver.EndpointCreateParams) (*batchtype.Endpoint, error) {
 	return s.Store.EndpointCreate(as(ctx, p.TenantID), p)
 }
-func (s scoped) EndpointList(ctx context.Context, tenantID string) ([]driver.Endpoint, error) {
+func (s scoped) EndpointList(ctx context.Context, tenantID string) ([]batchtype.Endpoint, error) {
 	return s.Store.EndpointList(as(ctx, tenantID), tenantID)
 }
 func (s scoped) EndpointDisable(ctx context.Context, tenantID string, id int64) error {
 	return s.Store.EndpointDisable(as(ctx, tenantID), tenantID, id)
 }
-func (s scoped) DeliveriesList(ctx context.Context, p driver.DeliveriesListParams) ([]driver.Delivery, error) {
+func (s scoped) DeliveriesList(ctx context.Context, p driver.DeliveriesListParams) ([]batchtype.Delivery, error) {
 	return s.Store.DeliveriesList(as(ctx, p.TenantID), p)
 }
 
@@ -130,7 +131,7 @@ func TestConformanceTenantRole(t *testing.T) {
 
 // ingestAs ingests a batch of n valid rows, in chunks of 2, with the
 // tenant in the context.
-func ingestAs(t testing.TB, s *postgres.Store, tenant string, n int) *driver.Batch {
+func ingestAs(t testing.TB, s *postgres.Store, tenant string, n int) *batchtype.Batch {
 	t.Helper()
 	seq := func(yield func(driver.IngestRow, error) bool) {
 		for i := range n {
@@ -166,7 +167,7 @@ func TestTenantRoleIsolation(t *testing.T) {
 	if a.Counts[rows.StateInvalid] != 1 || b.Counts[rows.StateValid] != 3 {
 		t.Fatalf("ingested: %v, %v", a.Counts, b.Counts)
 	}
-	if _, err := s.TokenCreate(as(bg, "b"), driver.TokenCreateParams{TenantID: "b", Name: "n", Role: driver.RoleAdmin, TokenHash: "hb"}); err != nil {
+	if _, err := s.TokenCreate(as(bg, "b"), driver.TokenCreateParams{TenantID: "b", Name: "n", Role: batchtype.RoleAdmin, TokenHash: "hb"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.EndpointCreate(as(bg, "b"), driver.EndpointCreateParams{TenantID: "b", URL: "https://b.example", Secret: "whsec_b"}); err != nil {
@@ -221,7 +222,7 @@ func TestTenantRoleIsolation(t *testing.T) {
 		Rows: func(func(driver.IngestRow, error) bool) {}}); err == nil || !strings.Contains(err.Error(), "row-level security") {
 		t.Fatalf("ingest for b as a = %v, want a row-level security violation", err)
 	}
-	if got, err := s.BatchGet(bg, driver.BatchGetParams{TenantID: "b", ID: b.ID}); err != nil || got.Status != driver.StatusRunning || got.Paused ||
+	if got, err := s.BatchGet(bg, driver.BatchGetParams{TenantID: "b", ID: b.ID}); err != nil || got.Status != batchtype.StatusRunning || got.Paused ||
 		got.Counts[rows.StateSkipped] != 1 || got.Counts[rows.StateValid] != 2 {
 		t.Fatalf("b's batch after a's attempts: %+v, %v", got, err)
 	}
@@ -424,14 +425,14 @@ func TestTenantRoleOperations(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := s.BatchCancel(ctx, driver.BatchControlParams{TenantID: "a", ID: b.ID})
-	if err != nil || got.Status != driver.StatusCancelled {
+	if err != nil || got.Status != batchtype.StatusCancelled {
 		t.Fatalf("cancel: %+v, %v", got, err)
 	}
 	if ds, err := s.DeliveriesList(ctx, driver.DeliveriesListParams{TenantID: "a"}); err != nil || len(ds) != 1 || ds[0].EndpointID != ep.ID {
 		t.Fatalf("deliveries: %+v, %v", ds, err)
 	}
 	evs, err := s.EventsList(ctx, driver.EventsListParams{TenantID: "a", BatchID: b.ID})
-	if err != nil || len(evs) < 8 || evs[len(evs)-1].Type != driver.EventCancelled {
+	if err != nil || len(evs) < 8 || evs[len(evs)-1].Type != batchtype.EventCancelled {
 		t.Fatalf("events: %d, %v", len(evs), err)
 	}
 	if eps, err := s.EndpointList(ctx, "a"); err != nil || len(eps) != 1 {
@@ -441,7 +442,7 @@ func TestTenantRoleOperations(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	tok, err := s.TokenCreate(ctx, driver.TokenCreateParams{TenantID: "a", Name: "ci", Role: driver.RoleViewer, TokenHash: "ha"})
+	tok, err := s.TokenCreate(ctx, driver.TokenCreateParams{TenantID: "a", Name: "ci", Role: batchtype.RoleViewer, TokenHash: "ha"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/internal/testdb"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/store/sqlite"
@@ -84,7 +85,7 @@ func TestIngestLetsOthersWrite(t *testing.T) {
 	}
 	bs, _ = other.BatchList(ctx, driver.BatchListParams{TenantID: "t"})
 	for _, b := range bs {
-		if b.Status != driver.StatusRunning || (b.Counts.Total() != 12_000 && b.Counts.Total() != 3) {
+		if b.Status != batchtype.StatusRunning || (b.Counts.Total() != 12_000 && b.Counts.Total() != 3) {
 			t.Fatalf("after the import: %+v", b)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/internal/testenv"
 	"github.com/rowfate/rowfate/rows"
 )
@@ -197,7 +198,7 @@ func testExhausted(t *testing.T, s driver.Store) {
 		t.Fatalf("claim of a chunk whose rows are out of attempts: %+v, %v; want ErrNoWork", l, err)
 	}
 	got, err := s.BatchGet(ctx, driver.BatchGetParams{TenantID: tenant, ID: b.ID})
-	if err != nil || got.Status != driver.StatusFinished {
+	if err != nil || got.Status != batchtype.StatusFinished {
 		t.Fatalf("after the claim that killed its last row: %+v, %v; want finished", got, err)
 	}
 	wantCounts(t, CheckInvariant(t, s, tenant, b.ID), rows.Counts{rows.StateDead: 1})
@@ -243,7 +244,7 @@ func testExhaustedKeyed(t *testing.T, s driver.Store) {
 		t.Fatalf("claim of a chunk whose rows are out of attempts: %+v, %v; want ErrNoWork", l, err)
 	}
 	got, err := s.BatchGet(ctx, driver.BatchGetParams{TenantID: tenant, ID: b.ID})
-	if err != nil || got.Status != driver.StatusFinished {
+	if err != nil || got.Status != batchtype.StatusFinished {
 		t.Fatalf("after the claim that settled its last rows: %+v, %v; want finished", got, err)
 	}
 	wantCounts(t, CheckInvariant(t, s, tenant, b.ID), rows.Counts{rows.StateUnknown: 1, rows.StateDead: 1})
@@ -290,7 +291,7 @@ func testCancel(t *testing.T, s driver.Store) {
 		t.Fatalf("cancel by another tenant = %v", err)
 	}
 	c, err := s.BatchCancel(ctx, driver.BatchControlParams{TenantID: tenant, ID: b.ID})
-	if err != nil || c.Status != driver.StatusCancelled {
+	if err != nil || c.Status != batchtype.StatusCancelled {
 		t.Fatalf("cancel: %+v, %v", c, err)
 	}
 	wantCounts(t, CheckInvariant(t, s, tenant, b.ID), rows.Counts{rows.StateCancelled: 4, rows.StateProcessing: 2})
@@ -314,7 +315,7 @@ func testCancel(t *testing.T, s driver.Store) {
 	}
 	got := CheckInvariant(t, s, tenant, b.ID)
 	wantCounts(t, got, rows.Counts{rows.StateCancelled: 5, rows.StateUnknown: 1})
-	if again, _ := s.BatchCancel(ctx, driver.BatchControlParams{TenantID: tenant, ID: b.ID}); again.Status != driver.StatusCancelled {
+	if again, _ := s.BatchCancel(ctx, driver.BatchControlParams{TenantID: tenant, ID: b.ID}); again.Status != batchtype.StatusCancelled {
 		t.Fatalf("second cancel: %+v", again)
 	}
 }
@@ -471,7 +472,7 @@ func testRetrySettle(t *testing.T, s driver.Store) {
 		t.Fatalf("retry: %d, %v", n, err)
 	}
 	got, _ := s.BatchGet(ctx, driver.BatchGetParams{TenantID: tenant, ID: b.ID})
-	if got.Status != driver.StatusRunning || got.FinishedAt != nil {
+	if got.Status != batchtype.StatusRunning || got.FinishedAt != nil {
 		t.Fatalf("a retried batch is %s", got.Status)
 	}
 	wantCounts(t, CheckInvariant(t, s, tenant, b.ID), rows.Counts{rows.StateValid: 2, rows.StateUnknown: 2})
@@ -604,14 +605,14 @@ func testCancelDeadEffects(t *testing.T, s driver.Store) {
 // released (ChunkFlushParams.Released): those rows are cancelled.
 func testCancelGivenBackEffects(t *testing.T, s driver.Store) {
 	ctx := context.Background()
-	refs := func(b *driver.Batch, l *driver.Lease) []driver.EffectRef {
+	refs := func(b *batchtype.Batch, l *driver.Lease) []driver.EffectRef {
 		out := make([]driver.EffectRef, len(l.Rows))
 		for i, r := range l.Rows {
 			out[i] = driver.EffectRef{RowNo: r.RowNo, Key: fmt.Sprintf("given-back-%d-%d", b.ID, r.RowNo), Digest: "d"}
 		}
 		return out
 	}
-	claimKeys := func(b *driver.Batch, l *driver.Lease) ([]driver.EffectClaim, []driver.EffectRef) {
+	claimKeys := func(b *batchtype.Batch, l *driver.Lease) ([]driver.EffectClaim, []driver.EffectRef) {
 		t.Helper()
 		rs := refs(b, l)
 		cs, err := s.EffectsClaim(ctx, driver.EffectsClaimParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token, Effects: rs})
@@ -631,7 +632,7 @@ func testCancelGivenBackEffects(t *testing.T, s driver.Store) {
 			t.Fatal(err)
 		}
 	}
-	cancel := func(b *driver.Batch) {
+	cancel := func(b *batchtype.Batch) {
 		t.Helper()
 		if _, err := s.BatchCancel(ctx, driver.BatchControlParams{TenantID: tenant, ID: b.ID}); err != nil {
 			t.Fatal(err)

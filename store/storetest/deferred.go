@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -78,7 +79,7 @@ func testDeferredCrashLoop(t *testing.T, s driver.Store) {
 	if l, err := s.ChunkClaim(ctx, driver.ChunkClaimParams{Owner: "w1", BatchID: b.ID, DeferKinds: []string{"k"}, LeaseDuration: time.Minute}); !errors.Is(err, driver.ErrNoWork) {
 		t.Fatalf("a row past its attempts was handed out again: %+v, %v", l, err)
 	}
-	if got, err := s.BatchGet(ctx, driver.BatchGetParams{TenantID: tenant, ID: b.ID}); err != nil || got.Status != driver.StatusFinished {
+	if got, err := s.BatchGet(ctx, driver.BatchGetParams{TenantID: tenant, ID: b.ID}); err != nil || got.Status != batchtype.StatusFinished {
 		t.Fatalf("after the claim that killed its last row: %+v, %v; want finished", got, err)
 	}
 	wantCounts(t, CheckInvariant(t, s, tenant, b.ID), rows.Counts{rows.StateDead: 1})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/internal/testenv"
 	"github.com/rowfate/rowfate/rows"
 )
@@ -23,9 +24,9 @@ func runEvents(t *testing.T, newStore NewStoreFunc) {
 
 // Events lists a batch's whole log in pages of size, checking that the
 // sequence is gap-free from 1.
-func Events(t testing.TB, s driver.Store, tenantID string, id int64, size int) []driver.Event {
+func Events(t testing.TB, s driver.Store, tenantID string, id int64, size int) []batchtype.Event {
 	t.Helper()
-	var all []driver.Event
+	var all []batchtype.Event
 	for {
 		var after int64
 		if len(all) > 0 {
@@ -82,11 +83,11 @@ func testEventsLog(t *testing.T, s driver.Store) {
 		seqs = append(seqs, flushLease(t, s, l).EventSeq)
 	}
 	evs := Events(t, s, tenant, b.ID, 2)
-	types := make([]driver.EventType, len(evs))
+	types := make([]batchtype.EventType, len(evs))
 	for i, ev := range evs {
 		types[i] = ev.Type
 	}
-	want := []driver.EventType{driver.EventStarted, driver.EventProgress, driver.EventPaused, driver.EventResumed, driver.EventProgress, driver.EventFinished}
+	want := []batchtype.EventType{batchtype.EventStarted, batchtype.EventProgress, batchtype.EventPaused, batchtype.EventResumed, batchtype.EventProgress, batchtype.EventFinished}
 	if len(types) != len(want) {
 		t.Fatalf("event types = %v, want %v", types, want)
 	}
@@ -99,13 +100,13 @@ func testEventsLog(t *testing.T, s driver.Store) {
 		t.Fatalf("flush event seqs = %v, want [2 5 6]", seqs)
 	}
 	first, paused, last := evs[0], evs[2], evs[len(evs)-1]
-	if first.Status != driver.StatusRunning || first.Total != 25 || first.Done != 1 || first.Counts[rows.StateValid] != 24 || first.Final {
+	if first.Status != batchtype.StatusRunning || first.Total != 25 || first.Done != 1 || first.Counts[rows.StateValid] != 24 || first.Final {
 		t.Fatalf("started event = %+v", first)
 	}
 	if !paused.Paused || paused.ETASeconds != nil || paused.Done != 10 {
 		t.Fatalf("paused event = %+v", paused)
 	}
-	if !last.Final || last.Status != driver.StatusFinished || last.Done != 25 || last.Counts[rows.StateSucceeded] != 24 || last.ETASeconds != nil {
+	if !last.Final || last.Status != batchtype.StatusFinished || last.Done != 25 || last.Counts[rows.StateSucceeded] != 24 || last.ETASeconds != nil {
 		t.Fatalf("last event = %+v", last)
 	}
 	for _, ev := range evs[:len(evs)-1] {
@@ -198,10 +199,10 @@ func testEventsCancel(t *testing.T, s driver.Store) {
 		t.Fatalf("events = %+v", evs)
 	}
 	c, f := evs[1], evs[2]
-	if c.Type != driver.EventCancelled || c.Status != driver.StatusCancelled || c.Final || c.Counts[rows.StateProcessing] != 10 {
+	if c.Type != batchtype.EventCancelled || c.Status != batchtype.StatusCancelled || c.Final || c.Counts[rows.StateProcessing] != 10 {
 		t.Fatalf("cancel event = %+v", c)
 	}
-	if f.Type != driver.EventProgress || f.Status != driver.StatusCancelled || !f.Final || f.Done != 20 {
+	if f.Type != batchtype.EventProgress || f.Status != batchtype.StatusCancelled || !f.Final || f.Done != 20 {
 		t.Fatalf("event after the cancel = %+v", f)
 	}
 }
@@ -272,7 +273,7 @@ func testEventsNotify(t *testing.T, s driver.Store) {
 	}()
 	// A notifier may need a moment to listen: ingest until one arrives.
 	deadline := time.After(testenv.Patience(t))
-	var b *driver.Batch
+	var b *batchtype.Batch
 	for first := true; first; {
 		b = ingest(t, s, tenant, 10, 10)
 		select {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -62,7 +63,7 @@ func testCountGroups(t *testing.T, s driver.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after.Status != driver.StatusFinished {
+	if after.Status != batchtype.StatusFinished {
 		t.Fatalf("status = %s with every row done", after.Status)
 	}
 }

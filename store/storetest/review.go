@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -48,9 +49,9 @@ func finishWith(t *testing.T, s driver.Store, id int64, outcome func(row int64) 
 	}
 }
 
-func rowsOf(t *testing.T, s driver.Store, id int64) map[int64]driver.Row {
+func rowsOf(t *testing.T, s driver.Store, id int64) map[int64]batchtype.Row {
 	t.Helper()
-	out := map[int64]driver.Row{}
+	out := map[int64]batchtype.Row{}
 	var after int64
 	for {
 		page, err := s.RowsList(context.Background(), driver.RowsListParams{TenantID: tenant, BatchID: id, AfterRowNo: after, Limit: 500})
@@ -106,7 +107,7 @@ func testRerun(t *testing.T, s driver.Store) {
 	}
 	c := CheckInvariant(t, s, tenant, b.ID)
 	wantCounts(t, c, rows.Counts{rows.StateSucceeded: 14, rows.StateValid: 3, rows.StateInvalid: 1, rows.StateFailed: 3})
-	if got.Status != driver.StatusRunning || len(got.Header) != 3 || len(got.ErrorCounts) != 1 || got.ErrorCounts[0].Count != 1 {
+	if got.Status != batchtype.StatusRunning || len(got.Header) != 3 || len(got.ErrorCounts) != 1 || got.ErrorCounts[0].Count != 1 {
 		t.Fatalf("batch after re-run: %+v", got)
 	}
 	all := rowsOf(t, s, b.ID)
@@ -130,9 +131,9 @@ func testRerun(t *testing.T, s driver.Store) {
 	evs := Events(t, s, tenant, b.ID, 100)
 	var reruns int
 	for _, ev := range evs {
-		if ev.Type == driver.EventRerun {
+		if ev.Type == batchtype.EventRerun {
 			reruns++
-			if ev.Status != driver.StatusRunning || ev.Final {
+			if ev.Status != batchtype.StatusRunning || ev.Final {
 				t.Fatalf("rerun event: %+v", ev)
 			}
 		}
@@ -148,7 +149,7 @@ func testRerun(t *testing.T, s driver.Store) {
 	}
 	reopened, err := s.BatchRerun(ctx, driver.BatchRerunParams{TenantID: tenant, BatchID: cb.ID, Actor: "ann",
 		Replace: []driver.RerunRow{{RowNo: 2, State: rows.StateValid, Values: []string{"v", "x"}}}})
-	if err != nil || reopened.Status != driver.StatusRunning || reopened.Counts[rows.StateValid] != 1 || reopened.Counts[rows.StateCancelled] != 9 {
+	if err != nil || reopened.Status != batchtype.StatusRunning || reopened.Counts[rows.StateValid] != 1 || reopened.Counts[rows.StateCancelled] != 9 {
 		t.Fatalf("re-run of a cancelled batch: %+v, %v", reopened, err)
 	}
 }
@@ -219,7 +220,7 @@ func testReview(t *testing.T, s driver.Store) {
 		t.Fatalf("history = %+v, %v", h, err)
 	}
 	evs := Events(t, s, tenant, b.ID, 100)
-	if evs[1].Type != driver.EventEdited || evs[2].Type != driver.EventSkipped {
+	if evs[1].Type != batchtype.EventEdited || evs[2].Type != batchtype.EventSkipped {
 		t.Fatalf("events: %+v", evs)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -27,21 +28,21 @@ func runService(t *testing.T, newStore NewStoreFunc) {
 
 func testTokens(t *testing.T, s driver.ServiceStore) {
 	ctx := context.Background()
-	a, err := s.TokenCreate(ctx, driver.TokenCreateParams{TenantID: "acme", Name: "ci", Role: driver.RoleAdmin, TokenHash: "h1"})
+	a, err := s.TokenCreate(ctx, driver.TokenCreateParams{TenantID: "acme", Name: "ci", Role: batchtype.RoleAdmin, TokenHash: "h1"})
 	if err != nil || a.ID == 0 {
 		t.Fatalf("create: %+v, %v", a, err)
 	}
 	if _, err := s.TokenCreate(ctx, driver.TokenCreateParams{TenantID: "acme", Name: "x", Role: "root", TokenHash: "h2"}); err == nil {
 		t.Fatal("a token with role root was stored")
 	}
-	if _, err := s.TokenCreate(ctx, driver.TokenCreateParams{TenantID: "other", Name: "dup", Role: driver.RoleViewer, TokenHash: "h1"}); !errors.Is(err, driver.ErrConflict) {
+	if _, err := s.TokenCreate(ctx, driver.TokenCreateParams{TenantID: "other", Name: "dup", Role: batchtype.RoleViewer, TokenHash: "h1"}); !errors.Is(err, driver.ErrConflict) {
 		t.Fatalf("a second token with the same hash = %v, want ErrConflict", err)
 	}
-	if _, err := s.TokenCreate(ctx, driver.TokenCreateParams{TenantID: "other", Name: "v", Role: driver.RoleViewer, TokenHash: "h3"}); err != nil {
+	if _, err := s.TokenCreate(ctx, driver.TokenCreateParams{TenantID: "other", Name: "v", Role: batchtype.RoleViewer, TokenHash: "h3"}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.TokenAuth(ctx, "h1")
-	if err != nil || got.TenantID != "acme" || got.Role != driver.RoleAdmin || got.Name != "ci" {
+	if err != nil || got.TenantID != "acme" || got.Role != batchtype.RoleAdmin || got.Name != "ci" {
 		t.Fatalf("auth = %+v, %v", got, err)
 	}
 	if _, err := s.TokenAuth(ctx, "nope"); !errors.Is(err, driver.ErrNotFound) {
@@ -106,17 +107,17 @@ func testOutbox(t *testing.T, s driver.Store, ss driver.ServiceStore) {
 		t.Fatalf("deliveries after the cancel: %+v, %v (want one per enabled endpoint of the tenant)", ds, err)
 	}
 	for _, d := range ds {
-		if d.BatchID != b.ID || d.EventType != string(driver.EventCancelled) || d.Attempts != 0 || d.Secret == "" || d.URL == "" {
+		if d.BatchID != b.ID || d.EventType != string(batchtype.EventCancelled) || d.Attempts != 0 || d.Secret == "" || d.URL == "" {
 			t.Fatalf("delivery %+v", d)
 		}
 		var body struct {
 			Type string `json:"type"`
 			Data struct {
-				BatchID int64         `json:"batch_id"`
-				Status  driver.Status `json:"status"`
+				BatchID int64            `json:"batch_id"`
+				Status  batchtype.Status `json:"status"`
 			} `json:"data"`
 		}
-		if err := json.Unmarshal([]byte(d.Payload), &body); err != nil || body.Type != "batch.cancelled" || body.Data.BatchID != b.ID || body.Data.Status != driver.StatusCancelled {
+		if err := json.Unmarshal([]byte(d.Payload), &body); err != nil || body.Type != "batch.cancelled" || body.Data.BatchID != b.ID || body.Data.Status != batchtype.StatusCancelled {
 			t.Fatalf("payload %s: %+v, %v", d.Payload, body, err)
 		}
 	}
@@ -124,26 +125,26 @@ func testOutbox(t *testing.T, s driver.Store, ss driver.ServiceStore) {
 	if again, err := ss.DeliveriesClaim(ctx, driver.DeliveriesClaimParams{Limit: 10, Lease: time.Minute}); err != nil || len(again) != 0 {
 		t.Fatalf("claimed twice: %+v, %v", again, err)
 	}
-	byEndpoint := map[int64]driver.Delivery{}
+	byEndpoint := map[int64]batchtype.Delivery{}
 	for _, d := range ds {
 		byEndpoint[d.EndpointID] = d
 	}
 	ok, failing := byEndpoint[e1.ID], byEndpoint[e2.ID]
-	if err := ss.DeliveryRecord(ctx, driver.DeliveryRecordParams{ID: ok.ID, Status: driver.DeliveryDelivered, HTTPStatus: 204}); err != nil {
+	if err := ss.DeliveryRecord(ctx, driver.DeliveryRecordParams{ID: ok.ID, Status: batchtype.DeliveryDelivered, HTTPStatus: 204}); err != nil {
 		t.Fatal(err)
 	}
-	if err := ss.DeliveryRecord(ctx, driver.DeliveryRecordParams{ID: failing.ID, Status: driver.DeliveryPending, RetryIn: -time.Second, HTTPStatus: 500, Error: "500 Internal Server Error"}); err != nil {
+	if err := ss.DeliveryRecord(ctx, driver.DeliveryRecordParams{ID: failing.ID, Status: batchtype.DeliveryPending, RetryIn: -time.Second, HTTPStatus: 500, Error: "500 Internal Server Error"}); err != nil {
 		t.Fatal(err)
 	}
 	retry, err := ss.DeliveriesClaim(ctx, driver.DeliveriesClaimParams{Limit: 10, Lease: time.Minute})
 	if err != nil || len(retry) != 1 || retry[0].ID != failing.ID || retry[0].Attempts != 1 || retry[0].Payload != failing.Payload {
 		t.Fatalf("the retry: %+v, %v", retry, err)
 	}
-	if err := ss.DeliveryRecord(ctx, driver.DeliveryRecordParams{ID: failing.ID, Status: driver.DeliveryDead, HTTPStatus: 500, Error: "gave up"}); err != nil {
+	if err := ss.DeliveryRecord(ctx, driver.DeliveryRecordParams{ID: failing.ID, Status: batchtype.DeliveryDead, HTTPStatus: 500, Error: "gave up"}); err != nil {
 		t.Fatal(err)
 	}
 	// A late record of a delivery already settled changes nothing.
-	if err := ss.DeliveryRecord(ctx, driver.DeliveryRecordParams{ID: ok.ID, Status: driver.DeliveryDead}); err != nil {
+	if err := ss.DeliveryRecord(ctx, driver.DeliveryRecordParams{ID: ok.ID, Status: batchtype.DeliveryDead}); err != nil {
 		t.Fatal(err)
 	}
 	list, err := ss.DeliveriesList(ctx, driver.DeliveriesListParams{TenantID: tenant})
@@ -154,10 +155,10 @@ func testOutbox(t *testing.T, s driver.Store, ss driver.ServiceStore) {
 	for _, d := range list {
 		states[d.ID] = d.Status
 	}
-	if states[ok.ID] != driver.DeliveryDelivered || states[failing.ID] != driver.DeliveryDead {
+	if states[ok.ID] != batchtype.DeliveryDelivered || states[failing.ID] != batchtype.DeliveryDead {
 		t.Fatalf("states %v", states)
 	}
-	if dead, _ := ss.DeliveriesList(ctx, driver.DeliveriesListParams{TenantID: tenant, Status: driver.DeliveryDead}); len(dead) != 1 || dead[0].Attempts != 2 || dead[0].LastError != "gave up" {
+	if dead, _ := ss.DeliveriesList(ctx, driver.DeliveriesListParams{TenantID: tenant, Status: batchtype.DeliveryDead}); len(dead) != 1 || dead[0].Attempts != 2 || dead[0].LastError != "gave up" {
 		t.Fatalf("dead: %+v", dead)
 	}
 	if theirs, _ := ss.DeliveriesList(ctx, driver.DeliveriesListParams{TenantID: "other"}); len(theirs) != 0 {
@@ -175,7 +176,7 @@ func testOutbox(t *testing.T, s driver.Store, ss driver.ServiceStore) {
 		t.Fatal(err)
 	}
 	fin, err := ss.DeliveriesClaim(ctx, driver.DeliveriesClaimParams{Limit: 10, Lease: time.Minute})
-	if err != nil || len(fin) != 2 || fin[0].EventType != string(driver.EventFinished) || fin[0].BatchID != f.ID {
+	if err != nil || len(fin) != 2 || fin[0].EventType != string(batchtype.EventFinished) || fin[0].BatchID != f.ID {
 		t.Fatalf("deliveries of the finished batch: %+v, %v", fin, err)
 	}
 }
@@ -187,11 +188,11 @@ func testBatchListFilters(t *testing.T, s driver.Store) {
 	if _, err := s.BatchCancel(ctx, driver.BatchControlParams{TenantID: tenant, ID: a.ID}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.BatchList(ctx, driver.BatchListParams{TenantID: tenant, Status: driver.StatusCancelled})
+	got, err := s.BatchList(ctx, driver.BatchListParams{TenantID: tenant, Status: batchtype.StatusCancelled})
 	if err != nil || len(got) != 1 || got[0].ID != a.ID {
 		t.Fatalf("cancelled: %+v, %v", got, err)
 	}
-	got, err = s.BatchList(ctx, driver.BatchListParams{TenantID: tenant, Status: driver.StatusRunning})
+	got, err = s.BatchList(ctx, driver.BatchListParams{TenantID: tenant, Status: batchtype.StatusRunning})
 	if err != nil || len(got) != 1 || got[0].ID != b.ID {
 		t.Fatalf("running: %+v, %v", got, err)
 	}

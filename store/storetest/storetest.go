@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -66,7 +67,7 @@ const tenant = "t1"
 
 // ingest writes n rows in chunks of size; rows whose number is in invalid
 // are stored invalid.
-func ingest(t *testing.T, s driver.Store, tenantID string, n, size int, invalid ...int64) *driver.Batch {
+func ingest(t *testing.T, s driver.Store, tenantID string, n, size int, invalid ...int64) *batchtype.Batch {
 	t.Helper()
 	bad := map[int64]bool{}
 	for _, r := range invalid {
@@ -127,7 +128,7 @@ func wantCounts(t testing.TB, got rows.Counts, want rows.Counts) {
 func testIngestCounts(t *testing.T, s driver.Store) {
 	b := ingest(t, s, tenant, 25, 10, 3, 14)
 	wantCounts(t, b.Counts, rows.Counts{rows.StateValid: 23, rows.StateInvalid: 2})
-	if b.Status != driver.StatusRunning || b.SourceDigest != "abc" || b.SkippedEmpty != 3 || b.Kind != "k" {
+	if b.Status != batchtype.StatusRunning || b.SourceDigest != "abc" || b.SkippedEmpty != 3 || b.Kind != "k" {
 		t.Fatalf("batch = %+v", b)
 	}
 	if len(b.Header) != 2 || b.Header[0] != "a" {
@@ -143,7 +144,7 @@ func testIngestCounts(t *testing.T, s driver.Store) {
 
 	// A batch with no valid row is finished at once.
 	all := ingest(t, s, tenant, 2, 10, 2, 3)
-	if all.Status != driver.StatusFinished || all.FinishedAt == nil {
+	if all.Status != batchtype.StatusFinished || all.FinishedAt == nil {
 		t.Fatalf("all-invalid batch status = %s", all.Status)
 	}
 }
@@ -237,7 +238,7 @@ func testClaimFlush(t *testing.T, s driver.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fin.Status != driver.StatusFinished {
+	if fin.Status != batchtype.StatusFinished {
 		t.Fatalf("status = %s, want finished", fin.Status)
 	}
 	rs, err := s.RowsList(ctx, driver.RowsListParams{TenantID: tenant, BatchID: b.ID, State: rows.StateSucceeded, Limit: 1})

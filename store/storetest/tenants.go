@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -67,7 +68,7 @@ func testCrossTenant(t *testing.T, s driver.Store) {
 		t.Errorf("HistoryList as another tenant = %d entries", len(h))
 	}
 	if ss, ok := s.(driver.ServiceStore); ok {
-		tok, err := ss.TokenCreate(ctx, driver.TokenCreateParams{TenantID: tenant, Name: "n", Role: driver.RoleAdmin, TokenHash: "cross-tenant-hash"})
+		tok, err := ss.TokenCreate(ctx, driver.TokenCreateParams{TenantID: tenant, Name: "n", Role: batchtype.RoleAdmin, TokenHash: "cross-tenant-hash"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,7 +93,7 @@ func testCrossTenant(t *testing.T, s driver.Store) {
 	}
 	// Nothing of t1's changed.
 	got, err := s.BatchGet(ctx, driver.BatchGetParams{TenantID: tenant, ID: b.ID})
-	if err != nil || got.Status != driver.StatusRunning || got.Paused {
+	if err != nil || got.Status != batchtype.StatusRunning || got.Paused {
 		t.Fatalf("t1's batch after the attempts: %+v, %v", got, err)
 	}
 	wantCounts(t, CheckInvariant(t, s, tenant, b.ID), rows.Counts{rows.StateProcessing: 1, rows.StateValid: 2, rows.StateInvalid: 1})

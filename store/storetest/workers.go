@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 )
 
 // testWorkerListRevoke: WorkerList shows every credential, revoked ones
@@ -76,7 +77,7 @@ func testWorkerListRevoke(t *testing.T, s driver.Store) {
 	}
 }
 
-func workerNames(ws []driver.Worker) string {
+func workerNames(ws []batchtype.Worker) string {
 	names := make([]string, len(ws))
 	for i, w := range ws {
 		names[i] = w.Name

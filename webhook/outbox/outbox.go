@@ -40,13 +40,14 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/webhook"
 )
 
 // Store is what a Sender needs of a store: its outbox. Every
 // driver.ServiceStore is one.
 type Store interface {
-	DeliveriesClaim(ctx context.Context, params driver.DeliveriesClaimParams) ([]driver.Delivery, error)
+	DeliveriesClaim(ctx context.Context, params driver.DeliveriesClaimParams) ([]batchtype.Delivery, error)
 	DeliveryRecord(ctx context.Context, params driver.DeliveryRecordParams) error
 }
 
@@ -272,7 +273,7 @@ func (s *Sender) SendOnce(ctx context.Context) (int, error) {
 }
 
 // deliver makes one attempt and records it. The error is the record's.
-func (s *Sender) deliver(ctx context.Context, d *driver.Delivery) error {
+func (s *Sender) deliver(ctx context.Context, d *batchtype.Delivery) error {
 	status, sendErr := s.post(ctx, d)
 	if ctx.Err() != nil && status == 0 {
 		// Stopping cut the attempt short: it is not counted, and the
@@ -280,7 +281,7 @@ func (s *Sender) deliver(ctx context.Context, d *driver.Delivery) error {
 		return nil
 	}
 	attempt := d.Attempts + 1 // the store counts the attempt it records
-	rec := driver.DeliveryRecordParams{ID: d.ID, HTTPStatus: status, Status: driver.DeliveryDelivered}
+	rec := driver.DeliveryRecordParams{ID: d.ID, HTTPStatus: status, Status: batchtype.DeliveryDelivered}
 	var cause error // what the log says of a failure the record names by its class
 	if sendErr != nil {
 		rec.Error = sendErr.Error()
@@ -291,13 +292,13 @@ func (s *Sender) deliver(ctx context.Context, d *driver.Delivery) error {
 		var perm *permanentError
 		switch {
 		case errors.As(sendErr, &perm), attempt >= s.cfg.MaxAttempts:
-			rec.Status = driver.DeliveryDead
+			rec.Status = batchtype.DeliveryDead
 		default:
-			rec.Status, rec.RetryIn = driver.DeliveryPending, s.cfg.BackoffFunc(attempt)
+			rec.Status, rec.RetryIn = batchtype.DeliveryPending, s.cfg.BackoffFunc(attempt)
 		}
 	}
 	level := slog.LevelInfo
-	if rec.Status != driver.DeliveryDelivered {
+	if rec.Status != batchtype.DeliveryDelivered {
 		level = slog.LevelWarn
 	}
 	attrs := []any{"delivery_id", d.ID, "endpoint_id", d.EndpointID, "tenant_id", d.TenantID,
@@ -371,7 +372,7 @@ func connectClass(err error, connected bool) string {
 
 // post makes one attempt. It returns the endpoint's status (0 when no
 // answer came) and, for an attempt that failed, why.
-func (s *Sender) post(ctx context.Context, d *driver.Delivery) (int, error) {
+func (s *Sender) post(ctx context.Context, d *batchtype.Delivery) (int, error) {
 	if d.URL == "" {
 		return 0, &permanentError{"the endpoint is gone"}
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/internal/testenv"
 	"github.com/rowfate/rowfate/internal/teststore"
 	"github.com/rowfate/rowfate/rows"
@@ -151,7 +152,7 @@ type bundle struct {
 	t        *testing.T
 	s        store
 	rc       *receiver
-	endpoint *driver.Endpoint
+	endpoint *batchtype.Endpoint
 	// logs is what the test's senders logged.
 	logs *syncBuffer
 }
@@ -247,18 +248,18 @@ func (b *bundle) sendOnce(snd *outbox.Sender, n int) {
 // drain sends until no delivery is pending.
 func (b *bundle) drain(snd *outbox.Sender) {
 	b.t.Helper()
-	for deadline := time.Now().Add(testenv.Patience(b.t)); len(b.deliveries(driver.DeliveryPending)) > 0; {
+	for deadline := time.Now().Add(testenv.Patience(b.t)); len(b.deliveries(batchtype.DeliveryPending)) > 0; {
 		if _, err := snd.SendOnce(context.Background()); err != nil {
 			b.t.Fatal(err)
 		}
 		if time.Now().After(deadline) {
-			b.t.Fatalf("deliveries still pending: %+v", b.deliveries(driver.DeliveryPending))
+			b.t.Fatalf("deliveries still pending: %+v", b.deliveries(batchtype.DeliveryPending))
 		}
 		time.Sleep(5 * time.Millisecond) // the retry is due 1ms after the attempt
 	}
 }
 
-func (b *bundle) deliveries(status string) []driver.Delivery {
+func (b *bundle) deliveries(status string) []batchtype.Delivery {
 	b.t.Helper()
 	ds, err := b.s.DeliveriesList(context.Background(), driver.DeliveriesListParams{TenantID: tenant, Status: status, Limit: 1000})
 	if err != nil {
@@ -268,7 +269,7 @@ func (b *bundle) deliveries(status string) []driver.Delivery {
 }
 
 // only returns the one delivery of the tenant.
-func (b *bundle) only() driver.Delivery {
+func (b *bundle) only() batchtype.Delivery {
 	b.t.Helper()
 	ds := b.deliveries("")
 	if len(ds) != 1 {
@@ -279,7 +280,7 @@ func (b *bundle) only() driver.Delivery {
 
 // wantRequests checks that the receiver got n requests, all of the
 // delivery's message, with its payload byte for byte.
-func (b *bundle) wantRequests(d driver.Delivery, n int) {
+func (b *bundle) wantRequests(d batchtype.Delivery, n int) {
 	b.t.Helper()
 	if got := b.rc.requests(); len(got) != 1 || got[d.MessageID()] != n {
 		b.t.Fatalf("requests per webhook-id %v, want %d of %s", got, n, d.MessageID())
@@ -303,7 +304,7 @@ func TestSender(t *testing.T) {
 				id := b.endBatch(true)
 				b.sendOnce(b.sender(nil), 1)
 				d := b.only()
-				if d.BatchID != id || d.EventType != string(driver.EventFinished) || d.Status != driver.DeliveryDelivered ||
+				if d.BatchID != id || d.EventType != string(batchtype.EventFinished) || d.Status != batchtype.DeliveryDelivered ||
 					d.Attempts != 1 || d.LastStatus != 200 || d.LastError != "" || d.DoneAt == nil {
 					t.Fatalf("delivery %+v", d)
 				}
@@ -323,13 +324,13 @@ func TestSender(t *testing.T) {
 				b.endBatch(false)
 				snd := b.sender(nil)
 				b.sendOnce(snd, 1)
-				if d := b.only(); d.Status != driver.DeliveryPending || d.Attempts != 1 || d.LastStatus != 500 ||
+				if d := b.only(); d.Status != batchtype.DeliveryPending || d.Attempts != 1 || d.LastStatus != 500 ||
 					d.LastError != "500 Internal Server Error: answer 500 from the receiver" {
 					t.Fatalf("after a 500: %+v", d)
 				}
 				b.drain(snd)
 				d := b.only()
-				if d.Status != driver.DeliveryDelivered || d.Attempts != 3 || d.LastStatus != 200 || d.EventType != string(driver.EventCancelled) {
+				if d.Status != batchtype.DeliveryDelivered || d.Attempts != 3 || d.LastStatus != 200 || d.EventType != string(batchtype.EventCancelled) {
 					t.Fatalf("delivery %+v, want delivered on the third attempt", d)
 				}
 				b.wantRequests(d, 3)
@@ -340,7 +341,7 @@ func TestSender(t *testing.T) {
 				b.endBatch(false)
 				b.drain(b.sender(func(c *outbox.Config) { c.MaxAttempts = 3 }))
 				d := b.only()
-				if d.Status != driver.DeliveryDead || d.Attempts != 3 || d.LastStatus != 500 || !strings.HasPrefix(d.LastError, "500 ") || d.DoneAt == nil {
+				if d.Status != batchtype.DeliveryDead || d.Attempts != 3 || d.LastStatus != 500 || !strings.HasPrefix(d.LastError, "500 ") || d.DoneAt == nil {
 					t.Fatalf("delivery %+v, want dead after 3 attempts", d)
 				}
 				b.wantRequests(d, 3)
@@ -357,11 +358,11 @@ func TestSender(t *testing.T) {
 				// Even a client that would follow it.
 				snd := b.sender(func(c *outbox.Config) { c.Client = &http.Client{Timeout: 20 * time.Second} })
 				b.sendOnce(snd, 1)
-				if d := b.only(); d.Status != driver.DeliveryPending || d.Attempts != 1 || d.LastStatus != 307 || !strings.Contains(d.LastError, "redirect not followed") {
+				if d := b.only(); d.Status != batchtype.DeliveryPending || d.Attempts != 1 || d.LastStatus != 307 || !strings.Contains(d.LastError, "redirect not followed") {
 					t.Fatalf("after a 307: %+v", d)
 				}
 				b.drain(snd)
-				if d := b.only(); d.Status != driver.DeliveryDelivered || d.Attempts != 2 {
+				if d := b.only(); d.Status != batchtype.DeliveryDelivered || d.Attempts != 2 {
 					t.Fatalf("delivery %+v, want delivered on the second attempt", d)
 				}
 				if n := followed.Load(); n != 0 {
@@ -374,12 +375,12 @@ func TestSender(t *testing.T) {
 				b.endBatch(false)
 				snd := b.sender(func(c *outbox.Config) { c.Client = &http.Client{Timeout: 200 * time.Millisecond} })
 				b.sendOnce(snd, 1)
-				if d := b.only(); d.Status != driver.DeliveryPending || d.Attempts != 1 || d.LastStatus != 0 || d.LastError != "no answer: timed out" {
+				if d := b.only(); d.Status != batchtype.DeliveryPending || d.Attempts != 1 || d.LastStatus != 0 || d.LastError != "no answer: timed out" {
 					t.Fatalf("after a hang: %+v", d)
 				}
 				b.drain(snd)
 				d := b.only()
-				if d.Status != driver.DeliveryDelivered || d.Attempts != 2 {
+				if d.Status != batchtype.DeliveryDelivered || d.Attempts != 2 {
 					t.Fatalf("delivery %+v, want delivered on the second attempt", d)
 				}
 				b.wantRequests(d, 2)
@@ -390,7 +391,7 @@ func TestSender(t *testing.T) {
 				b.endBatch(false)
 				b.sendOnce(b.sender(nil), 1)
 				d := b.only()
-				if d.Status != driver.DeliveryPending || d.LastStatus != 500 || len(d.LastError) > 600 || !strings.Contains(d.LastError, "overflow") {
+				if d.Status != batchtype.DeliveryPending || d.LastStatus != 500 || len(d.LastError) > 600 || !strings.Contains(d.LastError, "overflow") {
 					t.Fatalf("delivery %+v", d)
 				}
 				if wrote := b.rc.endlessWrote.Load(); wrote >= endlessSize {
@@ -410,7 +411,7 @@ func TestSender(t *testing.T) {
 				b.endBatch(false)
 				b.sendOnce(b.sender(nil), 1)
 				d := b.only()
-				if d.Status != driver.DeliveryDead || d.Attempts != 1 || !strings.Contains(d.LastError, "secret") || strings.Contains(d.LastError, "whsec_a") {
+				if d.Status != batchtype.DeliveryDead || d.Attempts != 1 || !strings.Contains(d.LastError, "secret") || strings.Contains(d.LastError, "whsec_a") {
 					t.Fatalf("delivery %+v, want dead at once without the secret in its error", d)
 				}
 			})
@@ -454,10 +455,10 @@ func TestSendersShareTheOutbox(t *testing.T) {
 		})
 		wg.Go(func() { errs[i] = snd.Run(ctx) })
 	}
-	for deadline := time.Now().Add(60 * time.Second); len(b.deliveries(driver.DeliveryDelivered)) < batches*endpoints; {
+	for deadline := time.Now().Add(60 * time.Second); len(b.deliveries(batchtype.DeliveryDelivered)) < batches*endpoints; {
 		if time.Now().After(deadline) {
 			cancel()
-			t.Fatalf("%d of %d deliveries delivered", len(b.deliveries(driver.DeliveryDelivered)), batches*endpoints)
+			t.Fatalf("%d of %d deliveries delivered", len(b.deliveries(batchtype.DeliveryDelivered)), batches*endpoints)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -478,7 +479,7 @@ func TestSendersShareTheOutbox(t *testing.T) {
 		}
 	}
 	for _, d := range b.deliveries("") {
-		if d.Status != driver.DeliveryDelivered || d.Attempts != 2 {
+		if d.Status != batchtype.DeliveryDelivered || d.Attempts != 2 {
 			t.Errorf("delivery %+v, want delivered on the second attempt", d)
 		}
 	}
@@ -533,7 +534,7 @@ func TestRunStops(t *testing.T) {
 			}
 			cancel()
 			waitRun(t, done)
-			if d := b.only(); d.Status != driver.DeliveryPending || d.Attempts != 0 {
+			if d := b.only(); d.Status != batchtype.DeliveryPending || d.Attempts != 0 {
 				t.Fatalf("delivery %+v: an attempt cut short is not counted", d)
 			}
 		})
@@ -629,7 +630,7 @@ type flakyStore struct {
 	broken     atomic.Bool
 }
 
-func (f *flakyStore) DeliveriesClaim(ctx context.Context, p driver.DeliveriesClaimParams) ([]driver.Delivery, error) {
+func (f *flakyStore) DeliveriesClaim(ctx context.Context, p driver.DeliveriesClaimParams) ([]batchtype.Delivery, error) {
 	if f.claimFails.Add(-1) >= 0 {
 		return nil, fmt.Errorf("claim: %w: connection reset", driver.ErrTransient)
 	}
@@ -657,7 +658,7 @@ func TestRunErrors(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- snd.Run(ctx) }()
-	testenv.Until(t, func() bool { return len(b.deliveries(driver.DeliveryDelivered)) > 0 }, func() string {
+	testenv.Until(t, func() bool { return len(b.deliveries(batchtype.DeliveryDelivered)) > 0 }, func() string {
 		return "a delivery through transient claim errors"
 	})
 	fs.broken.Store(true)
@@ -705,7 +706,7 @@ func TestPrivateDestinations(t *testing.T) {
 				t.Fatalf("the sender reached a loopback address: %v", got)
 			}
 			for _, d := range b.deliveries("") {
-				if d.Status != driver.DeliveryPending || d.Attempts != 1 || d.LastStatus != 0 || !strings.Contains(d.LastError, "destination not allowed") {
+				if d.Status != batchtype.DeliveryPending || d.Attempts != 1 || d.LastStatus != 0 || !strings.Contains(d.LastError, "destination not allowed") {
 					t.Errorf("delivery %+v, want refused at the dial", d)
 				}
 				for _, detail := range []string{"127.0.0.1", "localhost", u.Port(), "dial", "refused", "::1"} {
@@ -725,10 +726,10 @@ func TestPrivateDestinations(t *testing.T) {
 			if got := b.rc.requests(); len(got) != 2 {
 				t.Fatalf("allowed, the receiver got %v", got)
 			}
-			if ds := b.deliveries(driver.DeliveryDelivered); len(ds) != 2 {
+			if ds := b.deliveries(batchtype.DeliveryDelivered); len(ds) != 2 {
 				t.Errorf("delivered: %+v", ds)
 			}
-			if ds := b.deliveries(driver.DeliveryDead); len(ds) != 1 || ds[0].LastError != "no answer: could not connect" {
+			if ds := b.deliveries(batchtype.DeliveryDead); len(ds) != 1 || ds[0].LastError != "no answer: could not connect" {
 				t.Errorf("the closed port's delivery: %+v", ds)
 			}
 			if logs := b.logs.String(); !strings.Contains(logs, "connection refused") {
