@@ -161,7 +161,7 @@ func BenchmarkWorkChunk(b *testing.B) {
 			if stats.Rows != int64(n) || stats.Chunks != int64(b.N) || stats.LeaseLost != 0 || stats.Retries != 0 {
 				b.Fatalf("worked %+v, want %d rows in %d chunks", stats, n, b.N)
 			}
-			got, err := e.Store().BatchGet(ctx, batch.BatchGetParams{TenantID: batch.DefaultTenant, ID: bt.ID})
+			got, err := e.Batch(ctx, batch.BatchParams{ID: bt.ID})
 			if err != nil {
 				b.Fatal(err)
 			}

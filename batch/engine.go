@@ -104,8 +104,5 @@ func NewEngine(cfg Config) (*Engine, error) {
 // Owner returns this engine's worker identity: its name plus a per-boot id.
 func (e *Engine) Owner() string { return e.owner }
 
-// Store returns the engine's store.
-func (e *Engine) Store() Store { return e.store }
-
 // Registry returns the engine's kinds.
 func (e *Engine) Registry() *Registry { return e.registry }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/processors/customers"
 	"github.com/rowfate/rowfate/rows"
 )
@@ -83,6 +84,77 @@ func TestReadsThroughTheEngine(t *testing.T) {
 		}
 		if st, err := e.SchemaStatus(ctx); err != nil || st.Current == 0 || st.Current != st.Latest {
 			t.Errorf("SchemaStatus = %+v, %v", st, err)
+		}
+	})
+}
+
+// bareStore is a store with nothing but the engine's seam: no tokens,
+// webhooks or totals.
+type bareStore struct{ batch.Store }
+
+// TestServiceThroughTheEngine: tokens, webhook endpoints and worker
+// credentials go through the engine too, for their tenant; a store that
+// keeps no tokens or webhooks says so (ErrNoService) rather than failing
+// later.
+func TestServiceThroughTheEngine(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, bd *bundle) {
+		ctx := context.Background()
+		e := customersEngine(t, bd)
+		tok, err := e.TokenCreate(ctx, batch.TokenCreateParams{TenantID: "acme", Name: "ops", Role: batchtype.RoleAdmin, TokenHash: "h1"})
+		if err != nil || tok.TenantID != "acme" {
+			t.Fatalf("TokenCreate = %+v, %v", tok, err)
+		}
+		if got, err := e.TokenAuth(ctx, batch.TokenAuthParams{TokenHash: "h1"}); err != nil || got.ID != tok.ID {
+			t.Errorf("TokenAuth = %+v, %v", got, err)
+		}
+		if err := e.TokenRevoke(ctx, batch.TokenRevokeParams{TenantID: "other", ID: tok.ID}); !errors.Is(err, batch.ErrNotFound) {
+			t.Errorf("another tenant's TokenRevoke: %v, want ErrNotFound", err)
+		}
+		if err := e.TokenRevoke(ctx, batch.TokenRevokeParams{TenantID: "acme", ID: tok.ID}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.TokenAuth(ctx, batch.TokenAuthParams{TokenHash: "h1"}); !errors.Is(err, batch.ErrNotFound) {
+			t.Errorf("TokenAuth of a revoked token: %v, want ErrNotFound", err)
+		}
+		if ts, err := e.Tokens(ctx, batch.TokensParams{TenantID: "acme"}); err != nil || len(ts) != 1 || ts[0].RevokedAt == nil {
+			t.Errorf("Tokens = %+v, %v", ts, err)
+		}
+		ep, err := e.EndpointCreate(ctx, batch.EndpointCreateParams{TenantID: "acme", URL: "https://hooks.example.com/x", Secret: "whsec_x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if eps, err := e.Endpoints(ctx, batch.EndpointsParams{TenantID: "other"}); err != nil || len(eps) != 0 {
+			t.Errorf("another tenant's Endpoints = %+v, %v", eps, err)
+		}
+		if err := e.EndpointDisable(ctx, batch.EndpointDisableParams{TenantID: "acme", ID: ep.ID}); err != nil {
+			t.Fatal(err)
+		}
+		if ds, err := e.Deliveries(ctx, batch.DeliveriesParams{TenantID: "acme"}); err != nil || len(ds) != 0 {
+			t.Errorf("Deliveries = %+v, %v", ds, err)
+		}
+		if err := e.WorkerCreate(ctx, batch.WorkerCreateParams{Name: "w1", TokenHash: "wh", TenantIDs: []string{"acme"}}); err != nil {
+			t.Fatal(err)
+		}
+		if w, err := e.WorkerAuth(ctx, batch.WorkerAuthParams{TokenHash: "wh"}); err != nil || w.Name != "w1" {
+			t.Errorf("WorkerAuth = %+v, %v", w, err)
+		}
+		if err := e.WorkerRevoke(ctx, batch.WorkerRevokeParams{Name: "w1"}); err != nil {
+			t.Fatal(err)
+		}
+		if ws, err := e.Workers(ctx, batch.WorkersParams{TenantID: "acme"}); err != nil || len(ws) != 1 || ws[0].RevokedAt == nil {
+			t.Errorf("Workers = %+v, %v", ws, err)
+		}
+		if _, err := e.RowTotals(ctx); err != nil {
+			t.Errorf("RowTotals: %v", err)
+		}
+
+		bare := newEngine(t, bareStore{bd.store}, batch.NewRegistry(), 0)
+		if _, err := bare.TokenCreate(ctx, batch.TokenCreateParams{Name: "x", Role: batchtype.RoleAdmin, TokenHash: "h2"}); !errors.Is(err, batch.ErrNoService) {
+			t.Errorf("TokenCreate on a bare store: %v, want ErrNoService", err)
+		}
+		if _, err := bare.RowTotals(ctx); !errors.Is(err, batch.ErrNoService) {
+			t.Errorf("RowTotals on a bare store: %v, want ErrNoService", err)
 		}
 	})
 }

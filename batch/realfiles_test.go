@@ -186,7 +186,7 @@ func importAndWorkParams(t *testing.T, e *batch.Engine, path string, p batch.Imp
 	if _, err := e.Work(context.Background(), batch.WorkParams{BatchID: b.ID, TenantIDs: []string{b.TenantID}, UntilDone: true}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := e.Store().BatchGet(context.Background(), batch.BatchGetParams{TenantID: b.TenantID, ID: b.ID})
+	got, err := e.Batch(context.Background(), batch.BatchParams{TenantID: b.TenantID, ID: b.ID})
 	if got != nil {
 		got.Reused = b.Reused
 	}

@@ -65,8 +65,6 @@ type (
 	RowsRetryParams = driver.RowsRetryParams
 	// RowSettleParams are the parameters of Store.RowSettle.
 	RowSettleParams = driver.RowSettleParams
-	// WorkerCreateParams are the parameters of Store.WorkerCreate.
-	WorkerCreateParams = driver.WorkerCreateParams
 	// EventsListParams are the parameters of Store.EventsList.
 	EventsListParams = driver.EventsListParams
 	// EventsTrimParams are the parameters of Store.EventsTrim.

@@ -34,15 +34,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/rowfate/rowfate/batch"
-	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/rows"
 )
+
+// Totals are the rows of every batch by state, read at each scrape: a
+// *batch.Engine (or a store: both have RowTotals).
+type Totals interface {
+	RowTotals(ctx context.Context) (rows.Counts, error)
+}
 
 // Config configures Metrics.
 type Config struct {
 	// Store is read at each scrape for the rows by state. Optional:
 	// without it rowfate_rows and rowfate_store_up are not exported.
-	Store driver.StatsStore
+	Store Totals
 	// ScrapeTimeout bounds the store's read at a scrape, so that a stuck
 	// database cannot hold scrapes open. Defaults to 5s.
 	ScrapeTimeout time.Duration
@@ -130,7 +135,7 @@ func (m *Metrics) ObserveEventLag(d time.Duration) { m.lag.Observe(max(d, 0).Sec
 
 // storeCollector reads the store's totals at each scrape.
 type storeCollector struct {
-	store   driver.StatsStore
+	store   Totals
 	timeout time.Duration
 	logger  *slog.Logger
 }

@@ -99,7 +99,7 @@ func newAPI(t testing.TB, s driver.Store, db *sql.DB, dialect customers.Dialect,
 	done := make(chan struct{})
 	go func() { defer close(done); _ = bc.Run(bctx) }()
 	srv, err := server.New(server.Config{Engine: eng, Files: files, TmpDir: t.TempDir(), MaxUpload: o.maxUpload, BodyIdleTimeout: o.idle, Broadcaster: bc,
-		Auth: server.StoreTokens{Store: ss}, Hooks: o.hooks, AllowPrivateWebhooks: o.allowPrivateWebhooks, Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "# metrics\n") })})
+		Auth: server.StoredTokens{Source: eng}, Hooks: o.hooks, AllowPrivateWebhooks: o.allowPrivateWebhooks, Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "# metrics\n") })})
 	if err != nil {
 		t.Fatal(err)
 	}

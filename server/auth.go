@@ -12,7 +12,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/batchtype"
 )
 
@@ -96,26 +96,26 @@ func TokenHash(token string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// TokenStore is what StoreTokens reads of the store.
-type TokenStore interface {
-	TokenAuth(ctx context.Context, tokenHash string) (*batchtype.Token, error)
+// TokenSource is what StoredTokens reads: a *batch.Engine.
+type TokenSource interface {
+	TokenAuth(ctx context.Context, p batch.TokenAuthParams) (*batchtype.Token, error)
 }
 
-// StoreTokens authenticates the API tokens kept in the store (`batchctl
-// token create`): each maps to a tenant and a role. A revoked token fails
-// from the next request on.
-type StoreTokens struct {
-	Store TokenStore
+// StoredTokens authenticates the API tokens kept in the database
+// (`batchctl token create`): each maps to a tenant and a role. A revoked
+// token fails from the next request on.
+type StoredTokens struct {
+	Source TokenSource
 }
 
 // Authenticate implements Authenticator.
-func (a StoreTokens) Authenticate(r *http.Request) (Principal, error) {
+func (a StoredTokens) Authenticate(r *http.Request) (Principal, error) {
 	tok, ok := bearer(r)
 	if !ok {
 		return Principal{}, ErrUnauthenticated
 	}
-	t, err := a.Store.TokenAuth(r.Context(), TokenHash(tok))
-	if errors.Is(err, driver.ErrNotFound) {
+	t, err := a.Source.TokenAuth(r.Context(), batch.TokenAuthParams{TokenHash: TokenHash(tok)})
+	if errors.Is(err, batch.ErrNotFound) {
 		return Principal{}, ErrUnauthenticated
 	}
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/progress"
 )
 
@@ -62,10 +62,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, p Principal) {
 	defer context.AfterFunc(s.base, cancel)()
 	sub, err := s.cfg.Broadcaster.Subscribe(ctx, progress.SubscribeParams{TenantID: p.TenantID, BatchID: id, Cursor: cursor})
 	switch {
-	case errors.Is(err, driver.ErrNotFound):
+	case errors.Is(err, batch.ErrNotFound):
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no batch %d", id))
 		return
-	case errors.Is(err, driver.ErrCursorAhead):
+	case errors.Is(err, batch.ErrCursorAhead):
 		writeError(w, http.StatusBadRequest, "cursor_ahead", fmt.Sprintf("cursor %d is beyond batch %d's newest event", cursor, id))
 		return
 	case err != nil:
@@ -159,7 +159,7 @@ func (s *Server) stream(ctx context.Context, cancel context.CancelFunc, conn *we
 				switch err := sub.Err(); {
 				case errors.Is(err, progress.ErrSlowConsumer):
 					closeWith(CloseSlowConsumer, fmt.Sprintf("too slow; resume from cursor %d", cursor))
-				case errors.Is(err, driver.ErrNotFound):
+				case errors.Is(err, batch.ErrNotFound):
 					closeWith(CloseNotFound, "the batch is gone")
 				case err != nil:
 					s.cfg.Logger.Error("batch events", "err", err)

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch"
-	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/webhook"
@@ -119,7 +118,7 @@ func (s *Server) hookImport(w http.ResponseWriter, r *http.Request, _ Principal)
 	if err != nil {
 		return problemf(http.StatusUnauthorized, "bad_signature", "the webhook does not verify: %v", err)
 	}
-	ctx := driver.WithTenant(r.Context(), tenant)
+	ctx := batch.WithTenant(r.Context(), tenant)
 	r = r.WithContext(ctx)
 	key := "hook:" + id
 	if len(key) > 255 {
@@ -235,7 +234,7 @@ func (s *Server) fetch(r *http.Request, tenant string, u fetchURL, name string) 
 
 // listEndpoints lists the tenant's webhook endpoints (never their secrets).
 func (s *Server) listEndpoints(w http.ResponseWriter, r *http.Request, p Principal) error {
-	eps, err := s.cfg.Service.EndpointList(r.Context(), p.TenantID)
+	eps, err := s.cfg.Engine.Endpoints(r.Context(), batch.EndpointsParams{TenantID: p.TenantID})
 	if err != nil {
 		return err
 	}
@@ -268,7 +267,7 @@ func (s *Server) createEndpoint(w http.ResponseWriter, r *http.Request, p Princi
 		return badRequestf("url %q: %v", req.URL, err)
 	}
 	secret := outbox.NewSecret()
-	ep, err := s.cfg.Service.EndpointCreate(r.Context(), driver.EndpointCreateParams{TenantID: p.TenantID, URL: u, Secret: secret})
+	ep, err := s.cfg.Engine.EndpointCreate(r.Context(), batch.EndpointCreateParams{TenantID: p.TenantID, URL: u, Secret: secret})
 	if err != nil {
 		return err
 	}
@@ -284,7 +283,7 @@ func (s *Server) deleteEndpoint(w http.ResponseWriter, r *http.Request, p Princi
 	if err != nil {
 		return err
 	}
-	if err := s.cfg.Service.EndpointDisable(r.Context(), p.TenantID, id); err != nil {
+	if err := s.cfg.Engine.EndpointDisable(r.Context(), batch.EndpointDisableParams{TenantID: p.TenantID, ID: id}); err != nil {
 		return notFoundAs(err, "no webhook endpoint %d", id)
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -301,7 +300,7 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, p Princi
 	if status != "" && !slices.Contains([]string{batchtype.DeliveryPending, batchtype.DeliveryDelivered, batchtype.DeliveryDead}, status) {
 		return badRequestf("status=%q: want pending, delivered or dead", status)
 	}
-	ds, err := s.cfg.Service.DeliveriesList(r.Context(), driver.DeliveriesListParams{TenantID: p.TenantID, Status: status, BeforeID: before, Limit: int(limit) + 1})
+	ds, err := s.cfg.Engine.Deliveries(r.Context(), batch.DeliveriesParams{TenantID: p.TenantID, Status: status, BeforeID: before, Limit: int(limit) + 1})
 	if err != nil {
 		return err
 	}

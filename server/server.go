@@ -8,7 +8,7 @@
 // before anything else, and every batch is looked up with the caller's
 // tenant, so another tenant's batch is indistinguishable from one that
 // does not exist. The request's context carries the tenant
-// (driver.WithTenant), so that a store that enforces tenants in the
+// (batch.WithTenant), so that a store that enforces tenants in the
 // database (PostgreSQL's row-level security) does so underneath the
 // queries' own filters. A viewer reads; only an admin acts.
 //
@@ -27,29 +27,15 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch"
-	"github.com/rowfate/rowfate/batch/driver"
-	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/filestore"
 	"github.com/rowfate/rowfate/progress"
 )
 
-// Store is what the server reads of the store for the event stream and
-// readiness.
-type Store interface {
-	EventsList(ctx context.Context, params driver.EventsListParams) ([]batchtype.Event, error)
-	SchemaStatus(ctx context.Context) (batchtype.SchemaStatus, error)
-}
-
 // Config configures a Server.
 type Config struct {
-	// Engine serves the API: uploads, batches, rows and actions. Without
-	// it only the event stream and the health checks are served.
+	// Engine serves the API: uploads, batches, rows, actions, webhooks,
+	// readiness. It is the server's one door to the data. Required.
 	Engine *batch.Engine
-	// Store is read for readiness and events. Defaults to Engine's store.
-	Store Store
-	// Service keeps the webhook endpoints and deliveries. Defaults to
-	// Engine's store when it implements driver.ServiceStore.
-	Service driver.ServiceStore
 	// Files keeps uploaded files and exports, each under its tenant and
 	// content-addressed within it: the original file of a batch is
 	// downloadable while it is kept. Required for the API.
@@ -141,17 +127,8 @@ type Server struct {
 
 // New returns a Server for a config.
 func New(cfg Config) (*Server, error) {
-	if cfg.Store == nil && cfg.Engine != nil {
-		cfg.Store = cfg.Engine.Store()
-	}
-	if cfg.Service == nil && cfg.Engine != nil {
-		cfg.Service, _ = cfg.Engine.Store().(driver.ServiceStore)
-	}
-	if cfg.Store == nil || cfg.Broadcaster == nil || cfg.Auth == nil {
-		return nil, errors.New("server: Config.Store (or Engine), Broadcaster and Auth are required")
-	}
-	if cfg.Engine != nil && cfg.Files == nil {
-		return nil, errors.New("server: Config.Files is required with an Engine: uploads and exports are kept there")
+	if cfg.Engine == nil || cfg.Broadcaster == nil || cfg.Auth == nil || cfg.Files == nil {
+		return nil, errors.New("server: Config.Engine, Files, Broadcaster and Auth are required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -230,9 +207,6 @@ func (s *Server) routes() []Route {
 			return nil
 		}})
 	}
-	if s.cfg.Engine == nil {
-		return rs
-	}
 	rs = append(rs,
 		Route{"GET", "/v1/me", Viewer, "getMe", s.me},
 		Route{"GET", "/v1/kinds", Viewer, "listKinds", s.kinds},
@@ -257,14 +231,12 @@ func (s *Server) routes() []Route {
 		Route{"POST", "/v1/recalculations", Admin, "createRecalculation", s.recalc},
 		Route{"POST", "/v1/hooks/import", Signed, "hookImport", s.hookImport},
 	)
-	if s.cfg.Service != nil {
-		rs = append(rs,
-			Route{"GET", "/v1/webhooks", Viewer, "listWebhooks", s.listEndpoints},
-			Route{"POST", "/v1/webhooks", Admin, "createWebhook", s.createEndpoint},
-			Route{"DELETE", "/v1/webhooks/{id}", Admin, "deleteWebhook", s.deleteEndpoint},
-			Route{"GET", "/v1/webhooks/deliveries", Viewer, "listDeliveries", s.listDeliveries},
-		)
-	}
+	rs = append(rs,
+		Route{"GET", "/v1/webhooks", Viewer, "listWebhooks", s.listEndpoints},
+		Route{"POST", "/v1/webhooks", Admin, "createWebhook", s.createEndpoint},
+		Route{"DELETE", "/v1/webhooks/{id}", Admin, "deleteWebhook", s.deleteEndpoint},
+		Route{"GET", "/v1/webhooks/deliveries", Viewer, "listDeliveries", s.listDeliveries},
+	)
 	if !s.cfg.NoAdmin {
 		rs = append(rs,
 			Route{"GET", "/{$}", Public, "adminPage", s.adminIndex},
@@ -337,7 +309,7 @@ func (s *Server) handler(rt Route) http.Handler {
 				writeProblem(w, r, Problem{Status: http.StatusForbidden, Code: "forbidden", Detail: "this token's role is " + p.Role + ": it reads, an admin token acts"})
 				return
 			}
-			r = r.WithContext(driver.WithTenant(r.Context(), p.TenantID))
+			r = r.WithContext(batch.WithTenant(r.Context(), p.TenantID))
 		}
 		if r.Body != nil && r.Body != http.NoBody {
 			r.Body = &idleBody{rc: http.NewResponseController(w), body: r.Body, idle: s.cfg.BodyIdleTimeout}
@@ -367,7 +339,7 @@ func (s *Server) livez(w http.ResponseWriter, _ *http.Request, _ Principal) erro
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ Principal) error {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
-	st, err := s.cfg.Store.SchemaStatus(ctx)
+	st, err := s.cfg.Engine.SchemaStatus(ctx)
 	switch {
 	case err != nil:
 		s.cfg.Logger.Warn("readiness: database", "err", err)

@@ -16,8 +16,10 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/batchtype"
+	"github.com/rowfate/rowfate/filestore"
 	"github.com/rowfate/rowfate/internal/testdb"
 	"github.com/rowfate/rowfate/internal/testenv"
 	"github.com/rowfate/rowfate/progress"
@@ -82,7 +84,17 @@ func start(t testing.TB, s store, o options) *harness {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = bc.Run(ctx) }()
-	srv, err := server.New(server.Config{Store: s, Broadcaster: bc, Auth: server.NewStaticToken(token, tenant),
+	// The stream needs no kinds: an engine with none is the server's door
+	// to the events.
+	eng, err := batch.NewEngine(batch.Config{Store: s, Registry: batch.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filestore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Config{Engine: eng, Files: files, Broadcaster: bc, Auth: server.NewStaticToken(token, tenant),
 		AllowedOrigins: o.origins, Websocket: o.websocket})
 	if err != nil {
 		t.Fatal(err)

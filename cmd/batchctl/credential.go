@@ -41,7 +41,7 @@ func (e *revokedError) Error() string {
 // next tick: only a revocation stops the worker. The development identity
 // (no hash) has nothing to check. batchctl worker and the workers of
 // batchctl serve both work through here.
-func (c *cli) workAs(ctx context.Context, store batch.Store, eng *batch.Engine, id workerID, lease time.Duration, p batch.WorkParams) (batch.WorkStats, error) {
+func (c *cli) workAs(ctx context.Context, eng *batch.Engine, id workerID, lease time.Duration, p batch.WorkParams) (batch.WorkStats, error) {
 	if id.hash == "" {
 		return eng.Work(ctx, p)
 	}
@@ -50,7 +50,7 @@ func (c *cli) workAs(ctx context.Context, store batch.Store, eng *batch.Engine, 
 	checked := make(chan struct{})
 	go func() {
 		defer close(checked)
-		c.checkCredential(wctx, store, id, credentialCheckEvery(lease), stop)
+		c.checkCredential(wctx, eng, id, credentialCheckEvery(lease), stop)
 	}()
 	stats, err := eng.Work(wctx, p)
 	stop(nil) // ends the checks; a cause set before stays
@@ -62,9 +62,9 @@ func (c *cli) workAs(ctx context.Context, store batch.Store, eng *batch.Engine, 
 	return stats, err
 }
 
-// checkCredential asks the store for id's credential every period until
+// checkCredential asks the engine for id's credential every period until
 // ctx is done, and calls stop with a *revokedError when it is gone.
-func (c *cli) checkCredential(ctx context.Context, store batch.Store, id workerID, period time.Duration, stop context.CancelCauseFunc) {
+func (c *cli) checkCredential(ctx context.Context, eng *batch.Engine, id workerID, period time.Duration, stop context.CancelCauseFunc) {
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
@@ -73,7 +73,7 @@ func (c *cli) checkCredential(ctx context.Context, store batch.Store, id workerI
 			return
 		case <-t.C:
 		}
-		_, err := store.WorkerAuth(ctx, id.hash)
+		_, err := eng.WorkerAuth(ctx, batch.WorkerAuthParams{TokenHash: id.hash})
 		switch {
 		case errors.Is(err, batch.ErrNotFound):
 			c.logger.Warn("worker credential revoked; stopping", "worker", id.name)

@@ -16,7 +16,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/rowfate/rowfate/batch"
-	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/filestore"
 	"github.com/rowfate/rowfate/metrics"
 	"github.com/rowfate/rowfate/progress"
@@ -211,20 +210,22 @@ func (c *cli) runServe(ctx context.Context, o serveOptions) error {
 		return err
 	}
 	defer app.close()
-	ss, err := serviceStore(app.store)
-	if err != nil {
-		return err
+	// The webhook sender claims deliveries below the engine, as its
+	// workers claim chunks.
+	outboxStore, ok := app.store.(outbox.Store)
+	if !ok {
+		return fmt.Errorf("this store (%T) keeps no webhooks", app.store)
 	}
 	// Without a credential (--insecure-dev), the workers work every
 	// tenant, as the development worker token does. --tenant is the
 	// bootstrap token's: it does not narrow the workers.
 	worker := workerID{name: "serve"}
 	if needWorker {
-		if worker, err = c.workerIdentity(ctx, app.store, o.workerToken, false); err != nil {
+		if worker, err = c.workerIdentity(ctx, app.engine, o.workerToken, false); err != nil {
 			return err
 		}
 	}
-	var auth server.Authenticator = server.StoreTokens{Store: ss}
+	var auth server.Authenticator = server.StoredTokens{Source: app.engine}
 	switch {
 	case o.token != "":
 		auth = server.AnyOf{server.NewStaticToken(o.token, c.global.tenant), auth}
@@ -242,8 +243,7 @@ func (c *cli) runServe(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return err
 	}
-	stats, _ := app.store.(driver.StatsStore)
-	m, err := metrics.New(metrics.Config{Store: stats, Logger: c.logger})
+	m, err := metrics.New(metrics.Config{Store: app.engine, Logger: c.logger})
 	if err != nil {
 		return err
 	}
@@ -281,7 +281,7 @@ func (c *cli) runServe(ctx context.Context, o serveOptions) error {
 	}
 	fmt.Fprintf(c.stderr, "serving on http://%s (%s, files in %s, %s)\n", ln.Addr(), c.where(), abs, workers)
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
-	snd, err := outbox.New(outbox.Config{Store: ss, Logger: c.logger, AllowPrivate: o.allowPrivate})
+	snd, err := outbox.New(outbox.Config{Store: outboxStore, Logger: c.logger, AllowPrivate: o.allowPrivate})
 	if err != nil {
 		return err
 	}
@@ -296,7 +296,7 @@ func (c *cli) runServe(ctx context.Context, o serveOptions) error {
 			// The credential is checked again while the workers run; a
 			// revoked one stops them (their rows go back), and the
 			// service goes on serving without workers.
-			_, err := c.workAs(gctx, app.store, eng, worker, o.lease, batch.WorkParams{Workers: o.workers, TenantIDs: worker.tenants})
+			_, err := c.workAs(gctx, eng, worker, o.lease, batch.WorkParams{Workers: o.workers, TenantIDs: worker.tenants})
 			var revoked *revokedError
 			switch {
 			case gctx.Err() != nil:

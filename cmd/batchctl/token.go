@@ -9,34 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rowfate/rowfate/batch"
-	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/server"
 )
-
-// serviceStore returns the store's service side: tokens and webhooks.
-func serviceStore(s batch.Store) (driver.ServiceStore, error) {
-	ss, ok := s.(driver.ServiceStore)
-	if !ok {
-		return nil, fmt.Errorf("this store (%T) keeps no API tokens or webhooks", s)
-	}
-	return ss, nil
-}
-
-// openService opens the database and returns its service side; close the
-// app when done.
-func (c *cli) openService(ctx context.Context, mode openMode) (*app, driver.ServiceStore, error) {
-	app, err := c.open(ctx, mode)
-	if err != nil {
-		return nil, nil, err
-	}
-	ss, err := serviceStore(app.store)
-	if err != nil {
-		app.close()
-		return nil, nil, err
-	}
-	return app, ss, nil
-}
 
 type tokenCreateOptions struct {
 	role string
@@ -109,12 +84,12 @@ func (c *cli) tokenCreate(ctx context.Context, o tokenCreateOptions) error {
 	if err != nil {
 		return err
 	}
-	app, ss, err := c.openService(ctx, create)
+	app, err := c.open(ctx, create)
 	if err != nil {
 		return err
 	}
 	defer app.close()
-	t, err := ss.TokenCreate(ctx, driver.TokenCreateParams{TenantID: c.global.tenant, Name: o.name, Role: o.role, TokenHash: server.TokenHash(token)})
+	t, err := app.engine.TokenCreate(ctx, batch.TokenCreateParams{TenantID: c.global.tenant, Name: o.name, Role: o.role, TokenHash: server.TokenHash(token)})
 	if err != nil {
 		return err
 	}
@@ -127,12 +102,12 @@ func (c *cli) tokenCreate(ctx context.Context, o tokenCreateOptions) error {
 }
 
 func (c *cli) tokenList(ctx context.Context) error {
-	app, ss, err := c.openService(ctx, readOnly)
+	app, err := c.open(ctx, readOnly)
 	if err != nil {
 		return err
 	}
 	defer app.close()
-	ts, err := ss.TokenList(ctx, c.global.tenant)
+	ts, err := app.engine.Tokens(ctx, batch.TokensParams{TenantID: c.global.tenant})
 	if err != nil {
 		return err
 	}
@@ -154,13 +129,13 @@ func (c *cli) tokenList(ctx context.Context) error {
 }
 
 func (c *cli) tokenRevoke(ctx context.Context, id int64) error {
-	app, ss, err := c.openService(ctx, readWrite)
+	app, err := c.open(ctx, readWrite)
 	if err != nil {
 		return err
 	}
 	defer app.close()
-	if err := ss.TokenRevoke(ctx, c.global.tenant, id); err != nil {
-		if errors.Is(err, driver.ErrNotFound) {
+	if err := app.engine.TokenRevoke(ctx, batch.TokenRevokeParams{TenantID: c.global.tenant, ID: id}); err != nil {
+		if errors.Is(err, batch.ErrNotFound) {
 			return fmt.Errorf("tenant %q has no token %d (batchctl token list%s)", c.global.tenant, id, c.hint())
 		}
 		return err

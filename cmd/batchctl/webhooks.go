@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/webhook/outbox"
 )
@@ -131,12 +131,12 @@ func (c *cli) webhookAdd(ctx context.Context, raw string, allowPrivate bool) err
 		return err
 	}
 	secret := outbox.NewSecret()
-	app, ss, err := c.openService(ctx, create)
+	app, err := c.open(ctx, create)
 	if err != nil {
 		return err
 	}
 	defer app.close()
-	ep, err := ss.EndpointCreate(ctx, driver.EndpointCreateParams{TenantID: c.global.tenant, URL: u, Secret: secret})
+	ep, err := app.engine.EndpointCreate(ctx, batch.EndpointCreateParams{TenantID: c.global.tenant, URL: u, Secret: secret})
 	if err != nil {
 		return err
 	}
@@ -149,12 +149,12 @@ func (c *cli) webhookAdd(ctx context.Context, raw string, allowPrivate bool) err
 }
 
 func (c *cli) webhookList(ctx context.Context) error {
-	app, ss, err := c.openService(ctx, readOnly)
+	app, err := c.open(ctx, readOnly)
 	if err != nil {
 		return err
 	}
 	defer app.close()
-	eps, err := ss.EndpointList(ctx, c.global.tenant)
+	eps, err := app.engine.Endpoints(ctx, batch.EndpointsParams{TenantID: c.global.tenant})
 	if err != nil {
 		return err
 	}
@@ -177,13 +177,13 @@ func (c *cli) webhookList(ctx context.Context) error {
 }
 
 func (c *cli) webhookRemove(ctx context.Context, id int64) error {
-	app, ss, err := c.openService(ctx, readWrite)
+	app, err := c.open(ctx, readWrite)
 	if err != nil {
 		return err
 	}
 	defer app.close()
-	if err := ss.EndpointDisable(ctx, c.global.tenant, id); err != nil {
-		if errors.Is(err, driver.ErrNotFound) {
+	if err := app.engine.EndpointDisable(ctx, batch.EndpointDisableParams{TenantID: c.global.tenant, ID: id}); err != nil {
+		if errors.Is(err, batch.ErrNotFound) {
 			return fmt.Errorf("tenant %q has no enabled webhook endpoint %d (batchctl webhook list%s)", c.global.tenant, id, c.hint())
 		}
 		return err
@@ -205,13 +205,13 @@ func (c *cli) webhookDeliveries(ctx context.Context, o deliveriesOptions) error 
 	if o.before < 0 {
 		return usagef("--before must be a delivery id, not %d", o.before)
 	}
-	app, ss, err := c.openService(ctx, readOnly)
+	app, err := c.open(ctx, readOnly)
 	if err != nil {
 		return err
 	}
 	defer app.close()
 	// One past the limit tells whether more follow.
-	ds, err := ss.DeliveriesList(ctx, driver.DeliveriesListParams{TenantID: c.global.tenant, Status: o.status, BeforeID: o.before, Limit: o.limit + 1})
+	ds, err := app.engine.Deliveries(ctx, batch.DeliveriesParams{TenantID: c.global.tenant, Status: o.status, BeforeID: o.before, Limit: o.limit + 1})
 	if err != nil {
 		return err
 	}

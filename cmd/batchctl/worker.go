@@ -60,7 +60,7 @@ credential again every third of --lease: once the credential is revoked
 				return err
 			}
 			defer app.close()
-			id, err := c.workerIdentity(cmd.Context(), app.store, o.token, cmd.Flags().Changed("tenant"))
+			id, err := c.workerIdentity(cmd.Context(), app.engine, o.token, cmd.Flags().Changed("tenant"))
 			if err != nil {
 				return err
 			}
@@ -83,7 +83,7 @@ credential again every third of --lease: once the credential is revoked
 			go c.watchKinds(kctx, app, kindReload)
 			// A revoked credential stops the work as a signal would; what
 			// was done is still printed, then the revocation (exit 1).
-			stats, err := c.workAs(cmd.Context(), app.store, eng, id, o.lease, p)
+			stats, err := c.workAs(cmd.Context(), eng, id, o.lease, p)
 			var revoked *revokedError
 			if err != nil && !errors.As(err, &revoked) {
 				return err

@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rowfate/rowfate/batch"
-	"github.com/rowfate/rowfate/batch/driver"
 )
 
 // devToken is the development credential: it works, with a loud warning,
@@ -56,7 +55,7 @@ is printed once; only its SHA-256 is stored. Give it to the worker with
 				return err
 			}
 			defer app.close()
-			if err := app.store.WorkerCreate(cmd.Context(), batch.WorkerCreateParams{Name: a[0], TokenHash: tokenHash(token), TenantIDs: tenants}); err != nil {
+			if err := app.engine.WorkerCreate(cmd.Context(), batch.WorkerCreateParams{Name: a[0], TokenHash: tokenHash(token), TenantIDs: tenants}); err != nil {
 				if errors.Is(err, batch.ErrConflict) {
 					return fmt.Errorf("a worker named %q exists already (names stay taken once revoked: batchctl worker-token list%s)", a[0], c.hint())
 				}
@@ -129,11 +128,11 @@ func (c *cli) workerTokenList(ctx context.Context, tenantFlag bool) error {
 		return err
 	}
 	defer app.close()
-	var p driver.WorkerListParams
+	var p batch.WorkersParams
 	if tenantFlag {
 		p.TenantID = c.global.tenant
 	}
-	ws, err := app.store.WorkerList(ctx, p)
+	ws, err := app.engine.Workers(ctx, p)
 	if err != nil {
 		return err
 	}
@@ -171,7 +170,7 @@ func (c *cli) workerTokenRevoke(ctx context.Context, name string) error {
 		return err
 	}
 	defer app.close()
-	if err := app.store.WorkerRevoke(ctx, driver.WorkerRevokeParams{Name: name}); err != nil {
+	if err := app.engine.WorkerRevoke(ctx, batch.WorkerRevokeParams{Name: name}); err != nil {
 		if errors.Is(err, batch.ErrNotFound) {
 			return fmt.Errorf("no worker credential named %q (batchctl worker-token list%s)", name, c.hint())
 		}
@@ -201,7 +200,7 @@ type workerID struct {
 // file only: that file is one machine's, while a PostgreSQL database is
 // shared by every machine that can reach it, where a credential anyone
 // can guess is no credential.
-func (c *cli) workerIdentity(ctx context.Context, store batch.Store, token string, tenantFlag bool) (workerID, error) {
+func (c *cli) workerIdentity(ctx context.Context, eng *batch.Engine, token string, tenantFlag bool) (workerID, error) {
 	if token == "" {
 		token = os.Getenv("ROWFATE_WORKER_TOKEN")
 	}
@@ -225,7 +224,7 @@ func (c *cli) workerIdentity(ctx context.Context, store batch.Store, token strin
 		fmt.Fprintln(c.stderr, "WARNING: the development worker token is in use: no credential is checked and every tenant may be worked. Never use it in production; create one with `batchctl worker-token create`.")
 	} else {
 		id.hash = tokenHash(token)
-		w, err := store.WorkerAuth(ctx, id.hash)
+		w, err := eng.WorkerAuth(ctx, batch.WorkerAuthParams{TokenHash: id.hash})
 		if errors.Is(err, batch.ErrNotFound) {
 			return workerID{}, errors.New("the worker token is not valid (unknown or revoked)")
 		}

@@ -83,3 +83,32 @@ func allowed(pattern, dep string) bool {
 	}
 	return false
 }
+
+// TestFrontDoor: the front ends — the HTTP service and the CLI — call the
+// engine (package batch) and nothing below it. They may open a store
+// (store/sqlite, store/postgres construct one), but never name the seam
+// (batch/driver) or the shared SQL: what they read and write goes through
+// batch.Engine, and the records they show are batchtype's.
+func TestFrontDoor(t *testing.T) {
+	t.Parallel()
+	forbidden := []string{mod + "/batch/driver", mod + "/internal/storesql"}
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, mod+"/server/...", mod+"/cmd/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		n++
+		for _, imp := range f[1:] {
+			for _, bad := range forbidden {
+				if imp == bad {
+					t.Errorf("front end %s imports %s: call the engine (batch.Engine) instead", f[0], imp)
+				}
+			}
+		}
+	}
+	if n < 3 {
+		t.Fatalf("go list found %d front-end packages, want server, server/admin and cmd/batchctl at least", n)
+	}
+}
