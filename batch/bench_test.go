@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/internal/testdb"
 	"github.com/rowfate/rowfate/rows"
@@ -218,7 +219,7 @@ func BenchmarkStatus(b *testing.B) {
 						done[size] = in
 					}
 					ctx := context.Background()
-					p := batch.BatchGetParams{TenantID: batch.DefaultTenant, ID: in.id}
+					p := driver.BatchGetParams{TenantID: batch.DefaultTenant, ID: in.id}
 					b.ReportAllocs()
 					var last *batchtype.Batch
 					for b.Loop() {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/internal/failpoint"
 	"github.com/rowfate/rowfate/rows"
 )
@@ -32,7 +33,7 @@ type chunkDone struct {
 // claimed is when the claim was sent: the lease lasts at least until then
 // plus its duration by the database's clock, and the worker counts on it
 // no longer than that unless a renewal answers (heartbeat).
-func (e *Engine) workChunk(ctx context.Context, r *run, l *Lease, claimed time.Time, s *WorkStats) (chunkDone, error) {
+func (e *Engine) workChunk(ctx context.Context, r *run, l *driver.Lease, claimed time.Time, s *WorkStats) (chunkDone, error) {
 	all := make([]int64, len(l.Rows))
 	for i, row := range l.Rows {
 		all[i] = row.RowNo
@@ -40,23 +41,23 @@ func (e *Engine) workChunk(ctx context.Context, r *run, l *Lease, claimed time.T
 	if l.Cancelled {
 		// A sweep of a cancelled batch's dead lease: the flush cancels the
 		// rows it left.
-		return chunkDone{}, e.flushChunk(ctx, s, l, ChunkFlushParams{Release: true})
+		return chunkDone{}, e.flushChunk(ctx, s, l, driver.ChunkFlushParams{Release: true})
 	}
 	k, err := e.registry.lookup(l.Kind)
 	if err != nil {
 		// Claims ask only for known kinds; should one slip through, its
 		// rows go back untouched for a worker that knows the kind.
-		return chunkDone{givenBack: len(all)}, e.flushChunk(ctx, s, l, ChunkFlushParams{Unworked: all, Release: true})
+		return chunkDone{givenBack: len(all)}, e.flushChunk(ctx, s, l, driver.ChunkFlushParams{Unworked: all, Release: true})
 	}
 	m, err := k.mapHeader(l.Header, l.Conventions)
 	if err != nil {
 		// The kind changed since the batch was imported: no row can bind.
-		outs := make([]RowOutcome, len(l.Rows))
+		outs := make([]driver.RowOutcome, len(l.Rows))
 		for i, row := range l.Rows {
-			outs[i] = RowOutcome{RowNo: row.RowNo, State: rows.StateFailed, Error: &rows.FieldError{Row: row.RowNo, Code: CodeProcessor,
+			outs[i] = driver.RowOutcome{RowNo: row.RowNo, State: rows.StateFailed, Error: &rows.FieldError{Row: row.RowNo, Code: CodeProcessor,
 				Message: fmt.Sprintf("the header no longer maps to kind %s: %v", l.Kind, err)}}
 		}
-		return chunkDone{outcomes: len(outs)}, e.flushChunk(ctx, s, l, ChunkFlushParams{Outcomes: outs, Release: true})
+		return chunkDone{outcomes: len(outs)}, e.flushChunk(ctx, s, l, driver.ChunkFlushParams{Outcomes: outs, Release: true})
 	}
 
 	wctx, cancel := context.WithCancelCause(r.hard)
@@ -86,11 +87,11 @@ func (e *Engine) workChunk(ctx context.Context, r *run, l *Lease, claimed time.T
 		return chunkDone{}, err
 	}
 	done := chunkDone{outcomes: len(outcomes), givenBack: len(unworked) + len(inflight), stopped: errors.Is(cause, ErrBatchStopped)}
-	return done, e.flushChunk(ctx, s, l, ChunkFlushParams{Outcomes: outcomes, Unworked: unworked, InFlight: inflight, Released: released, Release: true})
+	return done, e.flushChunk(ctx, s, l, driver.ChunkFlushParams{Outcomes: outcomes, Unworked: unworked, InFlight: inflight, Released: released, Release: true})
 }
 
 // rowInfos are the RowInfo of a lease's rows, effect keys included.
-func (e *Engine) rowInfos(k kind, m *rows.Mapping, l *Lease) []RowInfo {
+func (e *Engine) rowInfos(k kind, m *rows.Mapping, l *driver.Lease) []RowInfo {
 	refs := k.effectRefs(l.TenantID, l.BatchID, m, l.Rows)
 	infos := make([]RowInfo, len(l.Rows))
 	for i, row := range l.Rows {
@@ -107,9 +108,9 @@ func (e *Engine) rowInfos(k kind, m *rows.Mapping, l *Lease) []RowInfo {
 // whose processor call the stop cut off (in flight: their effect may have
 // happened), and the effect keys this lease claimed first for rows it
 // did not run, to release.
-func (e *Engine) workRows(ctx context.Context, s *WorkStats, k kind, m *rows.Mapping, l *Lease, infos []RowInfo) (outcomes []RowOutcome, unworked, inflight []int64, released []string, err error) {
+func (e *Engine) workRows(ctx context.Context, s *WorkStats, k kind, m *rows.Mapping, l *driver.Lease, infos []RowInfo) (outcomes []driver.RowOutcome, unworked, inflight []int64, released []string, err error) {
 	set := k.settings()
-	outcomes = make([]RowOutcome, 0, len(l.Rows))
+	outcomes = make([]driver.RowOutcome, 0, len(l.Rows))
 	toRun := make([]int, 0, len(l.Rows))
 	claimedNew := make([]bool, len(l.Rows))
 	unanswered := make([]bool, len(l.Rows)) // an earlier run of its key went unrecorded
@@ -122,20 +123,20 @@ func (e *Engine) workRows(ctx context.Context, s *WorkStats, k kind, m *rows.Map
 			row := l.Rows[i].RowNo
 			key := infos[i].EffectKey
 			switch {
-			case c.Status == EffectNew, c.Status == EffectMine:
-				claimedNew[i] = c.Status == EffectNew
+			case c.Status == driver.EffectNew, c.Status == driver.EffectMine:
+				claimedNew[i] = c.Status == driver.EffectNew
 				unanswered[i] = c.Unanswered
 				toRun = append(toRun, i)
-			case c.Status == EffectDone:
-				outcomes = append(outcomes, RowOutcome{RowNo: row, State: rows.StateSucceeded, ResultID: c.ResultID, EffectKey: key})
-			case c.Status == EffectReused:
-				outcomes = append(outcomes, RowOutcome{RowNo: row, State: rows.StateFailed, Error: &rows.FieldError{Row: row, Code: CodeKeyReused,
+			case c.Status == driver.EffectDone:
+				outcomes = append(outcomes, driver.RowOutcome{RowNo: row, State: rows.StateSucceeded, ResultID: c.ResultID, EffectKey: key})
+			case c.Status == driver.EffectReused:
+				outcomes = append(outcomes, driver.RowOutcome{RowNo: row, State: rows.StateFailed, Error: &rows.FieldError{Row: row, Code: CodeKeyReused,
 					Message: fmt.Sprintf("effect key %q was claimed by batch %d row %d with another payload", key, c.HolderBatch, c.HolderRow)}})
 			case c.Running:
-				outcomes = append(outcomes, RowOutcome{RowNo: row, State: rows.StateRetrying, RetryDelay: set.runFor(), Error: &rows.FieldError{Row: row, Code: CodeKeyHeld,
+				outcomes = append(outcomes, driver.RowOutcome{RowNo: row, State: rows.StateRetrying, RetryDelay: set.runFor(), Error: &rows.FieldError{Row: row, Code: CodeKeyHeld,
 					Message: fmt.Sprintf("an earlier run of effect key %q, whose worker stopped before it answered, may still be under way: not run again beside it", key)}})
 			default: // pending
-				outcomes = append(outcomes, RowOutcome{RowNo: row, State: rows.StateRetrying, RetryDelay: set.backoff(1), Error: &rows.FieldError{Row: row, Code: CodeKeyHeld,
+				outcomes = append(outcomes, driver.RowOutcome{RowNo: row, State: rows.StateRetrying, RetryDelay: set.backoff(1), Error: &rows.FieldError{Row: row, Code: CodeKeyHeld,
 					Message: fmt.Sprintf("effect key %q is held by batch %d row %d, whose effect is not finished", key, c.HolderBatch, c.HolderRow)}})
 			}
 		}
@@ -174,7 +175,7 @@ func (e *Engine) workRows(ctx context.Context, s *WorkStats, k kind, m *rows.Map
 	ran := make([]bool, len(l.Rows))
 	called := make([]bool, len(l.Rows)) // the processor was called for it
 	if len(toRun) > 0 {
-		leased := make([]LeasedRow, len(toRun))
+		leased := make([]driver.LeasedRow, len(toRun))
 		chunkInfos := make([]RowInfo, len(toRun))
 		for j, i := range toRun {
 			leased[j], chunkInfos[j] = l.Rows[i], infos[i]
@@ -228,18 +229,18 @@ func (e *Engine) workRows(ctx context.Context, s *WorkStats, k kind, m *rows.Map
 func (s kindSettings) runFor() time.Duration { return s.timeout + s.runGrace }
 
 // claimEffects claims a lease's effect keys, retrying transient errors.
-func (e *Engine) claimEffects(ctx context.Context, s *WorkStats, k kind, m *rows.Mapping, l *Lease) ([]EffectClaim, error) {
+func (e *Engine) claimEffects(ctx context.Context, s *WorkStats, k kind, m *rows.Mapping, l *driver.Lease) ([]driver.EffectClaim, error) {
 	refs := k.effectRefs(l.TenantID, l.BatchID, m, l.Rows)
-	var claims []EffectClaim
+	var claims []driver.EffectClaim
 	err := e.retry(ctx, s, "claim effects", func(ctx context.Context) (err error) {
-		claims, err = e.store.EffectsClaim(ctx, EffectsClaimParams{TenantID: l.TenantID, BatchID: l.BatchID, ChunkNo: l.ChunkNo, Token: l.Token, Effects: refs,
+		claims, err = e.store.EffectsClaim(ctx, driver.EffectsClaimParams{TenantID: l.TenantID, BatchID: l.BatchID, ChunkNo: l.ChunkNo, Token: l.Token, Effects: refs,
 			RunFor: k.settings().runFor()})
 		return err
 	})
 	if err != nil {
 		if ctx.Err() != nil {
 			// Stopped before anything ran: the rows are given back.
-			return make([]EffectClaim, 0), nil
+			return make([]driver.EffectClaim, 0), nil
 		}
 		return nil, err
 	}
@@ -250,10 +251,10 @@ func (e *Engine) claimEffects(ctx context.Context, s *WorkStats, k kind, m *rows
 // its writes commit with the outcomes, under the fencing token, or not at
 // all. A failure of the whole call rolls its writes back, so its rows are
 // retried (never unknown: nothing happened).
-func (e *Engine) workTx(ctx, wctx context.Context, cancel context.CancelCauseFunc, s *WorkStats, k kind, m *rows.Mapping, l *Lease, infos []RowInfo) (chunkDone, error) {
+func (e *Engine) workTx(ctx, wctx context.Context, cancel context.CancelCauseFunc, s *WorkStats, k kind, m *rows.Mapping, l *driver.Lease, infos []RowInfo) (chunkDone, error) {
 	set := k.settings()
-	var outcomes []RowOutcome
-	effect := func(fctx context.Context, tx Tx) ([]RowOutcome, error) {
+	var outcomes []driver.RowOutcome
+	effect := func(fctx context.Context, tx Tx) ([]driver.RowOutcome, error) {
 		// The processor's statements stop with the lease or the batch.
 		pctx, pcancel := context.WithTimeout(ContextWithChunk(wctx, infos), set.timeout)
 		defer pcancel()
@@ -294,7 +295,7 @@ func (e *Engine) workTx(ctx, wctx context.Context, cancel context.CancelCauseFun
 		}
 		return outcomes, nil
 	}
-	res, err := e.flushResult(ctx, s, l, ChunkFlushParams{EffectFunc: effect, Release: true})
+	res, err := e.flushResult(ctx, s, l, driver.ChunkFlushParams{EffectFunc: effect, Release: true})
 	// Whether the work was stopped (a shutdown, a cancel, a pause, a lost
 	// lease) is read before cancel(nil) below, which would make every
 	// failure look like a stop: the rows would go back without using an
@@ -321,7 +322,7 @@ func (e *Engine) workTx(ctx, wctx context.Context, cancel context.CancelCauseFun
 		// Stopped (shutdown, cancel, pause) mid-transaction: rolled back,
 		// so the rows go back as they were.
 		done := chunkDone{givenBack: len(all), stopped: errors.Is(cause, ErrBatchStopped)}
-		return done, e.flushChunk(ctx, s, l, ChunkFlushParams{Unworked: all, Release: true})
+		return done, e.flushChunk(ctx, s, l, driver.ChunkFlushParams{Unworked: all, Release: true})
 	}
 	if errors.Is(err, ErrTransient) {
 		return chunkDone{}, fmt.Errorf("flush batch %d chunk %d: %w", l.BatchID, l.ChunkNo, err)
@@ -329,9 +330,9 @@ func (e *Engine) workTx(ctx, wctx context.Context, cancel context.CancelCauseFun
 	// The call failed as a whole and was rolled back: every row shares the
 	// error, as a failure (Permanent) or a retry.
 	e.logger.WarnContext(ctx, "transactional processor failed; its writes were rolled back", "batch_id", l.BatchID, "chunk_no", l.ChunkNo, "err", err)
-	outs := make([]RowOutcome, len(l.Rows))
+	outs := make([]driver.RowOutcome, len(l.Rows))
 	for i, row := range l.Rows {
-		o := RowOutcome{RowNo: row.RowNo, State: rows.StateRetrying, RetryDelay: set.backoff(row.Attempts),
+		o := driver.RowOutcome{RowNo: row.RowNo, State: rows.StateRetrying, RetryDelay: set.backoff(row.Attempts),
 			Error: &rows.FieldError{Row: row.RowNo, Code: CodeProcessor, Message: err.Error()}}
 		switch {
 		case IsPermanent(err):
@@ -341,12 +342,12 @@ func (e *Engine) workTx(ctx, wctx context.Context, cancel context.CancelCauseFun
 		}
 		outs[i] = o
 	}
-	return chunkDone{outcomes: len(outs)}, e.flushChunk(ctx, s, l, ChunkFlushParams{Outcomes: outs, Release: true})
+	return chunkDone{outcomes: len(outs)}, e.flushChunk(ctx, s, l, driver.ChunkFlushParams{Outcomes: outs, Release: true})
 }
 
 // checkOutcomes applies the row state machine, the engine's rule, once for
 // every store: an outcome the machine does not allow is a bug.
-func checkOutcomes(l *Lease, outcomes []RowOutcome) error {
+func checkOutcomes(l *driver.Lease, outcomes []driver.RowOutcome) error {
 	for _, o := range outcomes {
 		if err := rows.Transition(rows.StateProcessing, o.State); err != nil {
 			return fmt.Errorf("batch %d row %d: %w", l.BatchID, o.RowNo, err)
@@ -356,7 +357,7 @@ func checkOutcomes(l *Lease, outcomes []RowOutcome) error {
 }
 
 // flushChunk flushes a lease's outcomes; see flushResult.
-func (e *Engine) flushChunk(ctx context.Context, s *WorkStats, l *Lease, p ChunkFlushParams) error {
+func (e *Engine) flushChunk(ctx context.Context, s *WorkStats, l *driver.Lease, p driver.ChunkFlushParams) error {
 	_, err := e.flushResult(ctx, s, l, p)
 	return err
 }
@@ -364,21 +365,21 @@ func (e *Engine) flushChunk(ctx context.Context, s *WorkStats, l *Lease, p Chunk
 // flushResult flushes under the lease, retrying transient errors for up
 // to flushRetryLimit, even when ctx is done: the work is done and its
 // outcomes must not be lost.
-func (e *Engine) flushResult(ctx context.Context, s *WorkStats, l *Lease, p ChunkFlushParams) (*FlushResult, error) {
+func (e *Engine) flushResult(ctx context.Context, s *WorkStats, l *driver.Lease, p driver.ChunkFlushParams) (*driver.FlushResult, error) {
 	p.TenantID, p.BatchID, p.ChunkNo, p.Token, p.Deferred = l.TenantID, l.BatchID, l.ChunkNo, l.Token, l.Deferred
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushRetryLimit)
 	defer cancel()
 	// effected are the EffectFunc's outcomes in the attempt that
 	// committed, for the observer: they join p.Outcomes in the store.
-	var effected []RowOutcome
+	var effected []driver.RowOutcome
 	if f := p.EffectFunc; f != nil {
-		p.EffectFunc = func(ctx context.Context, tx Tx) ([]RowOutcome, error) {
+		p.EffectFunc = func(ctx context.Context, tx Tx) ([]driver.RowOutcome, error) {
 			outs, err := f(ctx, tx)
 			effected = outs
 			return outs, err
 		}
 	}
-	var res *FlushResult
+	var res *driver.FlushResult
 	err := e.retry(fctx, s, "flush", func(ctx context.Context) (err error) {
 		effected = nil
 		res, err = e.store.ChunkFlush(ctx, p)
@@ -415,7 +416,7 @@ func (e *Engine) flushResult(ctx context.Context, s *WorkStats, l *Lease, p Chun
 // started after it could run beside the next owner's (the chaos harness
 // saw a worker go on sending rows through a PostgreSQL restart, after
 // another had claimed its chunk).
-func (e *Engine) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, l *Lease, claimed time.Time) {
+func (e *Engine) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, l *driver.Lease, claimed time.Time) {
 	every := max(e.lease/3, time.Millisecond)
 	renew := time.NewTicker(every)
 	defer renew.Stop()
@@ -426,7 +427,7 @@ func (e *Engine) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 		cancel(fmt.Errorf("%w: no renewal answered within the lease (%s)", ErrLeaseLost, e.lease))
 	})
 	defer expired.Stop()
-	p := LeaseRenewParams{TenantID: l.TenantID, BatchID: l.BatchID, ChunkNo: l.ChunkNo, Token: l.Token, LeaseDuration: e.lease}
+	p := driver.LeaseRenewParams{TenantID: l.TenantID, BatchID: l.BatchID, ChunkNo: l.ChunkNo, Token: l.Token, LeaseDuration: e.lease}
 	for {
 		var err error
 		select {

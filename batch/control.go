@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
@@ -16,7 +17,7 @@ import (
 // be stopped is unknown, to be reconciled. A batch that no longer runs
 // comes back unchanged.
 func (e *Engine) Cancel(ctx context.Context, tenant string, id int64) (*batchtype.Batch, error) {
-	b, err := e.store.BatchCancel(ctx, BatchControlParams{TenantID: tenant, ID: id})
+	b, err := e.store.BatchCancel(ctx, driver.BatchControlParams{TenantID: tenant, ID: id})
 	if err != nil {
 		return nil, fmt.Errorf("cancel batch %d: %w", id, err)
 	}
@@ -27,7 +28,7 @@ func (e *Engine) Cancel(ctx context.Context, tenant string, id int64) (*batchtyp
 // pause at every claim and renewal: a lease on a paused batch stops, and
 // its unworked rows go back without using an attempt.
 func (e *Engine) PauseBatch(ctx context.Context, tenant string, id int64, paused bool) (*batchtype.Batch, error) {
-	b, err := e.store.BatchPause(ctx, BatchControlParams{TenantID: tenant, ID: id}, paused)
+	b, err := e.store.BatchPause(ctx, driver.BatchControlParams{TenantID: tenant, ID: id}, paused)
 	if err != nil {
 		return nil, fmt.Errorf("pause batch %d: %w", id, err)
 	}
@@ -37,11 +38,19 @@ func (e *Engine) PauseBatch(ctx context.Context, tenant string, id int64, paused
 	return b, nil
 }
 
+// PauseParams pause or resume a kind of a tenant, or the whole tenant.
+type PauseParams struct {
+	TenantID string
+	// Kind pauses one kind of the tenant; "" pauses the whole tenant.
+	Kind   string
+	Paused bool
+}
+
 // Pause pauses or resumes a kind of a tenant, or the whole tenant when
 // p.Kind is empty: a kill switch workers observe at every claim and
 // renewal.
 func (e *Engine) Pause(ctx context.Context, p PauseParams) error {
-	if err := e.store.Pause(ctx, p); err != nil {
+	if err := e.store.Pause(ctx, driver.PauseParams(p)); err != nil {
 		return fmt.Errorf("pause: %w", err)
 	}
 	if !p.Paused {
@@ -50,11 +59,20 @@ func (e *Engine) Pause(ctx context.Context, p PauseParams) error {
 	return nil
 }
 
+// RetryParams name the rows of a batch to make due again.
+type RetryParams struct {
+	TenantID string
+	BatchID  int64
+	// States are the states to retry: failed and dead by default; unknown
+	// too, for a person who knows the effect did not happen.
+	States []rows.State
+}
+
 // Retry makes a batch's rows in the given states (failed and dead by
 // default) due again, with their attempts reset, and returns how many.
 // Effects already done are not run again: a keyed kind's claim finds
 // them done.
-func (e *Engine) Retry(ctx context.Context, p RowsRetryParams) (int64, error) {
+func (e *Engine) Retry(ctx context.Context, p RetryParams) (int64, error) {
 	if len(p.States) == 0 {
 		p.States = []rows.State{rows.StateFailed, rows.StateDead}
 	}
@@ -63,7 +81,7 @@ func (e *Engine) Retry(ctx context.Context, p RowsRetryParams) (int64, error) {
 			return 0, fmt.Errorf("retry rows in state %s: %w: only failed, dead and unknown rows can be retried", s, ErrInvalidRequest)
 		}
 	}
-	n, err := e.store.RowsRetry(ctx, p)
+	n, err := e.store.RowsRetry(ctx, driver.RowsRetryParams(p))
 	if err != nil {
 		return 0, fmt.Errorf("retry batch %d: %w", p.BatchID, err)
 	}
@@ -71,11 +89,26 @@ func (e *Engine) Retry(ctx context.Context, p RowsRetryParams) (int64, error) {
 	return n, nil
 }
 
+// SettleParams settle one unknown row.
+type SettleParams struct {
+	TenantID string
+	BatchID  int64
+	RowNo    int64
+	// State is succeeded, failed, or valid (to be worked again).
+	State    rows.State
+	ResultID string
+	// Reason is recorded as the row's error when it failed, and in the
+	// batch's history either way.
+	Reason string
+	// Actor is who settled the row, for the batch's history.
+	Actor string
+}
+
 // Settle settles one unknown row by hand: succeeded (the effect happened,
 // with its result id), failed (it did not, and must not be retried), or
 // valid (to be worked again).
-func (e *Engine) Settle(ctx context.Context, p RowSettleParams) error {
-	if err := e.store.RowSettle(ctx, p); err != nil {
+func (e *Engine) Settle(ctx context.Context, p SettleParams) error {
+	if err := e.store.RowSettle(ctx, driver.RowSettleParams(p)); err != nil {
 		return fmt.Errorf("settle row %d of batch %d: %w", p.RowNo, p.BatchID, err)
 	}
 	if p.State == rows.StateValid {
@@ -122,17 +155,17 @@ func (e *Engine) SettleAll(ctx context.Context, p SettleAllParams) (int64, error
 	}
 	// The batch first: another tenant's, or none, is ErrNotFound, not
 	// "nothing to settle".
-	if _, err := e.store.BatchGet(ctx, BatchGetParams{TenantID: p.TenantID, ID: p.BatchID}); err != nil {
+	if _, err := e.store.BatchGet(ctx, driver.BatchGetParams{TenantID: p.TenantID, ID: p.BatchID}); err != nil {
 		return 0, fmt.Errorf("settle the unknown rows of batch %d: %w", p.BatchID, err)
 	}
 	var n, after int64
 	for {
-		page, err := e.store.RowsList(ctx, RowsListParams{TenantID: p.TenantID, BatchID: p.BatchID, State: rows.StateUnknown, AfterRowNo: after, Limit: settleAllPage})
+		page, err := e.store.RowsList(ctx, driver.RowsListParams{TenantID: p.TenantID, BatchID: p.BatchID, State: rows.StateUnknown, AfterRowNo: after, Limit: settleAllPage})
 		if err != nil {
 			return n, fmt.Errorf("settle the unknown rows of batch %d: %w", p.BatchID, err)
 		}
 		for _, r := range page {
-			err := e.store.RowSettle(ctx, RowSettleParams{TenantID: p.TenantID, BatchID: p.BatchID, RowNo: r.RowNo, State: p.State, ResultID: p.ResultID, Reason: p.Reason, Actor: p.Actor})
+			err := e.store.RowSettle(ctx, driver.RowSettleParams{TenantID: p.TenantID, BatchID: p.BatchID, RowNo: r.RowNo, State: p.State, ResultID: p.ResultID, Reason: p.Reason, Actor: p.Actor})
 			switch {
 			case errors.Is(err, ErrConflict):
 				continue
@@ -165,7 +198,7 @@ var ErrNoReconcile = errors.New("the kind has no ReconcileFunc")
 // Permanent error failed; any other error leaves the row unknown.
 func (e *Engine) Reconcile(ctx context.Context, tenant string, id int64) (ReconcileStats, error) {
 	var st ReconcileStats
-	b, err := e.store.BatchGet(ctx, BatchGetParams{TenantID: tenant, ID: id})
+	b, err := e.store.BatchGet(ctx, driver.BatchGetParams{TenantID: tenant, ID: id})
 	if err != nil {
 		return st, err
 	}
@@ -179,18 +212,18 @@ func (e *Engine) Reconcile(ctx context.Context, tenant string, id int64) (Reconc
 	}
 	var after int64
 	for {
-		page, err := e.store.RowsList(ctx, RowsListParams{TenantID: tenant, BatchID: id, State: rows.StateUnknown, AfterRowNo: after, Limit: 500})
+		page, err := e.store.RowsList(ctx, driver.RowsListParams{TenantID: tenant, BatchID: id, State: rows.StateUnknown, AfterRowNo: after, Limit: 500})
 		if err != nil {
 			return st, err
 		}
 		for _, r := range page {
 			info := RowInfo{TenantID: tenant, BatchID: id, RowNo: r.RowNo, Attempt: r.Attempts,
-				EffectKey: k.effectRefs(tenant, id, m, []LeasedRow{{RowNo: r.RowNo, Values: r.Values}})[0].Key}
+				EffectKey: k.effectRefs(tenant, id, m, []driver.LeasedRow{{RowNo: r.RowNo, Values: r.Values}})[0].Key}
 			rid, rerr, ok := k.reconcile(ContextWithRow(ctx, info), m, r.RowNo, r.Values)
 			if !ok {
 				return st, fmt.Errorf("batch %d (%s): %w", id, b.Kind, ErrNoReconcile)
 			}
-			p := RowSettleParams{TenantID: tenant, BatchID: id, RowNo: r.RowNo, Actor: "reconcile"}
+			p := driver.RowSettleParams{TenantID: tenant, BatchID: id, RowNo: r.RowNo, Actor: "reconcile"}
 			switch {
 			case rerr == nil:
 				p.State, p.ResultID, p.Reason = rows.StateSucceeded, rid, "the kind's reconciliation found the effect"

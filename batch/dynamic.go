@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/validate"
 )
@@ -204,7 +205,7 @@ func (d *dynamicKind) keyed() bool { return false }
 
 // processTx binds the leased rows and hands those that bind to the
 // kind's writer, in the flush's transaction.
-func (d *dynamicKind) processTx(ctx context.Context, tx Tx, m *rows.Mapping, leased []LeasedRow) (results []Result, err error) {
+func (d *dynamicKind) processTx(ctx context.Context, tx Tx, m *rows.Mapping, leased []driver.LeasedRow) (results []Result, err error) {
 	results = make([]Result, len(leased))
 	bound := make([]reflect.Value, 0, len(leased))
 	idx := make([]int, 0, len(leased))
@@ -238,10 +239,10 @@ func (d *dynamicKind) processTx(ctx context.Context, tx Tx, m *rows.Mapping, lea
 	return results, nil
 }
 
-func (d *dynamicKind) effectRefs(tenant string, batchID int64, _ *rows.Mapping, leased []LeasedRow) []EffectRef {
-	out := make([]EffectRef, len(leased))
+func (d *dynamicKind) effectRefs(tenant string, batchID int64, _ *rows.Mapping, leased []driver.LeasedRow) []driver.EffectRef {
+	out := make([]driver.EffectRef, len(leased))
 	for i, l := range leased {
-		out[i] = EffectRef{RowNo: l.RowNo, Key: defaultEffectKey(tenant, batchID, l.RowNo), Digest: valuesDigest(l.Values)}
+		out[i] = driver.EffectRef{RowNo: l.RowNo, Key: defaultEffectKey(tenant, batchID, l.RowNo), Digest: valuesDigest(l.Values)}
 	}
 	return out
 }
@@ -250,7 +251,7 @@ func (d *dynamicKind) reconcile(context.Context, *rows.Mapping, int64, []string)
 	return "", nil, false
 }
 
-func (d *dynamicKind) processChunk(context.Context, *rows.Mapping, []LeasedRow) ([]Result, bool) {
+func (d *dynamicKind) processChunk(context.Context, *rows.Mapping, []driver.LeasedRow) ([]Result, bool) {
 	return nil, false
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/internal/testdb"
 	"github.com/rowfate/rowfate/internal/testenv"
@@ -39,7 +40,7 @@ type gatedStore struct {
 	flushed chan error
 }
 
-func (g *gatedStore) ChunkFlush(ctx context.Context, p batch.ChunkFlushParams) (*batch.FlushResult, error) {
+func (g *gatedStore) ChunkFlush(ctx context.Context, p driver.ChunkFlushParams) (*driver.FlushResult, error) {
 	g.once.Do(func() { close(g.arrived) })
 	<-g.gate
 	res, err := g.Store.ChunkFlush(ctx, p)
@@ -52,14 +53,14 @@ func (g *gatedStore) ChunkFlush(ctx context.Context, p batch.ChunkFlushParams) (
 	return res, err
 }
 
-func (g *gatedStore) LeaseRenew(ctx context.Context, p batch.LeaseRenewParams) error {
+func (g *gatedStore) LeaseRenew(ctx context.Context, p driver.LeaseRenewParams) error {
 	if err := g.wait(ctx); err != nil {
 		return err
 	}
 	return g.Store.LeaseRenew(ctx, p)
 }
 
-func (g *gatedStore) LeaseCheck(ctx context.Context, p batch.LeaseRenewParams) error {
+func (g *gatedStore) LeaseCheck(ctx context.Context, p driver.LeaseRenewParams) error {
 	if err := g.wait(ctx); err != nil {
 		return err
 	}
@@ -255,7 +256,7 @@ func TestUnknownKindIsLeftAlone(t *testing.T) {
 		if len(stats.UnknownKinds) != 1 || stats.UnknownKinds[0] != customers.Name || stats.Chunks != 0 {
 			t.Fatalf("stats = %+v", stats)
 		}
-		rs, _ := bd.store.RowsList(ctx, batch.RowsListParams{TenantID: "default", BatchID: b.ID})
+		rs, _ := bd.store.RowsList(ctx, driver.RowsListParams{TenantID: "default", BatchID: b.ID})
 		if len(rs) != 1 || rs[0].State != rows.StateValid || rs[0].Attempts != 0 {
 			t.Fatalf("rows after the unknowing worker: %+v", rs)
 		}
@@ -429,7 +430,7 @@ func TestExternalEffectInterruptedBeforeTheAck(t *testing.T) {
 				t.Errorf("key %s applied %d times", k, n)
 			}
 		}
-		rs, _ := bd.store.RowsList(ctx, batch.RowsListParams{TenantID: "default", BatchID: b.ID})
+		rs, _ := bd.store.RowsList(ctx, driver.RowsListParams{TenantID: "default", BatchID: b.ID})
 		for _, r := range rs {
 			if r.ResultID != ledger.ids[fmt.Sprintf("default/%d/%d", b.ID, r.RowNo)] || r.Attempts != 2 {
 				t.Errorf("row %d: result %q, attempts %d", r.RowNo, r.ResultID, r.Attempts)
@@ -493,7 +494,7 @@ func TestCancelMidRun(t *testing.T) {
 		if cancelledSeen.Load() == 0 {
 			t.Errorf("no processor saw its context cancelled")
 		}
-		final, _ := bd.store.BatchGet(ctx, batch.BatchGetParams{TenantID: "default", ID: b.ID})
+		final, _ := bd.store.BatchGet(ctx, driver.BatchGetParams{TenantID: "default", ID: b.ID})
 		if final.Status != batchtype.StatusCancelled {
 			t.Fatalf("status = %s", final.Status)
 		}
@@ -554,7 +555,7 @@ func TestListenWakesIdleWorkers(t *testing.T) {
 		// the test's patience.
 		deadline := time.Now().Add(testenv.Patience(t))
 		for {
-			got, _ := producer.BatchGet(ctx, batch.BatchGetParams{TenantID: "default", ID: b.ID})
+			got, _ := producer.BatchGet(ctx, driver.BatchGetParams{TenantID: "default", ID: b.ID})
 			if got.Status == batchtype.StatusFinished {
 				break
 			}
@@ -607,7 +608,7 @@ func TestPausedKeyedRowsCancelCleanly(t *testing.T) {
 		}
 		// The pause gives every row back: none is processing.
 		testenv.Until(t, func() bool {
-			got, err := bd.store.BatchGet(ctx, batch.BatchGetParams{TenantID: "default", ID: b.ID})
+			got, err := bd.store.BatchGet(ctx, driver.BatchGetParams{TenantID: "default", ID: b.ID})
 			return err == nil && got.Counts[rows.StateValid] == 4
 		}, func() string { return "the paused chunk's rows given back" })
 		stop()
@@ -701,12 +702,12 @@ func TestStopSeenBeforeTheRenewal(t *testing.T) {
 // its processor's call is under way.
 type frozenStore struct{ batch.Store }
 
-func (frozenStore) LeaseRenew(ctx context.Context, _ batch.LeaseRenewParams) error {
+func (frozenStore) LeaseRenew(ctx context.Context, _ driver.LeaseRenewParams) error {
 	<-ctx.Done()
 	return ctx.Err()
 }
 
-func (frozenStore) LeaseCheck(ctx context.Context, _ batch.LeaseRenewParams) error {
+func (frozenStore) LeaseCheck(ctx context.Context, _ driver.LeaseRenewParams) error {
 	<-ctx.Done()
 	return ctx.Err()
 }
@@ -757,7 +758,7 @@ func TestNoSecondRunBesideAStalledOne(t *testing.T) {
 			if n := calls.Load(); n > 1 {
 				t.Fatalf("%d calls: the key was run again beside its first run", n)
 			}
-			rs, err := bd.store.RowsList(ctx, batch.RowsListParams{TenantID: "default", BatchID: b.ID})
+			rs, err := bd.store.RowsList(ctx, driver.RowsListParams{TenantID: "default", BatchID: b.ID})
 			if err == nil && len(rs) == 1 && rs[0].State == rows.StateRetrying {
 				held = rs[0].Errors
 				return true
@@ -781,19 +782,19 @@ type unansweredRenewals struct {
 	token atomic.Int64 // the first lease's token
 }
 
-func (s *unansweredRenewals) unanswered(p batch.LeaseRenewParams) bool {
+func (s *unansweredRenewals) unanswered(p driver.LeaseRenewParams) bool {
 	s.token.CompareAndSwap(0, p.Token)
 	return s.token.Load() == p.Token
 }
 
-func (s *unansweredRenewals) LeaseRenew(ctx context.Context, p batch.LeaseRenewParams) error {
+func (s *unansweredRenewals) LeaseRenew(ctx context.Context, p driver.LeaseRenewParams) error {
 	if s.unanswered(p) {
 		return errors.New("the database system is starting up")
 	}
 	return s.Store.LeaseRenew(ctx, p)
 }
 
-func (s *unansweredRenewals) LeaseCheck(ctx context.Context, p batch.LeaseRenewParams) error {
+func (s *unansweredRenewals) LeaseCheck(ctx context.Context, p driver.LeaseRenewParams) error {
 	if s.unanswered(p) {
 		return errors.New("the database system is starting up")
 	}
@@ -886,7 +887,7 @@ func TestFailureAfterAnUnansweredRunIsUnknown(t *testing.T) {
 		if _, err := e.Work(ctx, batch.WorkParams{BatchID: b.ID, Workers: 1, UntilDone: true}); err != nil {
 			t.Fatal(err)
 		}
-		rs, err := bd.store.RowsList(ctx, batch.RowsListParams{TenantID: "default", BatchID: b.ID})
+		rs, err := bd.store.RowsList(ctx, driver.RowsListParams{TenantID: "default", BatchID: b.ID})
 		if err != nil || len(rs) != 1 {
 			t.Fatal(rs, err)
 		}
@@ -925,7 +926,7 @@ func (s *ringingStore) Listen(ctx context.Context, wake func()) error {
 	return nil
 }
 
-func (s *ringingStore) ChunkClaim(ctx context.Context, p batch.ChunkClaimParams) (*batch.Lease, error) {
+func (s *ringingStore) ChunkClaim(ctx context.Context, p driver.ChunkClaimParams) (*driver.Lease, error) {
 	l, err := s.Store.ChunkClaim(ctx, p)
 	if errors.Is(err, batch.ErrNoWork) {
 		s.once.Do(func() {
@@ -978,7 +979,7 @@ func TestNoWakeLostBetweenClaimAndWait(t *testing.T) {
 		if id.Load() == 0 {
 			return false
 		}
-		b, err := bd.store.BatchGet(ctx, batch.BatchGetParams{TenantID: "default", ID: id.Load()})
+		b, err := bd.store.BatchGet(ctx, driver.BatchGetParams{TenantID: "default", ID: id.Load()})
 		return err == nil && b.Status == batchtype.StatusFinished
 	}, func() string {
 		return "the idle worker did not wake for rows made due between its claim and its wait (its poll is an hour)"

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/internal/testdb"
 	"github.com/rowfate/rowfate/internal/testenv"
@@ -119,12 +120,12 @@ func TestImportCustomersFixture(t *testing.T) {
 		if got[rows.StateSucceeded] != 285 || got[rows.StateInvalid] != 15 || len(got) != 2 {
 			t.Fatalf("final counts = %v", got)
 		}
-		b, err = bd.store.BatchGet(ctx, batch.BatchGetParams{TenantID: "default", ID: b.ID})
+		b, err = bd.store.BatchGet(ctx, driver.BatchGetParams{TenantID: "default", ID: b.ID})
 		if err != nil || b.Status != batchtype.StatusFinished {
 			t.Fatalf("batch = %+v, %v", b, err)
 		}
 
-		invalid, err := bd.store.RowsList(ctx, batch.RowsListParams{TenantID: "default", BatchID: b.ID, State: rows.StateInvalid})
+		invalid, err := bd.store.RowsList(ctx, driver.RowsListParams{TenantID: "default", BatchID: b.ID, State: rows.StateInvalid})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,7 +170,7 @@ func TestImportCustomersFixture(t *testing.T) {
 
 		// Row 300 repeats row 2's email: it is a duplicate_key row, so row
 		// 2's customer is the one stored.
-		ok, err := bd.store.RowsList(ctx, batch.RowsListParams{TenantID: "default", BatchID: b.ID, State: rows.StateSucceeded, Limit: 1000})
+		ok, err := bd.store.RowsList(ctx, driver.RowsListParams{TenantID: "default", BatchID: b.ID, State: rows.StateSucceeded, Limit: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,7 +259,7 @@ func TestProcessorOutcomes(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("counts = %v, want %v", got, want)
 		}
-		all, err := bd.store.RowsList(ctx, batch.RowsListParams{TenantID: "default", BatchID: b.ID})
+		all, err := bd.store.RowsList(ctx, driver.RowsListParams{TenantID: "default", BatchID: b.ID})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -406,7 +407,7 @@ func TestLeaseLostIsItsOwnOutcome(t *testing.T) {
 		if stats.LeaseLost != 1 {
 			t.Fatalf("stats = %+v, want one lost lease", stats)
 		}
-		all, err := bd.store.RowsList(ctx, batch.RowsListParams{TenantID: "default", BatchID: b.ID})
+		all, err := bd.store.RowsList(ctx, driver.RowsListParams{TenantID: "default", BatchID: b.ID})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -447,7 +448,7 @@ func TestImportRejectedFileLeavesNothing(t *testing.T) {
 		if _, err := e.Import(ctx, batch.ImportParams{Kind: "nope", SourceName: "x.csv", Source: strings.NewReader("a\n1\n")}); !errors.Is(err, batch.ErrUnknownKind) {
 			t.Errorf("unknown kind: err = %v", err)
 		}
-		bs, err := bd.store.BatchList(ctx, batch.BatchListParams{TenantID: "default"})
+		bs, err := bd.store.BatchList(ctx, driver.BatchListParams{TenantID: "default"})
 		if err != nil || len(bs) != 0 {
 			t.Fatalf("rejected files left %d batches (%v)", len(bs), err)
 		}
@@ -490,7 +491,7 @@ func TestShutdownFlushesDoneRows(t *testing.T) {
 		if got[rows.StateSucceeded] != 2 || got.Open() != 2 || got[rows.StateFailed] != 0 || stats.GivenBack != 2 {
 			t.Fatalf("counts after shutdown = %v, stats %+v", got, stats)
 		}
-		open, _ := bd.store.RowsList(context.Background(), batch.RowsListParams{TenantID: "default", BatchID: b.ID, State: rows.StateValid})
+		open, _ := bd.store.RowsList(context.Background(), driver.RowsListParams{TenantID: "default", BatchID: b.ID, State: rows.StateValid})
 		if len(open) != 2 || open[0].Attempts != 0 || open[1].Attempts != 0 {
 			t.Fatalf("rows given back at shutdown: %+v (no attempt may be used)", open)
 		}
@@ -553,7 +554,7 @@ func TestChunkProcessor(t *testing.T) {
 		if _, err := e.Work(ctx, batch.WorkParams{BatchID: b.ID, Workers: 1, UntilDone: true}); err != nil {
 			t.Fatal(err)
 		}
-		all, err := bd.store.RowsList(ctx, batch.RowsListParams{TenantID: "default", BatchID: b.ID})
+		all, err := bd.store.RowsList(ctx, driver.RowsListParams{TenantID: "default", BatchID: b.ID})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -647,7 +648,7 @@ func TestTxFailureUsesAnAttempt(t *testing.T) {
 // so: the connection dropped with the answer to COMMIT.
 type lostCommit struct{ batch.Store }
 
-func (s lostCommit) BatchIngest(ctx context.Context, p batch.BatchIngestParams) (*batchtype.Batch, error) {
+func (s lostCommit) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*batchtype.Batch, error) {
 	if _, err := s.Store.BatchIngest(ctx, p); err != nil {
 		return nil, err
 	}
@@ -680,7 +681,7 @@ func TestImportAfterALostCommit(t *testing.T) {
 		if err != nil || again.ID != b.ID || !again.Reused {
 			t.Fatalf("the same file again: %+v, %v; want batch %d back", again, err, b.ID)
 		}
-		all, err := bd.store.BatchList(ctx, batch.BatchListParams{TenantID: "default"})
+		all, err := bd.store.BatchList(ctx, driver.BatchListParams{TenantID: "default"})
 		if err != nil || len(all) != 2 {
 			t.Fatalf("batches: %d, %v; want 2", len(all), err)
 		}

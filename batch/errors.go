@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -56,27 +57,27 @@ func (e *unknownError) Unwrap() error { return e.err }
 // malformed answer (unknown), never a success. parent is the worker's context: when it is done the row was
 // interrupted by shutdown or lease loss, not by its own timeout, and has no
 // outcome yet (ok is false).
-func classify(parent context.Context, id string, err error, attempt, maxAttempts int) (out RowOutcome, ok bool) {
+func classify(parent context.Context, id string, err error, attempt, maxAttempts int) (out driver.RowOutcome, ok bool) {
 	switch {
 	case err == nil && id == "":
 		// "Succeeded, but nothing to show for it" is not a success the
 		// engine can record: the call ran, so its effect may have happened.
-		return RowOutcome{State: rows.StateUnknown, Error: &rows.FieldError{Code: CodeUnknown,
+		return driver.RowOutcome{State: rows.StateUnknown, Error: &rows.FieldError{Code: CodeUnknown,
 			Message: "the processor answered with neither a result id nor an error, a malformed answer: the effect may have happened; reconcile the row"}}, true
 	case err == nil:
-		return RowOutcome{State: rows.StateSucceeded, ResultID: id}, true
+		return driver.RowOutcome{State: rows.StateSucceeded, ResultID: id}, true
 	case IsPermanent(err):
-		return RowOutcome{State: rows.StateFailed, Error: &rows.FieldError{Code: CodeProcessor, Message: err.Error()}}, true
+		return driver.RowOutcome{State: rows.StateFailed, Error: &rows.FieldError{Code: CodeProcessor, Message: err.Error()}}, true
 	case errors.As(err, new(*unknownError)):
-		return RowOutcome{State: rows.StateUnknown, Error: &rows.FieldError{Code: CodeUnknown, Message: err.Error() + ": the effect may have happened; reconcile the row"}}, true
+		return driver.RowOutcome{State: rows.StateUnknown, Error: &rows.FieldError{Code: CodeUnknown, Message: err.Error() + ": the effect may have happened; reconcile the row"}}, true
 	case parent.Err() != nil:
-		return RowOutcome{}, false
+		return driver.RowOutcome{}, false
 	case errors.Is(err, context.DeadlineExceeded):
 		// The effect may have happened; only reconciliation can tell.
-		return RowOutcome{State: rows.StateUnknown, Error: &rows.FieldError{Code: CodeTimeout, Message: err.Error()}}, true
+		return driver.RowOutcome{State: rows.StateUnknown, Error: &rows.FieldError{Code: CodeTimeout, Message: err.Error()}}, true
 	case attempt >= maxAttempts:
-		return RowOutcome{State: rows.StateDead, Error: &rows.FieldError{Code: CodeExhausted, Message: err.Error()}}, true
+		return driver.RowOutcome{State: rows.StateDead, Error: &rows.FieldError{Code: CodeExhausted, Message: err.Error()}}, true
 	default:
-		return RowOutcome{State: rows.StateRetrying, Error: &rows.FieldError{Code: CodeProcessor, Message: err.Error()}}, true
+		return driver.RowOutcome{State: rows.StateRetrying, Error: &rows.FieldError{Code: CodeProcessor, Message: err.Error()}}, true
 	}
 }

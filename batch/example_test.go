@@ -59,10 +59,10 @@ func Example() {
 	if _, err := engine.Work(ctx, batch.WorkParams{BatchID: b.ID, UntilDone: true}); err != nil {
 		log.Fatal(err)
 	}
-	b, _ = store.BatchGet(ctx, batch.BatchGetParams{TenantID: "default", ID: b.ID})
+	b, _ = engine.Batch(ctx, batch.BatchParams{ID: b.ID})
 	fmt.Println(b.Status, b.Counts[rows.StateSucceeded], "succeeded,", b.Counts[rows.StateInvalid], "invalid")
 
-	bad, _ := store.RowsList(ctx, batch.RowsListParams{TenantID: "default", BatchID: b.ID, State: rows.StateInvalid})
+	bad, _ := engine.Rows(ctx, batch.RowsParams{BatchID: b.ID, State: rows.StateInvalid})
 	for _, r := range bad {
 		fmt.Printf("row %d: %s\n", r.RowNo, rows.FieldErrors(r.Errors).Error())
 	}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"reflect"
 
+	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/rows/fileformat"
@@ -188,14 +189,14 @@ func exportRows(ctx context.Context, e *Engine, k exportSpec, p ExportParams) (*
 		return nil, fmt.Errorf("export %s: spool: %w", k.name, err)
 	}
 	dec := json.NewDecoder(bufio.NewReaderSize(spool, 64<<10))
-	seq := func(yield func(IngestRow, error) bool) {
+	seq := func(yield func(driver.IngestRow, error) bool) {
 		for i := int64(0); i < n; i++ {
 			var o exportOutcome
 			if err := dec.Decode(&o); err != nil {
-				yield(IngestRow{}, fmt.Errorf("read back the outcome of row %d: %w", i+2, err))
+				yield(driver.IngestRow{}, fmt.Errorf("read back the outcome of row %d: %w", i+2, err))
 				return
 			}
-			row := IngestRow{RowNo: o.Row, ChunkNo: i / chunkSize, State: rows.StateSucceeded, Values: o.Values, Errors: o.Errors}
+			row := driver.IngestRow{RowNo: o.Row, ChunkNo: i / chunkSize, State: rows.StateSucceeded, Values: o.Values, Errors: o.Errors}
 			if o.Failed {
 				row.State = rows.StateFailed
 			}
@@ -204,14 +205,14 @@ func exportRows(ctx context.Context, e *Engine, k exportSpec, p ExportParams) (*
 			}
 		}
 	}
-	b, err := e.store.BatchIngest(ctx, BatchIngestParams{
+	b, err := e.store.BatchIngest(ctx, driver.BatchIngestParams{
 		TenantID:   p.TenantID,
 		Kind:       k.name,
 		SourceName: p.DestName,
 		Header:     header,
 		Rows:       seq,
-		SummaryFunc: func() IngestSummary {
-			return IngestSummary{SourceDigest: hex.EncodeToString(digest.Sum(nil))}
+		SummaryFunc: func() driver.IngestSummary {
+			return driver.IngestSummary{SourceDigest: hex.EncodeToString(digest.Sum(nil))}
 		},
 	})
 	if err != nil {

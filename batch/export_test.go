@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/processors/customers"
 	"github.com/rowfate/rowfate/rows"
@@ -43,7 +44,7 @@ func importAndWork(t *testing.T, e *batch.Engine, bd *bundle, name string, src [
 		t.Fatal(err)
 	}
 	storetest.CheckInvariant(t, bd.store, "default", b.ID)
-	b, err = bd.store.BatchGet(ctx, batch.BatchGetParams{TenantID: "default", ID: b.ID})
+	b, err = bd.store.BatchGet(ctx, driver.BatchGetParams{TenantID: "default", ID: b.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func TestImportXLSXCustomers(t *testing.T) {
 		if strings.Join(b.Header, "|") != "email|name|country|signup_date|amount" {
 			t.Errorf("header %q", b.Header)
 		}
-		invalid, err := bd.store.RowsList(context.Background(), batch.RowsListParams{TenantID: "default", BatchID: b.ID, State: rows.StateInvalid})
+		invalid, err := bd.store.RowsList(context.Background(), driver.RowsListParams{TenantID: "default", BatchID: b.ID, State: rows.StateInvalid})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,8 +179,8 @@ func TestExportRoundTrip(t *testing.T) {
 				t.Errorf("%s: round trip differs:\n got %q\nwant %q", name, got, want)
 			}
 			// The export's stored rows are the re-import's rows.
-			exp, _ := bd.store.RowsList(ctx, batch.RowsListParams{TenantID: "default", BatchID: b.ID, Limit: 1000})
-			imp, _ := fresh.store.RowsList(ctx, batch.RowsListParams{TenantID: "default", BatchID: b2.ID, Limit: 1000})
+			exp, _ := bd.store.RowsList(ctx, driver.RowsListParams{TenantID: "default", BatchID: b.ID, Limit: 1000})
+			imp, _ := fresh.store.RowsList(ctx, driver.RowsListParams{TenantID: "default", BatchID: b2.ID, Limit: 1000})
 			if len(exp) != 32 || len(imp) != 32 {
 				t.Fatalf("%d and %d rows", len(exp), len(imp))
 			}
@@ -264,7 +265,7 @@ func TestExportOutcomes(t *testing.T) {
 		if b.Counts[rows.StateSucceeded] != tt.written || b.Counts[rows.StateFailed] != int64(len(tt.failed)) || b.Status != batchtype.StatusFinished {
 			t.Errorf("%s: counts %v, status %s", tt.format, b.Counts, b.Status)
 		}
-		failed, err := bd.store.RowsList(ctx, batch.RowsListParams{TenantID: "default", BatchID: b.ID, State: rows.StateFailed})
+		failed, err := bd.store.RowsList(ctx, driver.RowsListParams{TenantID: "default", BatchID: b.ID, State: rows.StateFailed})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -310,7 +311,7 @@ func TestExportOutcomes(t *testing.T) {
 	}
 
 	// A source that breaks is the export's error: no batch.
-	before, err := bd.store.BatchList(ctx, batch.BatchListParams{TenantID: "default"})
+	before, err := bd.store.BatchList(ctx, driver.BatchListParams{TenantID: "default"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +327,7 @@ func TestExportOutcomes(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "connection reset") {
 		t.Fatalf("want the source's error, got %v", err)
 	}
-	after, err := bd.store.BatchList(ctx, batch.BatchListParams{TenantID: "default"})
+	after, err := bd.store.BatchList(ctx, driver.BatchListParams{TenantID: "default"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/processors/customers"
 	"github.com/rowfate/rowfate/rows"
@@ -114,7 +115,7 @@ func TestImportFixturesCorpus(t *testing.T) {
 			if got := strings.Join(b.Warnings, "; "); (w.warn == "") != (got == "") || !strings.Contains(got, w.warn) {
 				t.Errorf("%s: warnings %q, want %q", name, got, w.warn)
 			}
-			stored, err := bd.store.RowsList(ctx, batch.RowsListParams{TenantID: "default", BatchID: b.ID})
+			stored, err := bd.store.RowsList(ctx, driver.RowsListParams{TenantID: "default", BatchID: b.ID})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -139,7 +140,7 @@ func TestImportFixturesCorpus(t *testing.T) {
 				}
 			}
 		}
-		bs, err := bd.store.BatchList(ctx, batch.BatchListParams{TenantID: "default", Limit: 100})
+		bs, err := bd.store.BatchList(ctx, driver.BatchListParams{TenantID: "default", Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}

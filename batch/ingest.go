@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/rows/fileformat"
@@ -175,7 +176,7 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, 
 	chunkSize := int64(k.settings().chunkSize)
 	chk := newRowChecker(k, m)
 	var trimmed int64 // rows whose unread cells were not kept
-	seq := func(yield func(IngestRow, error) bool) {
+	seq := func(yield func(driver.IngestRow, error) bool) {
 		var n int64
 		for {
 			rec, err := r.Next()
@@ -183,17 +184,17 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, 
 				return
 			}
 			if err != nil {
-				yield(IngestRow{}, err)
+				yield(driver.IngestRow{}, err)
 				return
 			}
 			if err := ctx.Err(); err != nil {
-				yield(IngestRow{}, err)
+				yield(driver.IngestRow{}, err)
 				return
 			}
 			if src.examples[rec.Row] {
 				continue
 			}
-			row := IngestRow{RowNo: rec.Row, ChunkNo: n / chunkSize, State: rows.StateValid, Values: rec.Values}
+			row := driver.IngestRow{RowNo: rec.Row, ChunkNo: n / chunkSize, State: rows.StateValid, Values: rec.Values}
 			errs, digest := chk.checkStored(ctx, rec)
 			if len(errs) > 0 {
 				row.State, row.Errors = rows.StateInvalid, errs
@@ -209,7 +210,7 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, 
 			}
 		}
 	}
-	b, err := e.store.BatchIngest(ctx, BatchIngestParams{
+	b, err := e.store.BatchIngest(ctx, driver.BatchIngestParams{
 		TenantID:       p.TenantID,
 		Kind:           p.Kind,
 		SourceName:     p.SourceName,
@@ -221,8 +222,8 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, 
 		KindVersion:    k.version(),
 		Rows:           seq,
 		DuplicateKey:   chk.duplicateKey(),
-		SummaryFunc: func() IngestSummary {
-			sum := IngestSummary{SourceDigest: src.digest, SkippedEmpty: r.SkippedEmpty(), ErrorCounts: chk.tally.Counts(), Width: src.width}
+		SummaryFunc: func() driver.IngestSummary {
+			sum := driver.IngestSummary{SourceDigest: src.digest, SkippedEmpty: r.SkippedEmpty(), ErrorCounts: chk.tally.Counts(), Width: src.width}
 			if trimmed > 0 {
 				sum.Warnings = append(sum.Warnings, fmt.Sprintf("%d rows carried more than %d KiB in columns %s does not read: those cells were not kept (the error report leaves them empty)",
 					trimmed, unreadCellsKept>>10, p.Kind))
@@ -261,7 +262,7 @@ func (e *Engine) committedAnyway(ctx context.Context, p ImportParams, src *sourc
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), committedLookup)
 	defer cancel()
 	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
-		b, err := e.store.BatchFind(lctx, BatchFindParams{TenantID: p.TenantID, IdempotencyKey: key})
+		b, err := e.store.BatchFind(lctx, driver.BatchFindParams{TenantID: p.TenantID, IdempotencyKey: key})
 		switch {
 		case err == nil && b.SourceDigest == src.digest && b.Kind == p.Kind && b.Status != "ingesting":
 			e.logger.WarnContext(ctx, "the import's commit was not acknowledged, but its batch exists", "batch_id", b.ID, "source", p.SourceName)
@@ -321,7 +322,7 @@ func (e *Engine) reportCheck(ctx context.Context, p ImportParams, src *source, i
 	if !ok {
 		return nil
 	}
-	b, err := e.store.BatchGet(ctx, BatchGetParams{TenantID: p.TenantID, ID: id})
+	b, err := e.store.BatchGet(ctx, driver.BatchGetParams{TenantID: p.TenantID, ID: id})
 	switch {
 	case errors.Is(err, ErrNotFound):
 		src.warn("this file is the error report of batch %d, which this tenant does not have: imported as a new batch", id)
@@ -354,7 +355,7 @@ func importError(p ImportParams, err error) error {
 // kind and content only earns a warning on the new batch.
 func (e *Engine) earlier(ctx context.Context, p ImportParams, src *source, key string) (*batchtype.Batch, error) {
 	if key != "" {
-		b, err := e.store.BatchFind(ctx, BatchFindParams{TenantID: p.TenantID, IdempotencyKey: key})
+		b, err := e.store.BatchFind(ctx, driver.BatchFindParams{TenantID: p.TenantID, IdempotencyKey: key})
 		switch {
 		case errors.Is(err, ErrNotFound):
 			return nil, nil
@@ -366,7 +367,7 @@ func (e *Engine) earlier(ctx context.Context, p ImportParams, src *source, key s
 		b.Reused = true
 		return b, nil
 	}
-	b, err := e.store.BatchFind(ctx, BatchFindParams{TenantID: p.TenantID, Kind: p.Kind, SourceDigest: src.digest})
+	b, err := e.store.BatchFind(ctx, driver.BatchFindParams{TenantID: p.TenantID, Kind: p.Kind, SourceDigest: src.digest})
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/validate"
@@ -155,14 +156,14 @@ type kind interface {
 	// keyed is Kind.KeyedEffects.
 	keyed() bool
 	// processTx runs a TxProcessor in tx.
-	processTx(ctx context.Context, tx Tx, m *rows.Mapping, leased []LeasedRow) ([]Result, error)
+	processTx(ctx context.Context, tx Tx, m *rows.Mapping, leased []driver.LeasedRow) ([]Result, error)
 	// effectRefs are the effect keys and payload digests of leased rows.
-	effectRefs(tenant string, batchID int64, m *rows.Mapping, leased []LeasedRow) []EffectRef
+	effectRefs(tenant string, batchID int64, m *rows.Mapping, leased []driver.LeasedRow) []driver.EffectRef
 	// reconcile asks Kind.ReconcileFunc; ok is false without one.
 	reconcile(ctx context.Context, m *rows.Mapping, row int64, values []string) (string, error, bool)
 	// processChunk calls the kind's ChunkProcessor, if it has one, with
 	// every row that binds; ok is false when the kind has none.
-	processChunk(ctx context.Context, m *rows.Mapping, leased []LeasedRow) (results []Result, ok bool)
+	processChunk(ctx context.Context, m *rows.Mapping, leased []driver.LeasedRow) (results []Result, ok bool)
 	// beforeImport runs before an import reads a row (DynamicKind.CheckFunc).
 	beforeImport(ctx context.Context) error
 	// version is a stored definition's version; 0 for a Go kind.
@@ -369,7 +370,7 @@ func (r *registered[T]) process(ctx context.Context, m *rows.Mapping, row int64,
 
 // bindAll binds leased rows: the rows that bind, their positions, and a
 // Permanent error in results for each that does not.
-func (r *registered[T]) bindAll(m *rows.Mapping, leased []LeasedRow) ([]T, []int, []Result) {
+func (r *registered[T]) bindAll(m *rows.Mapping, leased []driver.LeasedRow) ([]T, []int, []Result) {
 	results := make([]Result, len(leased))
 	batchRows := make([]T, 0, len(leased))
 	idx := make([]int, 0, len(leased))
@@ -385,7 +386,7 @@ func (r *registered[T]) bindAll(m *rows.Mapping, leased []LeasedRow) ([]T, []int
 	return batchRows, idx, results
 }
 
-func (r *registered[T]) processChunk(ctx context.Context, m *rows.Mapping, leased []LeasedRow) ([]Result, bool) {
+func (r *registered[T]) processChunk(ctx context.Context, m *rows.Mapping, leased []driver.LeasedRow) ([]Result, bool) {
 	cp, ok := r.k.Processor.(ChunkProcessor[T])
 	if !ok {
 		return nil, false
@@ -436,7 +437,7 @@ func (r *registered[T]) keyed() bool { return r.k.KeyedEffects }
 // processTx runs a TxProcessor in the flush's transaction. Any error for
 // the whole call (a panic, a malformed answer) rolls the transaction back,
 // so none of its effects happened.
-func (r *registered[T]) processTx(ctx context.Context, tx Tx, m *rows.Mapping, leased []LeasedRow) (results []Result, err error) {
+func (r *registered[T]) processTx(ctx context.Context, tx Tx, m *rows.Mapping, leased []driver.LeasedRow) (results []Result, err error) {
 	batchRows, idx, results := r.bindAll(m, leased)
 	if len(batchRows) == 0 {
 		return results, nil
@@ -462,8 +463,8 @@ func (r *registered[T]) processTx(ctx context.Context, tx Tx, m *rows.Mapping, l
 // effectRefs are the effect keys of leased rows: Kind.EffectKeyFunc of the
 // bound row, or the row's place; a row that no longer binds gets its place.
 // The digest is the SHA-256 of the row's cells.
-func (r *registered[T]) effectRefs(tenant string, batchID int64, m *rows.Mapping, leased []LeasedRow) []EffectRef {
-	out := make([]EffectRef, len(leased))
+func (r *registered[T]) effectRefs(tenant string, batchID int64, m *rows.Mapping, leased []driver.LeasedRow) []driver.EffectRef {
+	out := make([]driver.EffectRef, len(leased))
 	for i, l := range leased {
 		key, digest := defaultEffectKey(tenant, batchID, l.RowNo), valuesDigest(l.Values)
 		if r.k.EffectKeyFunc != nil {
@@ -481,7 +482,7 @@ func (r *registered[T]) effectRefs(tenant string, batchID int64, m *rows.Mapping
 				}
 			}
 		}
-		out[i] = EffectRef{RowNo: l.RowNo, Key: key, Digest: digest}
+		out[i] = driver.EffectRef{RowNo: l.RowNo, Key: key, Digest: digest}
 	}
 	return out
 }

@@ -1,6 +1,9 @@
 package batch
 
-import "github.com/rowfate/rowfate/rows"
+import (
+	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/rows"
+)
 
 // Observer hears what an engine's workers do, for metrics (package metrics
 // implements it for Prometheus). Its methods are called from the workers'
@@ -36,7 +39,7 @@ func (nopObserver) RowsRecorded(string, rows.State, int) {}
 
 // recorded tells the observer of a committed flush's outcomes, one call
 // per state rather than per row.
-func (e *Engine) recorded(kind string, outcomes ...[]RowOutcome) {
+func (e *Engine) recorded(kind string, outcomes ...[]driver.RowOutcome) {
 	by := map[rows.State]int{}
 	for _, outs := range outcomes {
 		for _, o := range outs {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
@@ -24,7 +25,7 @@ type BatchParams struct {
 // Batch returns a batch with its totals; ErrNotFound when the tenant has
 // no such batch.
 func (e *Engine) Batch(ctx context.Context, p BatchParams) (*batchtype.Batch, error) {
-	return e.store.BatchGet(ctx, BatchGetParams{TenantID: tenantOr(p.TenantID), ID: p.ID})
+	return e.store.BatchGet(ctx, driver.BatchGetParams{TenantID: tenantOr(p.TenantID), ID: p.ID})
 }
 
 // BatchesParams page through a tenant's batches, newest first.
@@ -42,7 +43,7 @@ type BatchesParams struct {
 
 // Batches returns one page of a tenant's batches, newest first.
 func (e *Engine) Batches(ctx context.Context, p BatchesParams) ([]*batchtype.Batch, error) {
-	return e.store.BatchList(ctx, BatchListParams{TenantID: tenantOr(p.TenantID), BeforeID: p.BeforeID, Limit: p.Limit, Status: p.Status, Kind: p.Kind})
+	return e.store.BatchList(ctx, driver.BatchListParams{TenantID: tenantOr(p.TenantID), BeforeID: p.BeforeID, Limit: p.Limit, Status: p.Status, Kind: p.Kind})
 }
 
 // BatchByKeyParams name a batch by the idempotency key it was created
@@ -55,7 +56,7 @@ type BatchByKeyParams struct {
 // BatchByKey returns the batch a tenant created with an idempotency key;
 // ErrNotFound when there is none.
 func (e *Engine) BatchByKey(ctx context.Context, p BatchByKeyParams) (*batchtype.Batch, error) {
-	return e.store.BatchFind(ctx, BatchFindParams{TenantID: tenantOr(p.TenantID), IdempotencyKey: p.IdempotencyKey})
+	return e.store.BatchFind(ctx, driver.BatchFindParams{TenantID: tenantOr(p.TenantID), IdempotencyKey: p.IdempotencyKey})
 }
 
 // RowsParams page through a batch's rows in row order.
@@ -73,7 +74,7 @@ type RowsParams struct {
 // Rows returns one page of a batch's rows, each with its state, attempts,
 // errors and cells.
 func (e *Engine) Rows(ctx context.Context, p RowsParams) ([]batchtype.Row, error) {
-	return e.store.RowsList(ctx, RowsListParams{TenantID: tenantOr(p.TenantID), BatchID: p.BatchID, State: p.State, AfterRowNo: p.AfterRowNo, Limit: p.Limit})
+	return e.store.RowsList(ctx, driver.RowsListParams{TenantID: tenantOr(p.TenantID), BatchID: p.BatchID, State: p.State, AfterRowNo: p.AfterRowNo, Limit: p.Limit})
 }
 
 // RowParams name one row of a batch.
@@ -85,7 +86,7 @@ type RowParams struct {
 
 // Row returns one row; ErrNotFound when the batch has no such row.
 func (e *Engine) Row(ctx context.Context, p RowParams) (*batchtype.Row, error) {
-	rs, err := e.store.RowsList(ctx, RowsListParams{TenantID: tenantOr(p.TenantID), BatchID: p.BatchID, AfterRowNo: p.RowNo - 1, Limit: 1})
+	rs, err := e.store.RowsList(ctx, driver.RowsListParams{TenantID: tenantOr(p.TenantID), BatchID: p.BatchID, AfterRowNo: p.RowNo - 1, Limit: 1})
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +111,7 @@ type EventsParams struct {
 // when events after the cursor were trimmed, ErrCursorAhead when the
 // cursor is beyond the newest.
 func (e *Engine) Events(ctx context.Context, p EventsParams) ([]batchtype.Event, error) {
-	return e.store.EventsList(ctx, EventsListParams{TenantID: tenantOr(p.TenantID), BatchID: p.BatchID, AfterSeq: p.AfterSeq, Limit: p.Limit})
+	return e.store.EventsList(ctx, driver.EventsListParams{TenantID: tenantOr(p.TenantID), BatchID: p.BatchID, AfterSeq: p.AfterSeq, Limit: p.Limit})
 }
 
 // HistoryParams page through a batch's history.
@@ -126,7 +127,7 @@ type HistoryParams struct {
 // History returns one page of a batch's re-runs, edits, skips and
 // settlements, oldest first.
 func (e *Engine) History(ctx context.Context, p HistoryParams) ([]batchtype.HistoryEntry, error) {
-	return e.store.HistoryList(ctx, HistoryListParams{TenantID: tenantOr(p.TenantID), BatchID: p.BatchID, AfterID: p.AfterID, Limit: p.Limit})
+	return e.store.HistoryList(ctx, driver.HistoryListParams{TenantID: tenantOr(p.TenantID), BatchID: p.BatchID, AfterID: p.AfterID, Limit: p.Limit})
 }
 
 // SchemaStatus says where the database's schema stands against this

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/processors/customers"
 	"github.com/rowfate/rowfate/rows"
@@ -195,7 +196,7 @@ func importAndWorkParams(t *testing.T, e *batch.Engine, path string, p batch.Imp
 
 func checkRows(t *testing.T, bd *bundle, name string, id int64, codes map[int64]string, messages map[int64]string) {
 	t.Helper()
-	stored, err := bd.store.RowsList(context.Background(), batch.RowsListParams{TenantID: batch.DefaultTenant, BatchID: id, Limit: 1000})
+	stored, err := bd.store.RowsList(context.Background(), driver.RowsListParams{TenantID: batch.DefaultTenant, BatchID: id, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
@@ -185,15 +186,15 @@ func (e *Engine) Recalc(ctx context.Context, p RecalcParams) (*batchtype.Batch, 
 	chunkSize := int64(k.settings().chunkSize)
 	chk := newRowChecker(k, m)
 	dec := json.NewDecoder(bufio.NewReaderSize(spool, 64<<10))
-	seq := func(yield func(IngestRow, error) bool) {
+	seq := func(yield func(driver.IngestRow, error) bool) {
 		for i := range n {
 			var s spooled
 			if err := dec.Decode(&s); err != nil {
-				yield(IngestRow{}, fmt.Errorf("read back row %d: %w", i+2, err))
+				yield(driver.IngestRow{}, fmt.Errorf("read back row %d: %w", i+2, err))
 				return
 			}
 			rec := rows.Record{Row: i + 2, Values: s.Values}
-			row := IngestRow{RowNo: rec.Row, ChunkNo: i / chunkSize, State: rows.StateValid, Values: s.Values}
+			row := driver.IngestRow{RowNo: rec.Row, ChunkNo: i / chunkSize, State: rows.StateValid, Values: s.Values}
 			if s.Error != nil {
 				e := *s.Error
 				e.Row = rec.Row
@@ -214,7 +215,7 @@ func (e *Engine) Recalc(ctx context.Context, p RecalcParams) (*batchtype.Batch, 
 	for _, key := range keys {
 		name += fmt.Sprintf(" %s=%s", key, p.Params[key])
 	}
-	b, err := e.store.BatchIngest(ctx, BatchIngestParams{
+	b, err := e.store.BatchIngest(ctx, driver.BatchIngestParams{
 		TenantID:     p.TenantID,
 		Kind:         p.Kind,
 		SourceName:   name,
@@ -223,7 +224,7 @@ func (e *Engine) Recalc(ctx context.Context, p RecalcParams) (*batchtype.Batch, 
 		MaxAttempts:  k.settings().maxAttempts,
 		Rows:         seq,
 		DuplicateKey: chk.duplicateKey(),
-		SummaryFunc:  func() IngestSummary { return IngestSummary{ErrorCounts: chk.tally.Counts()} },
+		SummaryFunc:  func() driver.IngestSummary { return driver.IngestSummary{ErrorCounts: chk.tally.Counts()} },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("recalc %s: %w", p.Kind, err)

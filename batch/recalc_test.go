@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/internal/testenv"
 	"github.com/rowfate/rowfate/processors/customers"
 	"github.com/rowfate/rowfate/rows"
@@ -89,7 +90,7 @@ func TestRecalcCancelledAndRerun(t *testing.T) {
 			done <- err
 		}()
 		for {
-			got, err := bd.store.BatchGet(ctx, batch.BatchGetParams{TenantID: "acme", ID: b.ID})
+			got, err := bd.store.BatchGet(ctx, driver.BatchGetParams{TenantID: "acme", ID: b.ID})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/rows/fileformat"
@@ -64,7 +65,7 @@ func (e *Engine) ErrorReport(ctx context.Context, p ErrorReportParams, w io.Writ
 		}
 		format = f
 	}
-	b, err := e.store.BatchGet(ctx, BatchGetParams{TenantID: p.TenantID, ID: p.BatchID})
+	b, err := e.store.BatchGet(ctx, driver.BatchGetParams{TenantID: p.TenantID, ID: p.BatchID})
 	if err != nil {
 		return 0, fmt.Errorf("error report of batch %d: %w", p.BatchID, err)
 	}
@@ -76,7 +77,7 @@ func (e *Engine) ErrorReport(ctx context.Context, p ErrorReportParams, w io.Writ
 	src := func(yield func(rows.ReportRow, error) bool) {
 		var after int64
 		for {
-			page, err := e.store.RowsList(ctx, RowsListParams{TenantID: p.TenantID, BatchID: p.BatchID, AfterRowNo: after, Limit: 1000})
+			page, err := e.store.RowsList(ctx, driver.RowsListParams{TenantID: p.TenantID, BatchID: p.BatchID, AfterRowNo: after, Limit: 1000})
 			if err != nil {
 				yield(rows.ReportRow{}, fmt.Errorf("error report of batch %d: %w", p.BatchID, err))
 				return

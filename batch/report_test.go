@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/processors/customers"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/rows/csvfile"
@@ -120,7 +121,7 @@ func TestErrorReportRoundTrip(t *testing.T) {
 			fmt.Sprintf("this file is the error report of batch %d, imported as a new batch (rows that batch completed may run again)", b1.ID) {
 			t.Errorf("warnings %q", w)
 		}
-		stored, err := bd.store.RowsList(ctx, batch.RowsListParams{TenantID: "default", BatchID: b2.ID})
+		stored, err := bd.store.RowsList(ctx, driver.RowsListParams{TenantID: "default", BatchID: b2.ID})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,7 +186,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 		if len(res.Errors) == 0 || res.Errors[0].Row != 10 || res.Errors[0].Code != "email" {
 			t.Errorf("first errors %+v", res.Errors)
 		}
-		bs, err := bd.store.BatchList(ctx, batch.BatchListParams{TenantID: "default"})
+		bs, err := bd.store.BatchList(ctx, driver.BatchListParams{TenantID: "default"})
 		if err != nil || len(bs) != 0 {
 			t.Errorf("a dry run left %d batches (%v)", len(bs), err)
 		}

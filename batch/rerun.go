@@ -103,7 +103,7 @@ func (e *Engine) Rerun(ctx context.Context, p RerunParams) (*RerunResult, error)
 	if p.Actor == "" {
 		p.Actor = "unknown"
 	}
-	b, err := e.store.BatchGet(ctx, BatchGetParams{TenantID: p.TenantID, ID: p.BatchID})
+	b, err := e.store.BatchGet(ctx, driver.BatchGetParams{TenantID: p.TenantID, ID: p.BatchID})
 	if err != nil {
 		return nil, fmt.Errorf("re-run batch %d: %w", p.BatchID, err)
 	}
@@ -142,7 +142,7 @@ func (e *Engine) rerunnable(ctx context.Context, b *batchtype.Batch) error {
 		if n == 0 {
 			continue
 		}
-		some, err := e.store.RowsList(ctx, RowsListParams{TenantID: b.TenantID, BatchID: b.ID, State: s, Limit: 10})
+		some, err := e.store.RowsList(ctx, driver.RowsListParams{TenantID: b.TenantID, BatchID: b.ID, State: s, Limit: 10})
 		if err != nil {
 			return err
 		}
@@ -171,7 +171,7 @@ func (e *Engine) scanStored(ctx context.Context, b *batchtype.Batch, k kind, m *
 	st := &stored{byRow: map[int64]*storedRow{}, byKey: map[[16]byte][]int64{}}
 	var after int64
 	for {
-		page, err := e.store.RowsList(ctx, RowsListParams{TenantID: b.TenantID, BatchID: b.ID, AfterRowNo: after, Limit: 1000})
+		page, err := e.store.RowsList(ctx, driver.RowsListParams{TenantID: b.TenantID, BatchID: b.ID, AfterRowNo: after, Limit: 1000})
 		if err != nil {
 			return nil, fmt.Errorf("re-run batch %d: %w", b.ID, err)
 		}
@@ -438,7 +438,7 @@ func (pl *rerunPlan) commit(ctx context.Context, p RerunParams) (*RerunResult, e
 		pl.res.Valid++
 		return rows.StateValid, nil
 	}
-	params := BatchRerunParams{TenantID: pl.b.TenantID, BatchID: pl.b.ID, Actor: p.Actor, KindVersion: pl.k.version()}
+	params := driver.BatchRerunParams{TenantID: pl.b.TenantID, BatchID: pl.b.ID, Actor: p.Actor, KindVersion: pl.k.version()}
 	for _, c := range pl.replace {
 		state, errs := check(c)
 		params.Replace = append(params.Replace, driver.RerunRow{RowNo: c.row, State: state, Values: c.values, Errors: errs})
@@ -447,7 +447,7 @@ func (pl *rerunPlan) commit(ctx context.Context, p RerunParams) (*RerunResult, e
 	for i, c := range pl.add {
 		c.row = pl.st.maxRow + int64(i) + 1
 		state, errs := check(c)
-		params.Add = append(params.Add, IngestRow{RowNo: c.row, ChunkNo: pl.st.maxChunk + 1 + int64(i)/size, State: state, Values: c.values, Errors: errs})
+		params.Add = append(params.Add, driver.IngestRow{RowNo: c.row, ChunkNo: pl.st.maxChunk + 1 + int64(i)/size, State: state, Values: c.values, Errors: errs})
 	}
 	pl.res.Reparsed, pl.res.Added = int64(len(params.Replace)), int64(len(params.Add))
 	if len(pl.header) != len(pl.b.Header) {

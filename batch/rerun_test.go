@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/store/storetest"
@@ -145,12 +146,12 @@ func TestRerunFromErrorReport(t *testing.T) {
 				t.Fatalf("%s was processed %d times", email, n)
 			}
 		}
-		dup, err := bd.store.RowsList(ctx, batch.RowsListParams{TenantID: batch.DefaultTenant, BatchID: b.ID, AfterRowNo: 5001, Limit: 1})
+		dup, err := bd.store.RowsList(ctx, driver.RowsListParams{TenantID: batch.DefaultTenant, BatchID: b.ID, AfterRowNo: 5001, Limit: 1})
 		if err != nil || dup[0].RowNo != 5002 || dup[0].State != rows.StateInvalid || dup[0].Errors[0].Code != rows.CodeDuplicateKey ||
 			!strings.Contains(dup[0].Errors[0].Message, "row 12") {
 			t.Fatalf("the duplicate after the re-run: %+v, %v", dup, err)
 		}
-		got, err := bd.store.BatchGet(ctx, batch.BatchGetParams{TenantID: batch.DefaultTenant, ID: b.ID})
+		got, err := bd.store.BatchGet(ctx, driver.BatchGetParams{TenantID: batch.DefaultTenant, ID: b.ID})
 		if err != nil || got.Status != batchtype.StatusFinished {
 			t.Fatalf("batch: %+v, %v", got, err)
 		}
@@ -250,16 +251,16 @@ func TestRerunRefusesUnknownAndReopensCancelled(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Work one chunk of three, then cancel.
-		l, err := bd.store.ChunkClaim(ctx, batch.ChunkClaimParams{Owner: "w", BatchID: b.ID, LeaseDuration: time.Minute})
+		l, err := bd.store.ChunkClaim(ctx, driver.ChunkClaimParams{Owner: "w", BatchID: b.ID, LeaseDuration: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := make([]batch.RowOutcome, len(l.Rows))
+		out := make([]driver.RowOutcome, len(l.Rows))
 		for i, r := range l.Rows {
-			out[i] = batch.RowOutcome{RowNo: r.RowNo, State: rows.StateSucceeded, ResultID: "x"}
+			out[i] = driver.RowOutcome{RowNo: r.RowNo, State: rows.StateSucceeded, ResultID: "x"}
 		}
 		out[0].State, out[0].ResultID = rows.StateUnknown, ""
-		if _, err := bd.store.ChunkFlush(ctx, batch.ChunkFlushParams{TenantID: batch.DefaultTenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token, Outcomes: out, Release: true}); err != nil {
+		if _, err := bd.store.ChunkFlush(ctx, driver.ChunkFlushParams{TenantID: batch.DefaultTenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token, Outcomes: out, Release: true}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := e.Cancel(ctx, batch.DefaultTenant, b.ID); err != nil {
@@ -269,7 +270,7 @@ func TestRerunRefusesUnknownAndReopensCancelled(t *testing.T) {
 		if !errors.Is(err, batch.ErrBatchBusy) || !strings.Contains(err.Error(), fmt.Sprintf("rows %d)", l.Rows[0].RowNo)) || !strings.Contains(err.Error(), "batchctl reconcile") {
 			t.Fatalf("re-run with an unknown row: %v", err)
 		}
-		if err := e.Settle(ctx, batch.RowSettleParams{TenantID: batch.DefaultTenant, BatchID: b.ID, RowNo: l.Rows[0].RowNo, State: rows.StateSucceeded, ResultID: "checked"}); err != nil {
+		if err := e.Settle(ctx, batch.SettleParams{TenantID: batch.DefaultTenant, BatchID: b.ID, RowNo: l.Rows[0].RowNo, State: rows.StateSucceeded, ResultID: "checked"}); err != nil {
 			t.Fatal(err)
 		}
 		res, err := e.Rerun(ctx, batch.RerunParams{BatchID: b.ID})
@@ -313,7 +314,7 @@ func TestRerunCorrectedFileByKey(t *testing.T) {
 			t.Fatalf("re-run: %+v", res)
 		}
 		work(t, e, b.ID)
-		all, err := bd.store.RowsList(ctx, batch.RowsListParams{TenantID: batch.DefaultTenant, BatchID: b.ID})
+		all, err := bd.store.RowsList(ctx, driver.RowsListParams{TenantID: batch.DefaultTenant, BatchID: b.ID})
 		if err != nil || len(all) != 4 {
 			t.Fatalf("rows: %+v, %v", all, err)
 		}

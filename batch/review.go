@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
@@ -59,11 +60,11 @@ func reviewable(b *batchtype.Batch, r *batchtype.Row) error {
 
 // row reads one stored row.
 func (e *Engine) row(ctx context.Context, tenant string, id, rowNo int64) (*batchtype.Batch, *batchtype.Row, error) {
-	b, err := e.store.BatchGet(ctx, BatchGetParams{TenantID: tenant, ID: id})
+	b, err := e.store.BatchGet(ctx, driver.BatchGetParams{TenantID: tenant, ID: id})
 	if err != nil {
 		return nil, nil, err
 	}
-	page, err := e.store.RowsList(ctx, RowsListParams{TenantID: tenant, BatchID: id, AfterRowNo: rowNo - 1, Limit: 1})
+	page, err := e.store.RowsList(ctx, driver.RowsListParams{TenantID: tenant, BatchID: id, AfterRowNo: rowNo - 1, Limit: 1})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -138,7 +139,7 @@ func (e *Engine) EditRow(ctx context.Context, p EditRowParams) (*batchtype.Row, 
 	if err != nil {
 		return nil, err
 	}
-	err = e.store.RowReview(ctx, RowReviewParams{TenantID: p.TenantID, BatchID: b.ID, RowNo: p.RowNo, From: r.State,
+	err = e.store.RowReview(ctx, driver.RowReviewParams{TenantID: p.TenantID, BatchID: b.ID, RowNo: p.RowNo, From: r.State,
 		State: state, Values: values, Errors: errs, Actor: p.Actor, Action: "edit", Detail: detail})
 	if err != nil {
 		return nil, fmt.Errorf("edit row %d of batch %d: %w", p.RowNo, b.ID, err)
@@ -168,7 +169,7 @@ func (e *Engine) keyTaken(ctx context.Context, b *batchtype.Batch, k kind, m *ro
 	want := keyDigest(key)
 	var after int64
 	for {
-		page, err := e.store.RowsList(ctx, RowsListParams{TenantID: b.TenantID, BatchID: b.ID, AfterRowNo: after, Limit: 1000})
+		page, err := e.store.RowsList(ctx, driver.RowsListParams{TenantID: b.TenantID, BatchID: b.ID, AfterRowNo: after, Limit: 1000})
 		if err != nil {
 			return 0, err
 		}
@@ -211,7 +212,7 @@ func (e *Engine) SkipRow(ctx context.Context, p SkipRowParams) error {
 	if err != nil {
 		return err
 	}
-	err = e.store.RowReview(ctx, RowReviewParams{TenantID: p.TenantID, BatchID: b.ID, RowNo: p.RowNo, From: r.State,
+	err = e.store.RowReview(ctx, driver.RowReviewParams{TenantID: p.TenantID, BatchID: b.ID, RowNo: p.RowNo, From: r.State,
 		State: rows.StateSkipped, Errors: errs, Actor: p.Actor, Action: "skip", Detail: detail})
 	if err != nil {
 		return fmt.Errorf("skip row %d of batch %d: %w", p.RowNo, b.ID, err)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 
+	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -64,11 +65,11 @@ func (c *rowChecker) checkStored(ctx context.Context, rec rows.Record) ([]rows.F
 }
 
 // duplicateKey is how the store names the key in a duplicate's error.
-func (c *rowChecker) duplicateKey() DuplicateKey {
+func (c *rowChecker) duplicateKey() driver.DuplicateKey {
 	if !c.k.hasKey() {
-		return DuplicateKey{}
+		return driver.DuplicateKey{}
 	}
-	return DuplicateKey{Column: c.col.Header, Field: c.col.Field, Name: c.name}
+	return driver.DuplicateKey{Column: c.col.Header, Field: c.col.Field, Name: c.name}
 }
 
 func (c *rowChecker) checkRow(ctx context.Context, rec rows.Record) []rows.FieldError {

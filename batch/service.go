@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/batchtype"
@@ -230,4 +231,88 @@ func (e *Engine) RowTotals(ctx context.Context) (rows.Counts, error) {
 		return nil, fmt.Errorf("row totals: %w", ErrNoService)
 	}
 	return st.RowTotals(ctx)
+}
+
+// TrimEventsParams say which events retention removes.
+type TrimEventsParams struct {
+	// OlderThan trims events older than this (database clock); 0 trims
+	// none by age.
+	OlderThan time.Duration
+	// FinishedKeepLast trims every event of a finished or cancelled batch
+	// but its last.
+	FinishedKeepLast bool
+}
+
+// TrimEvents applies an event retention to every tenant's batches and
+// returns how many events it removed; a subscriber whose cursor falls in
+// the trimmed part gets ErrCursorExpired and goes on from what is left.
+func (e *Engine) TrimEvents(ctx context.Context, p TrimEventsParams) (int64, error) {
+	return e.store.EventsTrim(ctx, driver.EventsTrimParams(p))
+}
+
+func (e *Engine) kindStore() (driver.KindStore, error) {
+	ks, ok := e.store.(driver.KindStore)
+	if !ok {
+		return nil, fmt.Errorf("stored kinds: %w", ErrNoService)
+	}
+	return ks, nil
+}
+
+// KindPutParams store a new version of a kind's definition.
+type KindPutParams struct {
+	Name string
+	// Format defaults to "tableschema".
+	Format     string
+	Definition string
+}
+
+// KindPut stores a new version of a kind's definition and returns it.
+func (e *Engine) KindPut(ctx context.Context, p KindPutParams) (*batchtype.KindDefinition, error) {
+	ks, err := e.kindStore()
+	if err != nil {
+		return nil, err
+	}
+	return ks.KindPut(ctx, driver.KindPutParams(p))
+}
+
+// KindGetParams name a stored kind's version.
+type KindGetParams struct {
+	Name string
+	// Version 0 is the current one.
+	Version int64
+}
+
+// KindGet returns a version of a stored kind's definition; ErrNotFound
+// when there is none (or, for version 0, the kind was removed).
+func (e *Engine) KindGet(ctx context.Context, p KindGetParams) (*batchtype.KindDefinition, error) {
+	ks, err := e.kindStore()
+	if err != nil {
+		return nil, err
+	}
+	return ks.KindGet(ctx, p.Name, p.Version)
+}
+
+// KindList returns the current definition of every stored kind.
+func (e *Engine) KindList(ctx context.Context) ([]batchtype.KindDefinition, error) {
+	ks, err := e.kindStore()
+	if err != nil {
+		return nil, err
+	}
+	return ks.KindList(ctx)
+}
+
+// KindRemoveParams name a stored kind.
+type KindRemoveParams struct {
+	Name string
+}
+
+// KindRemove removes a stored kind: it has no current definition from
+// then on, while its versions stay for the batches that recorded them.
+// ErrNotFound when it has no current definition.
+func (e *Engine) KindRemove(ctx context.Context, p KindRemoveParams) error {
+	ks, err := e.kindStore()
+	if err != nil {
+		return err
+	}
+	return ks.KindRemove(ctx, p.Name)
 }

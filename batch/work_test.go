@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/store/storetest"
 )
@@ -68,15 +70,15 @@ func TestUntilDoneWaitsForALeasedChunk(t *testing.T) {
 			t.Fatal(err)
 		}
 		// A worker claims the first chunk and dies with it.
-		dead, err := bd.store.ChunkClaim(ctx, batch.ChunkClaimParams{Owner: "dead-worker", BatchID: b.ID, LeaseDuration: 1500 * time.Millisecond})
+		dead, err := bd.store.ChunkClaim(ctx, driver.ChunkClaimParams{Owner: "dead-worker", BatchID: b.ID, LeaseDuration: 1500 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var (
 			mu     sync.Mutex
-			waited []batch.ChunkDue
+			waited []batchtype.ChunkDue
 		)
-		stats, err := e.Work(ctx, batch.WorkParams{UntilDone: true, WaitFunc: func(d batch.ChunkDue) {
+		stats, err := e.Work(ctx, batch.WorkParams{UntilDone: true, WaitFunc: func(d batchtype.ChunkDue) {
 			mu.Lock()
 			waited = append(waited, d)
 			mu.Unlock()

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/internal/failpoint"
 )
@@ -34,7 +35,7 @@ type WorkParams struct {
 	// WaitFunc, when set, is told about the chunk an UntilDone run waits
 	// for: leased by another worker, or due later. It is called once per
 	// chunk and lease, from any worker goroutine.
-	WaitFunc func(ChunkDue)
+	WaitFunc func(batchtype.ChunkDue)
 	// Grace is how long, once ctx is done, the rows being worked may take
 	// to finish; rows still unfinished then are given back to the batch
 	// without using an attempt. Defaults to 10s.
@@ -159,11 +160,11 @@ func (e *Engine) workLoop(ctx context.Context, r *run) (WorkStats, error) {
 		// or between its finding nothing and the wait, must still wake
 		// this worker (rows made due then are not in what it saw).
 		wake := e.bell.wait()
-		var lease *Lease
+		var lease *driver.Lease
 		var sent time.Time // when the claim that won was sent
 		err := e.retry(ctx, &s, "claim", func(ctx context.Context) (err error) {
 			sent = time.Now()
-			lease, err = e.store.ChunkClaim(ctx, ChunkClaimParams{Owner: e.owner, TenantIDs: r.p.TenantIDs, BatchID: r.p.BatchID, LeaseDuration: e.lease, Kinds: e.registry.names(), DeferKinds: e.registry.transactionalNames()})
+			lease, err = e.store.ChunkClaim(ctx, driver.ChunkClaimParams{Owner: e.owner, TenantIDs: r.p.TenantIDs, BatchID: r.p.BatchID, LeaseDuration: e.lease, Kinds: e.registry.names(), DeferKinds: e.registry.transactionalNames()})
 			return err
 		})
 		if errors.Is(err, ErrNoWork) {
@@ -236,7 +237,7 @@ func (e *Engine) retry(ctx context.Context, s *WorkStats, what string, f func(ct
 func (e *Engine) done(ctx context.Context, r *run) (bool, error) {
 	var cancelled bool
 	if r.p.BatchID != 0 {
-		b, err := e.store.BatchGet(ctx, BatchGetParams{TenantID: r.tenant, ID: r.p.BatchID})
+		b, err := e.store.BatchGet(ctx, driver.BatchGetParams{TenantID: r.tenant, ID: r.p.BatchID})
 		if err != nil {
 			if errors.Is(err, ErrTransient) {
 				return false, nil // ask again at the next poll
@@ -251,7 +252,7 @@ func (e *Engine) done(ctx context.Context, r *run) (bool, error) {
 			return false, fmt.Errorf("batch %d is of kind %q, which this engine does not know: %w", b.ID, b.Kind, ErrUnknownKind)
 		}
 	}
-	due, err := e.store.ChunkNextDue(ctx, ChunkNextDueParams{TenantIDs: r.p.TenantIDs, BatchID: r.p.BatchID, Kinds: e.registry.names()})
+	due, err := e.store.ChunkNextDue(ctx, driver.ChunkNextDueParams{TenantIDs: r.p.TenantIDs, BatchID: r.p.BatchID, Kinds: e.registry.names()})
 	if errors.Is(err, ErrNoWork) {
 		// A running batch with no open chunk is finished by its last
 		// flush, which the next check of a BatchID sees; a cancelled one
@@ -329,7 +330,7 @@ func (e *Engine) findBatch(ctx context.Context, p WorkParams) (*batchtype.Batch,
 		tenants = []string{DefaultTenant}
 	}
 	for _, t := range tenants {
-		b, err := e.store.BatchGet(ctx, BatchGetParams{TenantID: t, ID: p.BatchID})
+		b, err := e.store.BatchGet(ctx, driver.BatchGetParams{TenantID: t, ID: p.BatchID})
 		if err == nil {
 			return b, nil
 		}
@@ -343,13 +344,13 @@ func (e *Engine) findBatch(ctx context.Context, p WorkParams) (*batchtype.Batch,
 // waiter tells a WaitFunc once about each chunk and lease an UntilDone run
 // waits for, leaving out the leases of this engine's own workers.
 type waiter struct {
-	f     func(ChunkDue)
+	f     func(batchtype.ChunkDue)
 	owner string
 	mu    sync.Mutex
-	last  ChunkDue
+	last  batchtype.ChunkDue
 }
 
-func (w *waiter) tell(d ChunkDue) {
+func (w *waiter) tell(d batchtype.ChunkDue) {
 	if w.f == nil || d.LeaseOwner == w.owner {
 		return
 	}

@@ -259,3 +259,16 @@ type KindDefinition struct {
 	// RemovedAt is set on the version current when the kind was removed.
 	RemovedAt *time.Time
 }
+
+// ChunkDue is an open chunk of a running batch that no worker can claim
+// yet: its rows are due later (retries), or a worker holds its lease.
+type ChunkDue struct {
+	BatchID int64
+	ChunkNo int64
+	// DueAt is when its earliest open row is due.
+	DueAt time.Time
+	// LeaseOwner holds the chunk until LeaseExpiresAt; "" when no lease
+	// is held.
+	LeaseOwner     string
+	LeaseExpiresAt time.Time
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/internal/teststore"
 	"github.com/rowfate/rowfate/processors"
@@ -123,7 +124,7 @@ func (e *env) importAndWork(t *testing.T, kind, tenant, file string) *batchtype.
 // outcomes returns a batch's rows as "state result_id", by row number.
 func (e *env) outcomes(t *testing.T, tenant string, id int64) map[int64]string {
 	t.Helper()
-	page, err := e.store.RowsList(t.Context(), batch.RowsListParams{TenantID: tenant, BatchID: id, Limit: 100})
+	page, err := e.store.RowsList(t.Context(), driver.RowsListParams{TenantID: tenant, BatchID: id, Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +244,7 @@ func TestWebhookReconcile(t *testing.T) {
 	if got[2] != want[2] || got[3] != "failed " {
 		t.Errorf("after reconcile: %v; want row 2 %q and row 3 failed", got, want[2])
 	}
-	counts, err := e.store.RowsCount(t.Context(), batch.RowsCountParams{TenantID: "acme", BatchID: b.ID})
+	counts, err := e.store.RowsCount(t.Context(), driver.RowsCountParams{TenantID: "acme", BatchID: b.ID})
 	if err != nil {
 		t.Fatal(err)
 	}

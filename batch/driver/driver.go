@@ -200,19 +200,6 @@ type ChunkNextDueParams struct {
 	BatchID int64
 }
 
-// ChunkDue is an open chunk of a running batch that no worker can claim
-// yet: its rows are due later (retries), or a worker holds its lease.
-type ChunkDue struct {
-	BatchID int64
-	ChunkNo int64
-	// DueAt is when its earliest open row is due.
-	DueAt time.Time
-	// LeaseOwner holds the chunk until LeaseExpiresAt; "" when no lease
-	// is held.
-	LeaseOwner     string
-	LeaseExpiresAt time.Time
-}
-
 // LeaseRenewParams are the parameters of Store.LeaseRenew.
 type LeaseRenewParams struct {
 	TenantID      string
@@ -498,7 +485,7 @@ type Store interface {
 	// ChunkNextDue returns the open chunk of a running, unpaused batch in
 	// scope that is due soonest, or ErrNoWork when no such chunk is left:
 	// what a worker that found nothing to claim is waiting for.
-	ChunkNextDue(ctx context.Context, params ChunkNextDueParams) (*ChunkDue, error)
+	ChunkNextDue(ctx context.Context, params ChunkNextDueParams) (*batchtype.ChunkDue, error)
 	// LeaseRenew extends a lease; ErrLeaseLost when the token is stale,
 	// ErrBatchStopped when its batch was cancelled or paused.
 	LeaseRenew(ctx context.Context, params LeaseRenewParams) error

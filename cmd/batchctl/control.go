@@ -139,7 +139,7 @@ again: a kind with effect keys finds them done and takes their result.`,
 				return err
 			}
 			defer app.close()
-			n, err := app.engine.Retry(cmd.Context(), batch.RowsRetryParams{TenantID: c.global.tenant, BatchID: id, States: want})
+			n, err := app.engine.Retry(cmd.Context(), batch.RetryParams{TenantID: c.global.tenant, BatchID: id, States: want})
 			if err != nil {
 				return err
 			}
@@ -229,7 +229,7 @@ kept with each failed row.`,
 				fmt.Fprintf(c.stdout, "settled %d unknown rows of batch %d as %s\n", n, id, state)
 				return nil
 			case o.row > 0:
-				err := app.engine.Settle(cmd.Context(), batch.RowSettleParams{TenantID: c.global.tenant, BatchID: id, RowNo: o.row, State: state, ResultID: o.id, Reason: o.reason, Actor: o.actor.get()})
+				err := app.engine.Settle(cmd.Context(), batch.SettleParams{TenantID: c.global.tenant, BatchID: id, RowNo: o.row, State: state, ResultID: o.id, Reason: o.reason, Actor: o.actor.get()})
 				if err != nil {
 					return err
 				}

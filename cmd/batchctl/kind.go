@@ -110,20 +110,6 @@ database and versioned. batchctl kinds lists them with the built-in kinds.`,
 	return cmd
 }
 
-// kindStore opens the database and its stored kinds.
-func (c *cli) kindStore(ctx context.Context, mode openMode) (*app, batch.KindStore, error) {
-	a, err := c.open(ctx, mode)
-	if err != nil {
-		return nil, nil, err
-	}
-	ks, ok := a.store.(batch.KindStore)
-	if !ok {
-		a.close()
-		return nil, nil, fmt.Errorf("this store (%T) keeps no kinds", a.store)
-	}
-	return a, ks, nil
-}
-
 func (c *cli) kindAdd(ctx context.Context, path string, o kindAddOptions) error {
 	s, data, err := readSchema(path)
 	if err != nil {
@@ -132,7 +118,7 @@ func (c *cli) kindAdd(ctx context.Context, path string, o kindAddOptions) error 
 	if err := checkBuiltin(s.Name); err != nil {
 		return err
 	}
-	a, ks, err := c.kindStore(ctx, create)
+	a, err := c.open(ctx, create)
 	if err != nil {
 		return err
 	}
@@ -151,10 +137,10 @@ func (c *cli) kindAdd(ctx context.Context, path string, o kindAddOptions) error 
 		}
 		return err
 	}
-	if cur, err := ks.KindGet(ctx, s.Name, 0); err == nil && cur.Definition == string(data) {
+	if cur, err := a.engine.KindGet(ctx, batch.KindGetParams{Name: s.Name}); err == nil && cur.Definition == string(data) {
 		return c.printKind(cur, s, "unchanged")
 	}
-	d, err := ks.KindPut(ctx, batch.KindPutParams{Name: s.Name, Definition: string(data)})
+	d, err := a.engine.KindPut(ctx, batch.KindPutParams{Name: s.Name, Definition: string(data)})
 	if errors.Is(err, batch.ErrConflict) {
 		return fmt.Errorf("another process stored a version of kind %s at the same moment: run the command again", s.Name)
 	}
@@ -185,12 +171,12 @@ func (c *cli) printKind(d *batchtype.KindDefinition, s *tableschema.Schema, what
 }
 
 func (c *cli) kindShow(ctx context.Context, name string, version int64) error {
-	a, ks, err := c.kindStore(ctx, readOnly)
+	a, err := c.open(ctx, readOnly)
 	if err != nil {
 		return err
 	}
 	defer a.close()
-	d, err := ks.KindGet(ctx, name, version)
+	d, err := a.engine.KindGet(ctx, batch.KindGetParams{Name: name, Version: version})
 	if errors.Is(err, batch.ErrNotFound) {
 		if version > 0 {
 			return fmt.Errorf("kind %s has no version %d", name, version)
@@ -211,12 +197,12 @@ func (c *cli) kindShow(ctx context.Context, name string, version int64) error {
 }
 
 func (c *cli) kindRemove(ctx context.Context, name string) error {
-	a, ks, err := c.kindStore(ctx, readWrite)
+	a, err := c.open(ctx, readWrite)
 	if err != nil {
 		return err
 	}
 	defer a.close()
-	if err := ks.KindRemove(ctx, name); errors.Is(err, batch.ErrNotFound) {
+	if err := a.engine.KindRemove(ctx, batch.KindRemoveParams{Name: name}); errors.Is(err, batch.ErrNotFound) {
 		return fmt.Errorf("no stored kind %s (batchctl kinds%s lists them)", name, c.hint())
 	} else if err != nil {
 		return err

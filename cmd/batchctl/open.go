@@ -18,7 +18,6 @@ import (
 	"github.com/rowfate/rowfate/processors/schemakind"
 	"github.com/rowfate/rowfate/store/postgres"
 	"github.com/rowfate/rowfate/store/sqlite"
-	"github.com/rowfate/rowfate/tableschema"
 )
 
 // defaultDatabase is the embedded default: a SQLite file in the working
@@ -171,16 +170,17 @@ func (c *cli) open(ctx context.Context, mode openMode) (*app, error) {
 		return nil, err
 	}
 	kinds := schemakind.Config{DB: cfg.DB, Dialect: string(cfg.Dialect)}
-	if _, err := c.loadKinds(ctx, store, reg, kinds); err != nil {
-		closeAll()
-		return nil, err
-	}
 	eng, err := batch.NewEngine(batch.Config{Store: store, Registry: reg, Logger: c.logger, WorkerName: "batchctl", LeaseDuration: c.lease})
 	if err != nil {
 		closeAll()
 		return nil, err
 	}
-	return &app{store: store, engine: eng, kinds: kinds, close: closeAll}, nil
+	a := &app{store: store, engine: eng, kinds: kinds, close: closeAll}
+	if _, err := c.loadKinds(ctx, a); err != nil {
+		closeAll()
+		return nil, err
+	}
+	return a, nil
 }
 
 func (c *cli) openSQLite(path string, mode openMode) (*sqlite.Store, error) {
@@ -252,44 +252,10 @@ func registry() (*batch.Registry, error) {
 	return processors.Registry(externalKinds(processors.Config{}))
 }
 
-// loadKinds brings reg's stored kinds (schema kinds) up to the database's:
-// it registers the new and changed ones and removes the removed ones, and
-// says how many changed. A stored definition that no longer parses (a
-// newer build's) is skipped with a warning: the other kinds still work.
-func (c *cli) loadKinds(ctx context.Context, store batch.Store, reg *batch.Registry, cfg schemakind.Config) (int, error) {
-	ks, ok := store.(batch.KindStore)
-	if !ok {
-		return 0, nil
-	}
-	defs, err := ks.KindList(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("read the stored kinds: %w", err)
-	}
-	changed := 0
-	stored := map[string]bool{}
-	for _, d := range defs {
-		stored[d.Name] = true
-		if v, ok := reg.DynamicVersion(d.Name); ok && v == d.Version {
-			continue
-		}
-		s, err := tableschema.Parse([]byte(d.Definition), fmt.Sprintf("kind %s v%d", d.Name, d.Version))
-		if err == nil {
-			err = schemakind.RegisterAll(reg, s, d.Version, cfg)
-		}
-		if err != nil {
-			c.logger.Warn("stored kind skipped", "kind", d.Name, "version", d.Version, "err", err)
-			continue
-		}
-		changed++
-	}
-	for _, k := range reg.Kinds() {
-		if _, dyn := reg.DynamicVersion(k.Name); dyn && !stored[k.Name] && k.Source != schemakind.SourceFile {
-			reg.UnregisterDynamic(k.Name)
-			reg.UnregisterDynamicExport(k.Name)
-			changed++
-		}
-	}
-	return changed, nil
+// loadKinds brings the app's stored kinds up to the database's
+// (schemakind.Load) and says how many changed.
+func (c *cli) loadKinds(ctx context.Context, a *app) (int, error) {
+	return schemakind.Load(ctx, a.engine, a.engine.Registry(), a.kinds, c.logger)
 }
 
 // watchKinds reloads the stored kinds every period until ctx is done, so
@@ -304,7 +270,7 @@ func (c *cli) watchKinds(ctx context.Context, a *app, period time.Duration) {
 			return
 		case <-t.C:
 		}
-		n, err := c.loadKinds(ctx, a.store, a.engine.Registry(), a.kinds)
+		n, err := c.loadKinds(ctx, a)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			c.logger.Warn("reload stored kinds", "err", err)

@@ -289,7 +289,7 @@ func (c *cli) runServe(ctx context.Context, o serveOptions) error {
 	g.Go(func() error { return bc.Run(gctx) })
 	g.Go(func() error { return snd.Run(gctx) })
 	g.Go(func() error { c.watchKinds(gctx, app, kindReload); return nil })
-	g.Go(func() error { c.trimEvents(gctx, app.store, o); return nil })
+	g.Go(func() error { c.trimEvents(gctx, eng, o); return nil })
 	g.Go(func() error { c.sweepFiles(gctx, files, o.fileRetention); return nil })
 	if o.workers > 0 {
 		g.Go(func() error {
@@ -331,12 +331,12 @@ func (c *cli) runServe(ctx context.Context, o serveOptions) error {
 }
 
 // trimEvents applies the event retention now and every 10 minutes.
-func (c *cli) trimEvents(ctx context.Context, store batch.Store, o serveOptions) {
+func (c *cli) trimEvents(ctx context.Context, eng *batch.Engine, o serveOptions) {
 	if o.retention <= 0 && !o.compact {
 		return
 	}
 	c.every(ctx, 10*time.Minute, func() {
-		n, err := store.EventsTrim(ctx, batch.EventsTrimParams{OlderThan: o.retention, FinishedKeepLast: o.compact})
+		n, err := eng.TrimEvents(ctx, batch.TrimEventsParams{OlderThan: o.retention, FinishedKeepLast: o.compact})
 		switch {
 		case err != nil && ctx.Err() == nil:
 			c.logger.Warn("trim events", "err", err)

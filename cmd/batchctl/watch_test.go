@@ -16,7 +16,7 @@ import (
 	"github.com/vbauerster/cupwriter"
 	"github.com/vbauerster/mpb/v8"
 
-	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/internal/testdb"
 	"github.com/rowfate/rowfate/internal/testenv"
@@ -505,10 +505,10 @@ func TestBarDisplay(t *testing.T) {
 // that all go), or keeping only the last event of a finished batch.
 func trimEvents(t *testing.T, c *session, byAge bool) {
 	t.Helper()
-	p := batch.EventsTrimParams{FinishedKeepLast: true}
+	p := driver.EventsTrimParams{FinishedKeepLast: true}
 	if byAge {
 		sqlOn(t, c.database, `UPDATE batch_events SET created_at = created_at - 3600000`)
-		p = batch.EventsTrimParams{OlderThan: time.Minute}
+		p = driver.EventsTrimParams{OlderThan: time.Minute}
 	}
 	s, err := sqlite.Open(c.database)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batchtype"
 )
 
 // kindReload is how often long-running commands read the stored kinds
@@ -69,7 +70,7 @@ credential again every third of --lease: once the credential is revoked
 				return err
 			}
 			p := batch.WorkParams{BatchID: o.batch, TenantIDs: id.tenants, Workers: o.workers, UntilDone: o.untilDone, Grace: o.grace,
-				WaitFunc: func(d batch.ChunkDue) {
+				WaitFunc: func(d batchtype.ChunkDue) {
 					if d.LeaseOwner != "" {
 						fmt.Fprintf(c.stderr, "waiting: chunk %d of batch %d is leased by %s until %s\n", d.ChunkNo, d.BatchID, d.LeaseOwner, d.LeaseExpiresAt.Format("15:04:05.000"))
 					} else {

@@ -859,9 +859,9 @@ func (s *Store) leasedRows(ctx context.Context, q Querier, l *driver.Lease, stmt
 }
 
 // ChunkNextDue returns the open chunk due soonest, or driver.ErrNoWork.
-func (s *Store) ChunkNextDue(ctx context.Context, p driver.ChunkNextDueParams) (*driver.ChunkDue, error) {
+func (s *Store) ChunkNextDue(ctx context.Context, p driver.ChunkNextDueParams) (*batchtype.ChunkDue, error) {
 	var (
-		d              driver.ChunkDue
+		d              batchtype.ChunkDue
 		due, leaseEnds Time
 	)
 	err := s.drv.DB().QueryRow(ctx, s.q.nextDue, p.BatchID, s.d.ListArg(p.TenantIDs), s.d.ListArg(p.Kinds)).

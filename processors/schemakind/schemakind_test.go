@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/internal/teststore"
 	"github.com/rowfate/rowfate/processors/schemakind"
@@ -104,7 +105,7 @@ func (e *env) importReader(t *testing.T, kind, name, tenant string, src interfac
 	if _, err := e.eng.Work(context.Background(), batch.WorkParams{BatchID: b.ID, TenantIDs: []string{tenant}, UntilDone: true}); err != nil {
 		t.Fatal(err)
 	}
-	b, err = e.store.BatchGet(context.Background(), batch.BatchGetParams{TenantID: tenant, ID: b.ID})
+	b, err = e.store.BatchGet(context.Background(), driver.BatchGetParams{TenantID: tenant, ID: b.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func (e *env) importReader(t *testing.T, kind, name, tenant string, src interfac
 // errorsOf lists a batch's rows in a state, as "row column:code".
 func (e *env) errorsOf(t *testing.T, b *batchtype.Batch, state rows.State) []string {
 	t.Helper()
-	page, err := e.store.RowsList(context.Background(), batch.RowsListParams{TenantID: b.TenantID, BatchID: b.ID, State: state, Limit: 1000})
+	page, err := e.store.RowsList(context.Background(), driver.RowsListParams{TenantID: b.TenantID, BatchID: b.ID, State: state, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +193,7 @@ func TestExamples(t *testing.T) {
 			if n := e.count(t, `SELECT count(*) FROM orders WHERE tenant_id = 'acme'`); n != 35 {
 				t.Errorf("%d orders after the re-run, want 35", n)
 			}
-			rb, err := e.store.BatchGet(context.Background(), batch.BatchGetParams{TenantID: "acme", ID: b.ID})
+			rb, err := e.store.BatchGet(context.Background(), driver.BatchGetParams{TenantID: "acme", ID: b.ID})
 			if err != nil || rb.KindVersion != 1 {
 				t.Errorf("the batch's kind version: %+v, %v", rb, err)
 			}
@@ -289,7 +290,7 @@ func TestTableMismatch(t *testing.T) {
 			if !errors.Is(err, schemakind.ErrTable) {
 				t.Fatalf("import = %v, want the table refused", err)
 			}
-			if bs, _ := e.store.BatchList(context.Background(), batch.BatchListParams{TenantID: "acme"}); len(bs) != 0 {
+			if bs, _ := e.store.BatchList(context.Background(), driver.BatchListParams{TenantID: "acme"}); len(bs) != 0 {
 				t.Errorf("a refused import left %d batches", len(bs))
 			}
 		})
