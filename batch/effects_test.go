@@ -112,11 +112,7 @@ func TestStaleWorkerEffectIsFenced(t *testing.T) {
 		ctx := context.Background()
 		reg := customersRegistry(t, bd)
 		gated := &gatedStore{Store: bd.store, gate: make(chan struct{}), arrived: make(chan struct{})}
-		// A lease of 2 s: long enough that a loaded machine renews it in time
-		// while the calls run (with 300 ms the stale worker lost its lease
-		// three times under a CPU hog before it reached the gate).
-		const lease = 2 * time.Second
-		stale, err := batch.NewEngine(batch.Config{Store: gated, Registry: reg, LeaseDuration: lease, PollInterval: 10 * time.Millisecond})
+		stale, err := batch.NewEngine(batch.Config{Store: gated, Registry: reg, LeaseDuration: 300 * time.Millisecond, PollInterval: 10 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,11 +164,7 @@ func TestStaleWorkerUnreclaimedIsFenced(t *testing.T) {
 		ctx := context.Background()
 		reg := customersRegistry(t, bd)
 		gated := &gatedStore{Store: bd.store, gate: make(chan struct{}), arrived: make(chan struct{}), flushed: make(chan error, 1)}
-		// A lease of 2 s: long enough that a loaded machine renews it in time
-		// while the calls run (with 300 ms the stale worker lost its lease
-		// three times under a CPU hog before it reached the gate).
-		const lease = 2 * time.Second
-		stale, err := batch.NewEngine(batch.Config{Store: gated, Registry: reg, LeaseDuration: lease, PollInterval: 10 * time.Millisecond})
+		stale, err := batch.NewEngine(batch.Config{Store: gated, Registry: reg, LeaseDuration: 300 * time.Millisecond, PollInterval: 10 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
