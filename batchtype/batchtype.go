@@ -272,3 +272,13 @@ type ChunkDue struct {
 	LeaseOwner     string
 	LeaseExpiresAt time.Time
 }
+
+// Dialect names the SQL database under the engine. A kind that writes
+// tables of its own picks its SQL by it (batch.Tx.Engine).
+type Dialect string
+
+// The dialects.
+const (
+	Postgres Dialect = "postgres"
+	SQLite   Dialect = "sqlite"
+)

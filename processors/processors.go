@@ -11,6 +11,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
+	"strings"
 
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/processors/customers"
@@ -53,6 +55,23 @@ type Config struct {
 	// running (exec.Config.StateDir, and its default; batchctl reads
 	// $ROWFATE_EXEC_STATE_DIR).
 	ExecStateDir string
+}
+
+// EnvConfig returns the settings of the external built-in kinds as
+// batchctl reads them from the environment: $ROWFATE_WEBHOOK_URL,
+// $ROWFATE_WEBHOOK_STATUS_URL, $ROWFATE_EXEC_COMMAND,
+// $ROWFATE_EXEC_RECONCILE_COMMAND and $ROWFATE_EXEC_STATE_DIR. The
+// programs are split at spaces (no quoting: a program whose arguments
+// hold spaces is wrapped in a script). DB and Dialect are left for the
+// caller.
+func EnvConfig() Config {
+	return Config{
+		WebhookURL:           os.Getenv("ROWFATE_WEBHOOK_URL"),
+		WebhookStatusURL:     os.Getenv("ROWFATE_WEBHOOK_STATUS_URL"),
+		ExecCommand:          strings.Fields(os.Getenv("ROWFATE_EXEC_COMMAND")),
+		ExecReconcileCommand: strings.Fields(os.Getenv("ROWFATE_EXEC_RECONCILE_COMMAND")),
+		ExecStateDir:         os.Getenv("ROWFATE_EXEC_STATE_DIR"),
+	}
 }
 
 // WebhookKind is the name of the kind that posts customers to a URL.

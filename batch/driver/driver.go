@@ -429,8 +429,8 @@ type Tx interface {
 	Exec(ctx context.Context, sql string, args ...any) (int64, error)
 	Query(ctx context.Context, sql string, args ...any) (TxRows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) TxRow
-	// Engine is "postgres" or "sqlite", for the statements that differ.
-	Engine() string
+	// Engine names the database, for the statements that differ.
+	Engine() batchtype.Dialect
 }
 
 // TxRows is a result set of a Tx query.

@@ -46,6 +46,9 @@ func TestLayers(t *testing.T) {
 		// A Table Schema is read and compiled below the engine: it knows
 		// rows and the validator, not batches or stores.
 		{mod + "/tableschema", append([]string{mod + "/batch", mod + "/processors", mod + "/server", "github.com/xuri/excelize"}, mod+"/store/")},
+		// The CLI as a library brings no built-in kind: a program of one's
+		// own registers the kinds it wants (processors.Register, if any).
+		{mod + "/batchctl", []string{mod + "/processors/customers", mod + "/processors/exec", mod + "/processors/httpcall"}},
 		{mod + "/progress", append([]string{"github.com/go-playground/validator", mod + "/batch", mod + "/validate", mod + "/processors", mod + "/store/"}, formats...)},
 	} {
 		for _, dep := range deps(t, tc.pattern) {
@@ -84,7 +87,8 @@ func allowed(pattern, dep string) bool {
 	return false
 }
 
-// TestFrontDoor: the front ends — the HTTP service and the CLI — call the
+// TestFrontDoor: the front ends — the HTTP service and the CLI (the
+// library batchctl and its program cmd/batchctl) — call the
 // engine (package batch) and nothing below it. They may open a store
 // (store/sqlite, store/postgres construct one), but never name the seam
 // (batch/driver) or the shared SQL: what they read and write goes through
@@ -92,7 +96,7 @@ func allowed(pattern, dep string) bool {
 func TestFrontDoor(t *testing.T) {
 	t.Parallel()
 	forbidden := []string{mod + "/batch/driver", mod + "/internal/storesql"}
-	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, mod+"/server/...", mod+"/cmd/...").Output()
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, mod+"/server/...", mod+"/batchctl/...", mod+"/cmd/...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
@@ -108,7 +112,7 @@ func TestFrontDoor(t *testing.T) {
 			}
 		}
 	}
-	if n < 3 {
-		t.Fatalf("go list found %d front-end packages, want server, server/admin and cmd/batchctl at least", n)
+	if n < 4 {
+		t.Fatalf("go list found %d front-end packages, want server, server/admin, batchctl and cmd/batchctl at least", n)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/migrations"
 )
 
@@ -249,10 +250,10 @@ func JSONArg(records any) (string, error) {
 // tx adapts a Querier to driver.Tx, for a transactional processor.
 type tx struct {
 	q      Querier
-	engine string
+	engine batchtype.Dialect
 }
 
-func txOf(q Querier, d *Dialect) driver.Tx { return tx{q: q, engine: string(d.Engine)} }
+func txOf(q Querier, d *Dialect) driver.Tx { return tx{q: q, engine: batchtype.Dialect(d.Engine)} }
 
 func (t tx) Exec(ctx context.Context, sql string, args ...any) (int64, error) {
 	return t.q.Exec(ctx, sql, args...)
@@ -266,4 +267,4 @@ func (t tx) QueryRow(ctx context.Context, sql string, args ...any) driver.TxRow 
 	return t.q.QueryRow(ctx, sql, args...)
 }
 
-func (t tx) Engine() string { return t.engine }
+func (t tx) Engine() batchtype.Dialect { return t.engine }

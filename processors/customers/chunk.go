@@ -69,7 +69,7 @@ func (p *Processor) ProcessTx(ctx context.Context, tx batch.Tx, cs []Customer) (
 // arrays (one round trip instead of one per row), on SQLite one statement
 // per row (in-process calls, no round trips to save).
 func upsertAll(ctx context.Context, tx batch.Tx, tenant string, cs []Customer) ([]int64, error) {
-	if tx.Engine() == string(Postgres) {
+	if tx.Engine() == Postgres {
 		return upsertAllPostgres(ctx, tx, tenant, cs)
 	}
 	ids := make([]int64, len(cs))

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -77,12 +78,12 @@ func (c *Customer) ValidateRow(context.Context) error {
 }
 
 // Dialect selects the SQL flavour of the customers table.
-type Dialect string
+type Dialect = batchtype.Dialect
 
 // The dialects.
 const (
-	Postgres Dialect = "postgres"
-	SQLite   Dialect = "sqlite"
+	Postgres = batchtype.Postgres
+	SQLite   = batchtype.SQLite
 )
 
 // EnsureSchema creates the customers table if it does not exist. On

@@ -27,14 +27,15 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/tableschema"
 )
 
 // The SQL dialects, as batch.Tx.Engine names them.
 const (
-	Postgres = "postgres"
-	SQLite   = "sqlite"
+	Postgres = batchtype.Postgres
+	SQLite   = batchtype.SQLite
 )
 
 // Config is where a schema kind's table lives.
@@ -43,7 +44,7 @@ type Config struct {
 	// created (rows are written in the flush's transaction). Required.
 	DB *sql.DB
 	// Dialect is Postgres or SQLite.
-	Dialect string
+	Dialect batchtype.Dialect
 }
 
 // SourceFile is the source of a kind read from a schema file, not stored
@@ -383,10 +384,10 @@ func (w *writer) rowArgs(st *statements, tenant string, r reflect.Value, native 
 
 // statements returns the SQL for the file's columns (those the mapping
 // does not list as missing), building it once.
-func (w *writer) statements(m *rows.Mapping, engine string) *statements {
+func (w *writer) statements(m *rows.Mapping, engine batchtype.Dialect) *statements {
 	var cols []int
 	var sig strings.Builder
-	sig.WriteString(engine)
+	sig.WriteString(string(engine))
 	for i, f := range w.s.Fields {
 		if !contains(m.Missing, f.Name) {
 			cols = append(cols, i)
@@ -430,7 +431,7 @@ func pgType(typ string) string {
 }
 
 // build writes a chunk's statements for a set of columns.
-func (w *writer) build(cols []int, engine string) *statements {
+func (w *writer) build(cols []int, engine batchtype.Dialect) *statements {
 	s := w.s
 	st := &statements{cols: cols}
 	table := quote(s.Table)

@@ -52,7 +52,7 @@ func envs() map[string]func(t *testing.T) *env {
 	}
 }
 
-func newEnv(t *testing.T, s batch.Store, db *sql.DB, dialect string) *env {
+func newEnv(t *testing.T, s batch.Store, db *sql.DB, dialect batchtype.Dialect) *env {
 	t.Helper()
 	reg := batch.NewRegistry()
 	e, err := batch.NewEngine(batch.Config{Store: s, Registry: reg, LeaseDuration: time.Minute})

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/tableschema"
 )
 
@@ -26,7 +27,7 @@ type column struct {
 // accepted are the column types a field may be stored in, per dialect:
 // the declared type's name (PostgreSQL's data_type, SQLite's declared
 // type), lower-case.
-var accepted = map[string]map[string][]string{
+var accepted = map[batchtype.Dialect]map[string][]string{
 	Postgres: {
 		tableschema.TypeString:   {"text", "character varying", "character", "citext", "varchar", "char"},
 		tableschema.TypeInteger:  {"bigint", "integer", "smallint", "numeric"},
@@ -266,7 +267,7 @@ func CreateTable(ctx context.Context, cfg Config, s *tableschema.Schema) error {
 // sqlType is a field's column type when Rowfate creates the table. On
 // SQLite decimals, dates and date-times are text, stored as written
 // (NUMERIC would turn 12.50 into the float 12.5).
-func sqlType(dialect, typ string) string {
+func sqlType(dialect batchtype.Dialect, typ string) string {
 	if dialect == Postgres {
 		if typ == tableschema.TypeNumber {
 			return "numeric"
