@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,14 +12,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/filestore"
-	"github.com/rowfate/rowfate/metrics"
-	"github.com/rowfate/rowfate/progress"
 	"github.com/rowfate/rowfate/server"
-	"github.com/rowfate/rowfate/webhook/outbox"
 )
 
 type serveOptions struct {
@@ -210,12 +205,6 @@ func (c *cli) runServe(ctx context.Context, o serveOptions) error {
 		return err
 	}
 	defer app.close()
-	// The webhook sender claims deliveries below the engine, as its
-	// workers claim chunks.
-	outboxStore, ok := app.store.(outbox.Store)
-	if !ok {
-		return fmt.Errorf("this store (%T) keeps no webhooks", app.store)
-	}
 	// Without a credential (--insecure-dev), the workers work every
 	// tenant, as the development worker token does. --tenant is the
 	// bootstrap token's: it does not narrow the workers.
@@ -243,23 +232,17 @@ func (c *cli) runServe(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return err
 	}
-	m, err := metrics.New(metrics.Config{Store: app.engine, Logger: c.logger})
-	if err != nil {
-		return err
-	}
-	eng, err := batch.NewEngine(batch.Config{Store: app.store, Registry: app.engine.Registry(), Logger: c.logger, WorkerName: worker.name,
-		LeaseDuration: o.lease, Observer: m})
-	if err != nil {
-		return err
-	}
-	bc := progress.New(app.store, &progress.Config{Rate: o.rate, Logger: c.logger, LagFunc: m.ObserveEventLag})
-	var metricsHandler http.Handler
-	if o.metrics {
-		metricsHandler = m.Handler()
-	}
-	srv, err := server.New(server.Config{Engine: eng, Files: files, MaxUpload: maxUpload, Broadcaster: bc, Auth: auth, Metrics: metricsHandler,
-		AllowedOrigins: o.origins, Logger: c.logger, Hooks: server.HooksConfig{Secrets: secrets, FetchPrefixes: o.hookPrefixes},
-		AllowPrivateWebhooks: o.allowPrivate})
+	svc, err := server.NewService(server.ServiceConfig{
+		Store: app.store, Registry: app.engine.Registry(), Logger: c.logger, Rate: o.rate, Metrics: o.metrics,
+		Server: server.Config{Files: files, MaxUpload: maxUpload, Auth: auth, AllowedOrigins: o.origins,
+			Hooks: server.HooksConfig{Secrets: secrets, FetchPrefixes: o.hookPrefixes}, AllowPrivateWebhooks: o.allowPrivate},
+		Workers: o.workers, WorkerName: worker.name, WorkerTenants: worker.tenants, LeaseDuration: o.lease,
+		Work:           c.serveWork(worker, o.lease),
+		EventRetention: o.retention, CompactFinished: o.compact, FileRetention: o.fileRetention,
+		AllowPrivateWebhooks: o.allowPrivate,
+		ReloadKinds:          func(ctx context.Context) (int, error) { return c.loadKinds(ctx, app) },
+		ReloadEvery:          kindReload,
+	})
 	if err != nil {
 		return usagef("%v", err)
 	}
@@ -280,49 +263,7 @@ func (c *cli) runServe(ctx context.Context, o serveOptions) error {
 		workers += fmt.Sprintf(" as %s for every tenant", worker.name)
 	}
 	fmt.Fprintf(c.stderr, "serving on http://%s (%s, files in %s, %s)\n", ln.Addr(), c.where(), abs, workers)
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
-	snd, err := outbox.New(outbox.Config{Store: outboxStore, Logger: c.logger, AllowPrivate: o.allowPrivate})
-	if err != nil {
-		return err
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return bc.Run(gctx) })
-	g.Go(func() error { return snd.Run(gctx) })
-	g.Go(func() error { c.watchKinds(gctx, app, kindReload); return nil })
-	g.Go(func() error { c.trimEvents(gctx, eng, o); return nil })
-	g.Go(func() error { c.sweepFiles(gctx, files, o.fileRetention); return nil })
-	if o.workers > 0 {
-		g.Go(func() error {
-			// The credential is checked again while the workers run; a
-			// revoked one stops them (their rows go back), and the
-			// service goes on serving without workers.
-			_, err := c.workAs(gctx, eng, worker, o.lease, batch.WorkParams{Workers: o.workers, TenantIDs: worker.tenants})
-			var revoked *revokedError
-			switch {
-			case gctx.Err() != nil:
-				return nil
-			case errors.As(err, &revoked):
-				c.logger.Error("in-process workers stopped; serving goes on without them", "err", revoked)
-				fmt.Fprintf(c.stderr, "the workers stopped: %v; serving goes on without workers\n", revoked)
-				return nil
-			}
-			return err
-		})
-	}
-	g.Go(func() error {
-		<-gctx.Done()
-		srv.Shutdown()
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		return hs.Shutdown(sctx)
-	})
-	g.Go(func() error {
-		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-		return nil
-	})
-	err = g.Wait()
+	err = svc.Run(ctx, ln)
 	if ctx.Err() != nil {
 		fmt.Fprintln(c.stderr, "stopped")
 		return nil
@@ -330,48 +271,17 @@ func (c *cli) runServe(ctx context.Context, o serveOptions) error {
 	return err
 }
 
-// trimEvents applies the event retention now and every 10 minutes.
-func (c *cli) trimEvents(ctx context.Context, eng *batch.Engine, o serveOptions) {
-	if o.retention <= 0 && !o.compact {
-		return
-	}
-	c.every(ctx, 10*time.Minute, func() {
-		n, err := eng.TrimEvents(ctx, batch.TrimEventsParams{OlderThan: o.retention, FinishedKeepLast: o.compact})
-		switch {
-		case err != nil && ctx.Err() == nil:
-			c.logger.Warn("trim events", "err", err)
-		case n > 0:
-			c.logger.Info("trimmed events", "n", n)
+// serveWork runs serve's workers as worker: the credential is checked
+// again while they run, and a revoked one stops them (their rows go
+// back) while the service goes on serving without workers.
+func (c *cli) serveWork(worker workerID, lease time.Duration) func(context.Context, *batch.Engine, batch.WorkParams) error {
+	return func(ctx context.Context, eng *batch.Engine, p batch.WorkParams) error {
+		_, err := c.workAs(ctx, eng, worker, lease, p)
+		var revoked *revokedError
+		if errors.As(err, &revoked) && ctx.Err() == nil {
+			fmt.Fprintf(c.stderr, "the workers stopped: %v; serving goes on without workers\n", revoked)
+			return nil
 		}
-	})
-}
-
-// sweepFiles applies the file retention now and every hour.
-func (c *cli) sweepFiles(ctx context.Context, files *filestore.Store, age time.Duration) {
-	if age <= 0 {
-		return
-	}
-	c.every(ctx, time.Hour, func() {
-		n, err := files.Sweep(age)
-		switch {
-		case err != nil:
-			c.logger.Warn("sweep kept files", "err", err)
-		case n > 0:
-			c.logger.Info("removed kept files past their retention", "n", n)
-		}
-	})
-}
-
-// every runs f now and at each period until ctx ends.
-func (c *cli) every(ctx context.Context, period time.Duration, f func()) {
-	t := time.NewTicker(period)
-	defer t.Stop()
-	for {
-		f()
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+		return err
 	}
 }
