@@ -6,13 +6,9 @@ import (
 	"math"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/mattn/go-isatty"
-	"github.com/vbauerster/cupwriter"
-	"github.com/vbauerster/mpb/v8"
-	"github.com/vbauerster/mpb/v8/decor"
+	"golang.org/x/term"
 
 	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
@@ -47,25 +43,26 @@ func (c *cli) newDisplay(id int64, interval time.Duration) display {
 	switch {
 	case c.global.output == "jsonl":
 		return nopDisplay{}
-	case isTerminal(c.stderr):
-		return newBarDisplay(sizedConsole{cupwriter.New(c.stderr, false)}, id)
+	case terminal(c.stderr) != nil:
+		return newBarDisplay(c.stderr, id, terminalWidth(terminal(c.stderr)))
 	case interval <= 0:
 		return nopDisplay{w: c.stderr}
 	}
 	return &lineDisplay{w: c.stderr, id: id, every: interval, now: time.Now, last: time.Now()}
 }
 
-// isTerminal reports whether w is a terminal that can redraw a line: a
-// dumb terminal (TERM=dumb, as in editors' shells) gets plain lines.
-func isTerminal(w io.Writer) bool {
+// terminal returns the terminal under w when it can redraw a line, else
+// nil: a dumb terminal (TERM=dumb, as in editors' shells) gets plain
+// lines.
+func terminal(w io.Writer) *os.File {
 	if l, ok := w.(*lockedWriter); ok {
 		w = l.w
 	}
 	f, ok := w.(*os.File)
-	if !ok || os.Getenv("TERM") == "dumb" {
-		return false
+	if !ok || os.Getenv("TERM") == "dumb" || !term.IsTerminal(int(f.Fd())) {
+		return nil
 	}
-	return isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
+	return f
 }
 
 // nopDisplay shows no progress; notes still reach w, when there is one.
@@ -211,95 +208,121 @@ func countsText(counts rows.Counts, sep string) string {
 	return strings.Join(parts, sep)
 }
 
-// barDisplay is an mpb bar redrawn in place on a terminal:
+// barDisplay redraws one line in place on a terminal, at each event (the
+// broadcaster bounds their rate):
 //
-//	batch 12  15000/200000  [=====>-----------]  4100 rows/s  ETA 45s  valid 185000  succeeded 14990  failed 10
+//	batch 12  15000/200000  [===>--------------------------]  4100 rows/s  ETA 45s  valid 185000  succeeded 14990  failed 10
+//
+// The line is cut to the terminal's width, so that it never wraps (a
+// wrapped line cannot be redrawn with a carriage return).
 type barDisplay struct {
-	p   *mpb.Progress
-	bar *mpb.Bar
+	w     io.Writer
+	id    int64
+	width func() int // the terminal's columns
 
-	mu sync.Mutex // the decorators read ev from mpb's goroutine
-	ev *batchtype.Event
+	ev    *batchtype.Event // the newest state; nil before the first event
+	drawn bool             // the line holds a bar
 }
 
-// newBarDisplay draws the bar on cw.
-func newBarDisplay(cw mpb.ConsoleWriter, id int64, opts ...mpb.ContainerOption) *barDisplay {
-	d := &barDisplay{}
-	p := mpb.New(append([]mpb.ContainerOption{mpb.WithConsoleWriter(cw), mpb.WithWidth(30)}, opts...)...)
-	// A total of 0 never completes on its own: the bar ends when the batch
-	// settles (stop), not when done first meets total, as it does for a
-	// moment when a retry reopens rows.
-	d.bar = p.New(0, mpb.BarStyle(),
-		mpb.PrependDecorators(
-			decor.Name(fmt.Sprintf("batch %d  ", id)),
-			decor.Any(func(decor.Statistics) string {
-				ev := d.event()
-				if ev == nil {
-					return "waiting for events"
-				}
-				return fmt.Sprintf("%d/%d ", ev.Done, ev.Total)
-			}),
-		),
-		mpb.AppendDecorators(decor.Any(func(decor.Statistics) string {
-			ev := d.event()
-			if ev == nil {
-				return ""
-			}
-			var parts []string
-			if !ev.Final && ev.RowsPerSecond > 0 {
-				parts = append(parts, rowRate(ev.RowsPerSecond))
-			}
-			if eta := etaText(ev); eta != "" {
-				parts = append(parts, "ETA "+eta)
-			}
-			if s := stateText(ev); s != "" {
-				parts = append(parts, s)
-			}
-			if s := countsText(ev.Counts, "  "); s != "" {
-				parts = append(parts, s)
-			}
-			return " " + strings.Join(parts, "  ")
-		})),
-	)
-	d.p = p
-	return d
+// barWidth is the bar's own width, between its brackets.
+const barWidth = 30
+
+// newBarDisplay draws on w, a terminal width() columns wide.
+func newBarDisplay(w io.Writer, id int64, width func() int) *barDisplay {
+	return &barDisplay{w: w, id: id, width: width}
 }
 
-// sizedConsole is mpb's terminal writer with a size for a terminal that
-// reports none (a fresh pseudo-terminal, a serial console): mpb draws
-// nothing on a terminal 0 rows high.
-type sizedConsole struct{ *cupwriter.Writer }
-
-func (s sizedConsole) GetTermSize() (width, height int, err error) {
-	width, height, err = s.Writer.GetTermSize()
-	if err != nil || width <= 0 || height <= 0 {
-		return 80, 24, nil
+// terminalWidth returns the columns of the terminal f, 80 when it reports
+// none (a fresh pseudo-terminal, a serial console).
+func terminalWidth(f *os.File) func() int {
+	return func() int {
+		w, _, err := term.GetSize(int(f.Fd()))
+		if err != nil || w <= 0 {
+			return 80
+		}
+		return w
 	}
-	return width, height, nil
 }
 
-func (d *barDisplay) event() *batchtype.Event {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.ev
+// barLine is the bar's line for ev, at most width-1 columns (the last
+// column is left free: some terminals wrap when it is written).
+func barLine(id int64, ev *batchtype.Event, width int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "batch %d  ", id)
+	if ev == nil {
+		b.WriteString("waiting for events")
+	} else {
+		fmt.Fprintf(&b, "%d/%d  [%s]", ev.Done, ev.Total, bar(ev.Done, ev.Total, ev.Final))
+		var parts []string
+		if !ev.Final && ev.RowsPerSecond > 0 {
+			parts = append(parts, rowRate(ev.RowsPerSecond))
+		}
+		if eta := etaText(ev); eta != "" {
+			parts = append(parts, "ETA "+eta)
+		}
+		if s := stateText(ev); s != "" {
+			parts = append(parts, s)
+		}
+		if s := countsText(ev.Counts, "  "); s != "" {
+			parts = append(parts, s)
+		}
+		if len(parts) > 0 {
+			b.WriteString("  " + strings.Join(parts, "  "))
+		}
+	}
+	line := []rune(b.String())
+	if max := width - 1; max > 0 && len(line) > max {
+		line = line[:max]
+	}
+	return string(line)
+}
+
+// bar is done of total as barWidth characters: "=" done, ">" the head,
+// "-" the rest; full only when the batch settled.
+func bar(done, total int64, final bool) string {
+	n := 0
+	if total > 0 {
+		n = int(min(done, total) * barWidth / total)
+	}
+	if final {
+		n = barWidth
+	} else {
+		n = min(n, barWidth-1)
+	}
+	if n == barWidth {
+		return strings.Repeat("=", barWidth)
+	}
+	return strings.Repeat("=", n) + ">" + strings.Repeat("-", barWidth-n-1)
+}
+
+func (d *barDisplay) draw() {
+	// Carriage return, then erase to the end of the line.
+	fmt.Fprint(d.w, "\r\x1b[K"+barLine(d.id, d.ev, d.width()))
+	d.drawn = true
 }
 
 func (d *barDisplay) show(ev *batchtype.Event) {
-	d.mu.Lock()
 	d.ev = ev
-	d.mu.Unlock()
-	d.bar.SetTotal(ev.Total, false)
-	d.bar.SetCurrent(ev.Done)
+	d.draw()
 }
 
-func (d *barDisplay) note(format string, args ...any) { fmt.Fprintf(d.p, format+"\n", args...) }
-func (d *barDisplay) tick()                           {}
-
-func (d *barDisplay) stop(settled bool) {
-	if ev := d.event(); settled && ev != nil {
-		d.bar.SetTotal(ev.Total, true)
-	} else {
-		d.bar.Abort(false)
+// note erases the bar, prints the message on its own line and draws the
+// bar again below it.
+func (d *barDisplay) note(format string, args ...any) {
+	if d.drawn {
+		fmt.Fprint(d.w, "\r\x1b[K")
 	}
-	d.p.Wait()
+	fmt.Fprintf(d.w, format+"\n", args...)
+	if d.drawn {
+		d.draw()
+	}
+}
+
+func (d *barDisplay) tick() {}
+
+// stop leaves the bar as it stands, with the line ended.
+func (d *barDisplay) stop(bool) {
+	if d.drawn {
+		fmt.Fprintln(d.w)
+	}
 }
