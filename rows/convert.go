@@ -1,0 +1,409 @@
+package rows
+
+import (
+	"encoding"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+type convError struct {
+	code Code
+	msg  string
+}
+
+func (e *convError) Error() string { return e.msg }
+
+// Enum is implemented by a string type whose values are a fixed list:
+//
+//	type Tier string
+//	func (Tier) Enum() []string { return []string{"free", "pro", "enterprise"} }
+//
+// A cell binds when it equals one of them ignoring case and surrounding
+// spaces, and the field holds the value as Enum spells it; anything else is
+// a oneof error listing them. Enum is called once, when the Binder is made.
+type Enum interface {
+	Enum() []string
+}
+
+// converter returns the function that parses a trimmed cell into a value of
+// type t. An empty cell leaves the zero value (nil for pointers), so that
+// "required" is the declarative phase's decision, not the binder's.
+func converter(t reflect.Type, o *fieldOpts) (convertFunc, error) {
+	switch {
+	case t.Kind() == reflect.Pointer:
+		return pointerConverter(t, o)
+	case t == timeType:
+		return timeConverter(o), nil
+	case t == decimalType:
+		return decimalConverter, nil
+	case t.Kind() == reflect.String && t.Implements(enumType):
+		return enumConverter(t)
+	case reflect.PointerTo(t).Implements(textUnmarshalerType):
+		return textConverter, nil
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return func(s string, v reflect.Value, _ *cellConv) error { v.SetString(s); return nil }, nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		return numberConverter(t), nil
+	case reflect.Bool:
+		return boolConverter(o), nil
+	}
+	return nil, fmt.Errorf("unsupported field type %s", t)
+}
+
+// valueKind classifies a field type for ColumnKind.
+func valueKind(t reflect.Type) string {
+	if elem, ok := OptionalElem(t); ok {
+		t = elem
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == timeType:
+		return KindDate
+	case t == decimalType:
+		return KindNumber
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		return KindNumber
+	}
+	return KindText
+}
+
+// pointerConverter converts into the pointed-to type; an empty cell is a
+// nil pointer, so that a missing value and a zero one stay apart.
+func pointerConverter(t reflect.Type, o *fieldOpts) (convertFunc, error) {
+	inner, err := converter(t.Elem(), o)
+	if err != nil {
+		return nil, err
+	}
+	return func(s string, v reflect.Value, cc *cellConv) error {
+		if s == "" {
+			v.SetZero()
+			return nil
+		}
+		p := reflect.New(t.Elem())
+		if err := inner(s, p.Elem(), cc); err != nil {
+			return err
+		}
+		v.Set(p)
+		return nil
+	}, nil
+}
+
+// optionalConverter fills an Optional: an empty cell leaves it unset.
+func optionalConverter(inner convertFunc) convertFunc {
+	return func(s string, v reflect.Value, cc *cellConv) error {
+		v.SetZero()
+		if s == "" {
+			return nil
+		}
+		if err := inner(s, v.Field(0), cc); err != nil {
+			return err
+		}
+		v.Field(1).SetBool(true)
+		return nil
+	}
+}
+
+// casedConverter changes a cell's case before the field's converter sees it.
+func casedConverter(inner convertFunc, upper bool) convertFunc {
+	return func(s string, v reflect.Value, cc *cellConv) error {
+		if upper {
+			s = strings.ToUpper(s)
+		} else {
+			s = strings.ToLower(s)
+		}
+		return inner(s, v, cc)
+	}
+}
+
+// maxPlausibleSerial is the largest number read as an Excel serial date:
+// 99999 is 2173-10-13. A six-digit number in a date column (250131) is a
+// compact date or a mistake, not the year 2584.
+const maxPlausibleSerial = 99999
+
+// timeConverter tries the field's layouts in order, then the numeric and
+// month-name forms in the file's day/month order, and then, unless the
+// excel tag is "off", a plain number as an Excel serial date.
+func timeConverter(o *fieldOpts) convertFunc {
+	layouts, excel := o.layouts, o.excel
+	return func(s string, v reflect.Value, cc *cellConv) error {
+		if s == "" {
+			return nil
+		}
+		for _, l := range layouts {
+			if tm, err := time.Parse(l, s); err == nil {
+				v.Set(reflect.ValueOf(tm))
+				return nil
+			}
+		}
+		if tm, ok, err := parseDate(s, cc.order); ok {
+			if err != nil {
+				return &convError{CodeBadDate, err.Error()}
+			}
+			v.Set(reflect.ValueOf(tm))
+			return nil
+		}
+		if excel != excelOff && looksSerial(s) {
+			f, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				return &convError{CodeBadDate, fmt.Sprintf("%q: is not an Excel serial date", s)}
+			}
+			if f > maxPlausibleSerial {
+				msg := fmt.Sprintf("%q is not a date: as an Excel serial date it would be past the year 2173", s)
+				if tm, err := ExcelSerialTime(f, excel == excel1904); err == nil {
+					msg = fmt.Sprintf("%q is not a date: as an Excel serial date it would be in the year %d", s, tm.Year())
+				}
+				return &convError{CodeBadDate, msg + "; a compact date such as YYMMDD needs its layout declared"}
+			}
+			tm, err := ExcelSerialTime(f, excel == excel1904)
+			if err != nil {
+				return &convError{CodeBadDate, fmt.Sprintf("%q: %v", s, err)}
+			}
+			v.Set(reflect.ValueOf(tm))
+			return nil
+		}
+		return &convError{CodeBadDate, fmt.Sprintf("%q is not a date in the form %s, DD/MM/YYYY or MM/DD/YYYY, or 31-Dec-2025", s, humanLayouts(layouts))}
+	}
+}
+
+// number rewrites a cell in the column's number format into the plain form
+// the parsers read, or explains why it is not a number there.
+func (cc *cellConv) plainNumber(s string) (string, error) {
+	if cc.commas && cc.number.decimal() == '.' && NumberClueOf(s) == ClueAmbiguous && strings.Contains(s, ".") {
+		return "", &convError{CodeNotANumber, fmt.Sprintf("%q is ambiguous: other values in this column are written with a decimal comma, where it would be %s; import with --decimal-comma (or --locale) to say how the file writes numbers", s, strings.ReplaceAll(s, ".", ""))}
+	}
+	plain, err := cc.number.Normalize(s)
+	if err != nil {
+		return "", &convError{CodeNotANumber, err.Error()}
+	}
+	return plain, nil
+}
+
+func decimalConverter(s string, v reflect.Value, cc *cellConv) error {
+	if s == "" {
+		return nil
+	}
+	plain, err := cc.plainNumber(s)
+	if err != nil {
+		return err
+	}
+	d, err := ParseDecimal(plain)
+	switch {
+	case errors.Is(err, errDecimalRange):
+		return &convError{CodeOutOfRange, fmt.Sprintf("%q has more than %d digits", s, maxDecimalDigits)}
+	case err != nil:
+		return &convError{CodeNotANumber, fmt.Sprintf("%q is not a number (write %s)", s, cc.number.Describe())}
+	}
+	v.Set(reflect.ValueOf(d))
+	return nil
+}
+
+// enumConverter matches a cell against the values t's Enum method lists,
+// ignoring case, and stores the value as Enum spells it.
+func enumConverter(t reflect.Type) (convertFunc, error) {
+	allowed := reflect.Zero(t).Interface().(Enum).Enum()
+	if len(allowed) == 0 {
+		return nil, fmt.Errorf("%s.Enum() lists no values", t)
+	}
+	list := strings.Join(allowed, ", ")
+	return func(s string, v reflect.Value, _ *cellConv) error {
+		if s == "" {
+			return nil
+		}
+		for _, a := range allowed {
+			if strings.EqualFold(a, s) {
+				v.SetString(a)
+				return nil
+			}
+		}
+		return &convError{CodeOneOf, fmt.Sprintf("%q must be one of %s", s, list)}
+	}, nil
+}
+
+func textConverter(s string, v reflect.Value, _ *cellConv) error {
+	if s == "" {
+		return nil
+	}
+	if err := v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
+		return &convError{CodeInvalid, fmt.Sprintf("%q is not valid: %v", s, err)}
+	}
+	return nil
+}
+
+// numberConverter parses ints, uints and floats of t's size.
+func numberConverter(t reflect.Type) convertFunc {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return func(s string, v reflect.Value, cc *cellConv) error {
+			if s == "" {
+				return nil
+			}
+			plain, err := cc.plainNumber(s)
+			if err != nil {
+				return err
+			}
+			n, err := strconv.ParseInt(plain, 10, t.Bits())
+			if err != nil {
+				return numErr(s, err)
+			}
+			v.SetInt(n)
+			return nil
+		}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return func(s string, v reflect.Value, cc *cellConv) error {
+			if s == "" {
+				return nil
+			}
+			plain, err := cc.plainNumber(s)
+			if err != nil {
+				return err
+			}
+			n, err := strconv.ParseUint(plain, 10, t.Bits())
+			if err != nil {
+				return numErr(s, err)
+			}
+			v.SetUint(n)
+			return nil
+		}
+	}
+	return func(s string, v reflect.Value, cc *cellConv) error {
+		if s == "" {
+			return nil
+		}
+		plain, err := cc.plainNumber(s)
+		if err != nil {
+			return err
+		}
+		n, err := strconv.ParseFloat(plain, t.Bits())
+		if err != nil {
+			return numErr(s, err)
+		}
+		// ParseFloat accepts "NaN" and "Inf"; no spreadsheet user means
+		// them as amounts, and "Inf" would pass a range check like gte=0.
+		if math.IsNaN(n) || math.IsInf(n, 0) {
+			return &convError{CodeNotANumber, fmt.Sprintf("%q is not a number", s)}
+		}
+		v.SetFloat(n)
+		return nil
+	}
+}
+
+// boolConverter reads the usual words for true and false, and those of
+// the field's bool tag.
+func boolConverter(o *fieldOpts) convertFunc {
+	trueWords, falseWords := o.trueWords, o.falseWord
+	words := "yes/no, true/false or 1/0"
+	if len(trueWords) > 0 {
+		words = trueWords[0] + "/" + falseWords[0] + ", " + words
+	}
+	return func(s string, v reflect.Value, _ *cellConv) error {
+		if s == "" {
+			return nil
+		}
+		w := strings.ToLower(s)
+		switch {
+		case w == "true" || w == "yes" || w == "y" || w == "1" || slices.Contains(trueWords, w):
+			v.SetBool(true)
+		case w == "false" || w == "no" || w == "n" || w == "0" || slices.Contains(falseWords, w):
+			v.SetBool(false)
+		default:
+			return &convError{CodeNotABool, fmt.Sprintf("%q is not %s", s, words)}
+		}
+		return nil
+	}
+}
+
+// looksSerial reports whether s is a plain non-negative number, the way a
+// spreadsheet's date cell reads when exported without formatting: 45292 or
+// 45292.5.
+func looksSerial(s string) bool {
+	digits, point := 0, false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.' && !point && digits > 0:
+			point = true
+		default:
+			return false
+		}
+	}
+	return digits > 0 && digits <= 12
+}
+
+func numErr(s string, err error) error {
+	if errors.Is(err, strconv.ErrRange) {
+		return &convError{CodeOutOfRange, fmt.Sprintf("%q is out of range", s)}
+	}
+	return &convError{CodeNotANumber, fmt.Sprintf("%q is not a number", s)}
+}
+
+// humanLayouts renders Go time layouts the way a spreadsheet user reads
+// them: "2006-01-02" becomes "YYYY-MM-DD".
+func humanLayouts(layouts []string) string {
+	r := strings.NewReplacer("2006", "YYYY", "01", "MM", "02", "DD", "15", "hh", "04", "mm", "05", "ss", "Z07:00", "±hh:mm")
+	out := make([]string, len(layouts))
+	for i, l := range layouts {
+		out[i] = r.Replace(l)
+	}
+	return strings.Join(out, " or ")
+}
+
+var textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+
+func formatValue(v reflect.Value, o *fieldOpts) (string, error) {
+	if of, ok := v.Interface().(OptionalField); ok {
+		val, set := of.OptionalValue()
+		if !set {
+			return "", nil
+		}
+		v = reflect.ValueOf(val)
+	}
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return "", nil
+		}
+		v = v.Elem()
+	}
+	switch {
+	case v.Type() == timeType:
+		t := v.Interface().(time.Time)
+		if t.IsZero() {
+			return "", nil
+		}
+		return t.Format(o.layouts[0]), nil
+	case v.Type() == decimalType:
+		return v.Interface().(Decimal).String(), nil
+	case v.Kind() != reflect.String && v.Type().Implements(textMarshalerType):
+		b, err := v.Interface().(encoding.TextMarshaler).MarshalText()
+		return string(b), err
+	}
+	switch v.Kind() {
+	case reflect.String:
+		return v.String(), nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.FormatInt(v.Int(), 10), nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return strconv.FormatUint(v.Uint(), 10), nil
+	case reflect.Float32, reflect.Float64:
+		return strconv.FormatFloat(v.Float(), 'f', -1, v.Type().Bits()), nil
+	case reflect.Bool:
+		return strconv.FormatBool(v.Bool()), nil
+	}
+	return "", fmt.Errorf("cannot format %s", v.Type())
+}
