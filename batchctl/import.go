@@ -137,22 +137,9 @@ func (c *cli) runImport(ctx context.Context, kind, path string, o importOptions)
 	} else if o.schema != "" {
 		c.global.schemaFlag = false
 	}
-	var schema *tableschema.Schema
-	if o.createTable && o.schema == "" {
-		return usagef("--create-table creates the table of a --schema file (batchctl kind add --create-table stores a kind)")
-	}
-	if o.schema != "" {
-		s, _, err := readSchema(o.schema)
-		if err != nil {
-			return err
-		}
-		if kind != "" && kind != s.Name {
-			return usagef("the schema %s defines kind %s, not %s: give just the file", o.schema, s.Name, kind)
-		}
-		if err := c.checkBuiltin(ctx, s.Name); err != nil {
-			return err
-		}
-		schema, kind = s, s.Name
+	schema, kind, err := c.importSchema(ctx, kind, o)
+	if err != nil {
+		return err
 	}
 	reg, err := c.registryWith(ctx, kind)
 	if err != nil {
@@ -164,20 +151,8 @@ func (c *cli) runImport(ctx context.Context, kind, path string, o importOptions)
 			return usagef("the schema does not compile: %v", err)
 		}
 	}
-	if reg.IsRecalc(kind) {
-		return usagef("%s is a recalculation: its rows come from the database, not a file; run `batchctl recalc %s`", kind, kind)
-	}
-	if !reg.Has(kind) {
-		return usagef("unknown kind %q; known kinds: %s", kind, kindNames(reg.Kinds()))
-	}
-	if o.workers <= 0 {
-		return usagef("--workers must be 1 or more, not %d", o.workers)
-	}
-	if o.interval < 0 {
-		return usagef("--progress-interval must be 0 or more, not %v", o.interval)
-	}
-	if o.dryRun && c.global.output == "jsonl" {
-		return usagef("a dry run has no events to stream: use -o json")
+	if err := c.checkImport(reg, kind, o); err != nil {
+		return err
 	}
 	p := batch.ImportParams{TenantID: c.global.tenant, Kind: kind, SourceName: path, Strict: o.strict, Once: o.once}
 	if err := o.read.apply(&p); err != nil {
@@ -249,6 +224,45 @@ func (c *cli) runImport(ctx context.Context, kind, path string, o importOptions)
 		}
 	}
 	return c.printOutcome(b)
+}
+
+// importSchema reads --schema FILE, when given: the schema, and the kind it
+// defines (which must be kind, when one is named too).
+func (c *cli) importSchema(ctx context.Context, kind string, o importOptions) (*tableschema.Schema, string, error) {
+	if o.createTable && o.schema == "" {
+		return nil, "", usagef("--create-table creates the table of a --schema file (batchctl kind add --create-table stores a kind)")
+	}
+	if o.schema == "" {
+		return nil, kind, nil
+	}
+	s, _, err := readSchema(o.schema)
+	if err != nil {
+		return nil, "", err
+	}
+	if kind != "" && kind != s.Name {
+		return nil, "", usagef("the schema %s defines kind %s, not %s: give just the file", o.schema, s.Name, kind)
+	}
+	if err := c.checkBuiltin(ctx, s.Name); err != nil {
+		return nil, "", err
+	}
+	return s, s.Name, nil
+}
+
+// checkImport refuses an import of kind that cannot run with o.
+func (c *cli) checkImport(reg *batch.Registry, kind string, o importOptions) error {
+	switch {
+	case reg.IsRecalc(kind):
+		return usagef("%s is a recalculation: its rows come from the database, not a file; run `batchctl recalc %s`", kind, kind)
+	case !reg.Has(kind):
+		return usagef("unknown kind %q; known kinds: %s", kind, kindNames(reg.Kinds()))
+	case o.workers <= 0:
+		return usagef("--workers must be 1 or more, not %d", o.workers)
+	case o.interval < 0:
+		return usagef("--progress-interval must be 0 or more, not %v", o.interval)
+	case o.dryRun && c.global.output == "jsonl":
+		return usagef("a dry run has no events to stream: use -o json")
+	}
+	return nil
 }
 
 // work works a new batch's rows until none is left, showing its progress,

@@ -214,20 +214,8 @@ func (c *cli) runServe(ctx context.Context, o serveOptions) error {
 			return err
 		}
 	}
-	var auth server.Authenticator = server.StoredTokens{Source: app.engine}
-	switch {
-	case o.token != "":
-		auth = server.AnyOf{server.NewStaticToken(o.token, c.global.tenant), auth}
-	case o.insecure:
-		auth = server.Insecure{TenantID: c.global.tenant}
-	}
-	dir := o.files
-	if dir == "" {
-		dir = "rowfate-files"
-		if t, _ := c.database(); !t.postgres {
-			dir = t.path + ".files"
-		}
-	}
+	auth := c.serveAuth(app.engine, o)
+	dir := c.filesDir(o.files)
 	files, err := filestore.Open(dir)
 	if err != nil {
 		return err
@@ -284,4 +272,30 @@ func (c *cli) serveWork(worker workerID, lease time.Duration) func(context.Conte
 		}
 		return err
 	}
+}
+
+// serveAuth is who serve lets in: the stored API tokens, and the
+// bootstrap token (--token) or anyone (--insecure-dev) as an admin of
+// --tenant.
+func (c *cli) serveAuth(eng *batch.Engine, o serveOptions) server.Authenticator {
+	var auth server.Authenticator = server.StoredTokens{Source: eng}
+	switch {
+	case o.token != "":
+		auth = server.AnyOf{server.NewStaticToken(o.token, c.global.tenant), auth}
+	case o.insecure:
+		auth = server.Insecure{TenantID: c.global.tenant}
+	}
+	return auth
+}
+
+// filesDir is the folder of kept files: --files, else beside a SQLite
+// file, else ./rowfate-files.
+func (c *cli) filesDir(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if t, _ := c.database(); !t.postgres {
+		return t.path + ".files"
+	}
+	return "rowfate-files"
 }

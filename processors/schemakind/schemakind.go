@@ -492,21 +492,7 @@ func (w *writer) build(cols []int, engine batchtype.Dialect) *statements {
 			st.one = st.write
 		}
 		if len(s.PrimaryKey) > 0 {
-			var on, keyArr, keyAlias []string
-			m := 1
-			if s.Tenant {
-				on = append(on, "t.tenant_id = $1")
-				m = 2
-			}
-			for j, k := range s.PrimaryKey {
-				f := w.fieldOf(k)
-				a := fmt.Sprintf("k%d", j)
-				keyAlias = append(keyAlias, a)
-				keyArr = append(keyArr, fmt.Sprintf("$%d::text[]", m+j))
-				on = append(on, fmt.Sprintf("t.%s = CAST(u.%s AS %s)", quote(k), a, pgType(f.Type)))
-			}
-			st.exists = fmt.Sprintf("SELECT u.ord FROM unnest(%s) WITH ORDINALITY AS u(%s, ord) JOIN %s t ON %s",
-				strings.Join(keyArr, ", "), strings.Join(keyAlias, ", "), table, strings.Join(on, " AND "))
+			st.exists = w.pgExists(table)
 		}
 		return st
 	}
@@ -533,6 +519,28 @@ func (w *writer) build(cols []int, engine batchtype.Dialect) *statements {
 		st.exists = fmt.Sprintf("SELECT 1 FROM %s WHERE %s", table, strings.Join(where, " AND "))
 	}
 	return st
+}
+
+// pgExists is the PostgreSQL query that finds which of a chunk's keys
+// (arrays of key columns, after the tenant) are in the table: the
+// ordinal of each one found.
+func (w *writer) pgExists(table string) string {
+	s := w.s
+	var on, keyArr, keyAlias []string
+	m := 1
+	if s.Tenant {
+		on = append(on, "t.tenant_id = $1")
+		m = 2
+	}
+	for j, k := range s.PrimaryKey {
+		f := w.fieldOf(k)
+		a := fmt.Sprintf("k%d", j)
+		keyAlias = append(keyAlias, a)
+		keyArr = append(keyArr, fmt.Sprintf("$%d::text[]", m+j))
+		on = append(on, fmt.Sprintf("t.%s = CAST(u.%s AS %s)", quote(k), a, pgType(f.Type)))
+	}
+	return fmt.Sprintf("SELECT u.ord FROM unnest(%s) WITH ORDINALITY AS u(%s, ord) JOIN %s t ON %s",
+		strings.Join(keyArr, ", "), strings.Join(keyAlias, ", "), table, strings.Join(on, " AND "))
 }
 
 func boolSlice(b bool) []bool {

@@ -356,55 +356,8 @@ func (s *Store) EnsureTenantRole(ctx context.Context) error {
 				return fmt.Errorf("grant %s to the current user: %w", role, err)
 			}
 		}
-		if _, err := tx.Exec(ctx, `GRANT USAGE ON SCHEMA `+schema+` TO `+role); err != nil {
+		if err := grantTenantTables(ctx, tx, role, schema); err != nil {
 			return err
-		}
-		tables, err := scanNames(tx.Query(ctx, `SELECT c.relname FROM pg_class c
-			WHERE c.relnamespace = CAST($1 AS regnamespace) AND c.relkind IN ('r', 'p') AND c.relrowsecurity
-			ORDER BY c.relname`, schema))
-		if err != nil {
-			return fmt.Errorf("list tables: %w", err)
-		}
-		if len(tables) > 0 {
-			if _, err := tx.Exec(ctx, `GRANT SELECT, INSERT, UPDATE, DELETE ON `+qualified(schema, tables)+` TO `+role); err != nil {
-				return err
-			}
-		}
-		var migrated bool
-		if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, schema+".schema_migrations").Scan(&migrated); err != nil {
-			return err
-		}
-		if migrated {
-			if _, err := tx.Exec(ctx, `GRANT SELECT ON `+schema+`.schema_migrations TO `+role); err != nil {
-				return err
-			}
-		}
-		// The turn clock (migration 0008) holds no tenant's data: a
-		// tenant's transaction reads it to queue a batch's chunks.
-		var clock bool
-		if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, schema+".turn_clock").Scan(&clock); err != nil {
-			return err
-		}
-		if clock {
-			if _, err := tx.Exec(ctx, `GRANT SELECT ON `+schema+`.turn_clock TO `+role); err != nil {
-				return err
-			}
-		}
-		// A serial column's nextval needs USAGE on its sequence; an
-		// identity column's does not (and USAGE would let the role read
-		// the sequence's last value: how many batches all tenants made).
-		seqs, err := scanNames(tx.Query(ctx, `SELECT s.relname FROM pg_class s
-			JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = s.oid AND d.deptype = 'a'
-			JOIN pg_class t ON t.oid = d.refobjid
-			WHERE s.relkind = 'S' AND s.relnamespace = CAST($1 AS regnamespace) AND t.relrowsecurity
-			ORDER BY s.relname`, schema))
-		if err != nil {
-			return fmt.Errorf("list sequences: %w", err)
-		}
-		if len(seqs) > 0 {
-			if _, err := tx.Exec(ctx, `GRANT USAGE ON SEQUENCE `+qualified(schema, seqs)+` TO `+role); err != nil {
-				return err
-			}
 		}
 		// GRANT by a user that may not grant (it owns neither the schema
 		// nor the tables) warns, and grants nothing.
@@ -430,6 +383,62 @@ func (s *Store) EnsureTenantRole(ctx context.Context) error {
 	})
 	if err != nil {
 		return fmt.Errorf("ensure tenant role %s: %w", role, interpretError(err))
+	}
+	return nil
+}
+
+// grantTenantTables grants role the schema, its tenant tables and their
+// sequences, and read access to the migrations and the turn clock.
+func grantTenantTables(ctx context.Context, tx pgx.Tx, role, schema string) error {
+	if _, err := tx.Exec(ctx, `GRANT USAGE ON SCHEMA `+schema+` TO `+role); err != nil {
+		return err
+	}
+	tables, err := scanNames(tx.Query(ctx, `SELECT c.relname FROM pg_class c
+		WHERE c.relnamespace = CAST($1 AS regnamespace) AND c.relkind IN ('r', 'p') AND c.relrowsecurity
+		ORDER BY c.relname`, schema))
+	if err != nil {
+		return fmt.Errorf("list tables: %w", err)
+	}
+	if len(tables) > 0 {
+		if _, err := tx.Exec(ctx, `GRANT SELECT, INSERT, UPDATE, DELETE ON `+qualified(schema, tables)+` TO `+role); err != nil {
+			return err
+		}
+	}
+	var migrated bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, schema+".schema_migrations").Scan(&migrated); err != nil {
+		return err
+	}
+	if migrated {
+		if _, err := tx.Exec(ctx, `GRANT SELECT ON `+schema+`.schema_migrations TO `+role); err != nil {
+			return err
+		}
+	}
+	// The turn clock (migration 0008) holds no tenant's data: a
+	// tenant's transaction reads it to queue a batch's chunks.
+	var clock bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, schema+".turn_clock").Scan(&clock); err != nil {
+		return err
+	}
+	if clock {
+		if _, err := tx.Exec(ctx, `GRANT SELECT ON `+schema+`.turn_clock TO `+role); err != nil {
+			return err
+		}
+	}
+	// A serial column's nextval needs USAGE on its sequence; an
+	// identity column's does not (and USAGE would let the role read
+	// the sequence's last value: how many batches all tenants made).
+	seqs, err := scanNames(tx.Query(ctx, `SELECT s.relname FROM pg_class s
+		JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = s.oid AND d.deptype = 'a'
+		JOIN pg_class t ON t.oid = d.refobjid
+		WHERE s.relkind = 'S' AND s.relnamespace = CAST($1 AS regnamespace) AND t.relrowsecurity
+		ORDER BY s.relname`, schema))
+	if err != nil {
+		return fmt.Errorf("list sequences: %w", err)
+	}
+	if len(seqs) > 0 {
+		if _, err := tx.Exec(ctx, `GRANT USAGE ON SEQUENCE `+qualified(schema, seqs)+` TO `+role); err != nil {
+			return err
+		}
 	}
 	return nil
 }
