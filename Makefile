@@ -60,10 +60,10 @@ test: ## The whole suite with -race on SQLite and PostgreSQL (throwaway server u
 test-long: ## The suite again at full size (ROWFATE_TEST_LONG=1: 10,000-key races, 50-round bootstrap races, long crash tests), FUZZTIME (60s) of fuzzing per target, and a 3-minute chaos run: what .ci/run runs after make test
 	ROWFATE_TEST_LONG=1 ROWFATE_REQUIRE_POSTGRES=1 scripts/with-postgres.sh scripts/leftovers.sh $(GO) test $(RACE) -count=1 -timeout 60m $(PKGS)
 	@$(MAKE) --no-print-directory fuzz
-	scripts/leftovers.sh $(GO) run ./internal/chaos -duration 3m -rows 100000 -seed $(SEED) -settle 3m
+	scripts/leftovers.sh $(GO) run ./cmd/rowfate-chaos -duration 3m -rows 100000 -seed $(SEED) -settle 3m
 
-chaos: ## Crash-and-fault harness (internal/chaos) on a throwaway PostgreSQL: DURATION of faults (3m), SEED (random, printed), ROWS (200000)
-	$(GO) run ./internal/chaos -duration $(DURATION) -seed $(SEED) -rows $(ROWS) -report chaos-report.json
+chaos: ## Crash-and-fault harness (cmd/rowfate-chaos) on a throwaway PostgreSQL: DURATION of faults (3m), SEED (random, printed), ROWS (200000)
+	$(GO) run ./cmd/rowfate-chaos -duration $(DURATION) -seed $(SEED) -rows $(ROWS) -report chaos-report.json
 
 # chaos-ci's settle bound is wide: under a CPU hog a random seed's run took
 # 113 s of the 2 minutes it had, all of it rework after 14 crashes.
@@ -72,7 +72,7 @@ chaos: ## Crash-and-fault harness (internal/chaos) on a throwaway PostgreSQL: DU
 # random-seed run here took 154 s of make test's 862 s, beside 196 s for
 # seed 11.
 chaos-ci: ## A short chaos run, seed 11 (the seed of fixed findings, RELIABILITY.md): what make test runs
-	scripts/leftovers.sh $(GO) run ./internal/chaos -duration 45s -rows 40000 -batches 10 -seed 11 -settle 4m
+	scripts/leftovers.sh $(GO) run ./cmd/rowfate-chaos -duration 45s -rows 40000 -batches 10 -seed 11 -settle 4m
 
 fuzz-short: ## Run every Fuzz* target briefly, FUZZSHORT each (default 5s)
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZSHORT)

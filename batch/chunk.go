@@ -120,25 +120,13 @@ func (e *Engine) workRows(ctx context.Context, s *WorkStats, k kind, m *rows.Map
 			return nil, nil, nil, nil, err
 		}
 		for i, c := range claims {
-			row := l.Rows[i].RowNo
-			key := infos[i].EffectKey
-			switch {
-			case c.Status == driver.EffectNew, c.Status == driver.EffectMine:
-				claimedNew[i] = c.Status == driver.EffectNew
-				unanswered[i] = c.Unanswered
-				toRun = append(toRun, i)
-			case c.Status == driver.EffectDone:
-				outcomes = append(outcomes, driver.RowOutcome{RowNo: row, State: rows.StateSucceeded, ResultID: c.ResultID, EffectKey: key})
-			case c.Status == driver.EffectReused:
-				outcomes = append(outcomes, driver.RowOutcome{RowNo: row, State: rows.StateFailed, Error: &rows.FieldError{Row: row, Code: CodeKeyReused,
-					Message: fmt.Sprintf("effect key %q was claimed by batch %d row %d with another payload", key, c.HolderBatch, c.HolderRow)}})
-			case c.Running:
-				outcomes = append(outcomes, driver.RowOutcome{RowNo: row, State: rows.StateRetrying, RetryDelay: set.runFor(), Error: &rows.FieldError{Row: row, Code: CodeKeyHeld,
-					Message: fmt.Sprintf("an earlier run of effect key %q, whose worker stopped before it answered, may still be under way: not run again beside it", key)}})
-			default: // pending
-				outcomes = append(outcomes, driver.RowOutcome{RowNo: row, State: rows.StateRetrying, RetryDelay: set.backoff(1), Error: &rows.FieldError{Row: row, Code: CodeKeyHeld,
-					Message: fmt.Sprintf("effect key %q is held by batch %d row %d, whose effect is not finished", key, c.HolderBatch, c.HolderRow)}})
+			if out, run := claimedOutcome(set, c, l.Rows[i].RowNo, infos[i].EffectKey); !run {
+				outcomes = append(outcomes, out)
+				continue
 			}
+			claimedNew[i] = c.Status == driver.EffectNew
+			unanswered[i] = c.Unanswered
+			toRun = append(toRun, i)
 		}
 	} else {
 		for i := range l.Rows {
@@ -220,6 +208,27 @@ func (e *Engine) workRows(ctx context.Context, s *WorkStats, k kind, m *rows.Map
 		}
 	}
 	return outcomes, unworked, inflight, released, nil
+}
+
+// claimedOutcome is what a row's effect claim decides before anything
+// runs: run the row (run true: the key is new, or this lease's), or its
+// outcome now (the key is done, reused with another payload, or held).
+func claimedOutcome(set kindSettings, c driver.EffectClaim, row int64, key string) (out driver.RowOutcome, run bool) {
+	switch {
+	case c.Status == driver.EffectNew, c.Status == driver.EffectMine:
+		return driver.RowOutcome{}, true
+	case c.Status == driver.EffectDone:
+		return driver.RowOutcome{RowNo: row, State: rows.StateSucceeded, ResultID: c.ResultID, EffectKey: key}, false
+	case c.Status == driver.EffectReused:
+		return driver.RowOutcome{RowNo: row, State: rows.StateFailed, Error: &rows.FieldError{Row: row, Code: CodeKeyReused,
+			Message: fmt.Sprintf("effect key %q was claimed by batch %d row %d with another payload", key, c.HolderBatch, c.HolderRow)}}, false
+	case c.Running:
+		return driver.RowOutcome{RowNo: row, State: rows.StateRetrying, RetryDelay: set.runFor(), Error: &rows.FieldError{Row: row, Code: CodeKeyHeld,
+			Message: fmt.Sprintf("an earlier run of effect key %q, whose worker stopped before it answered, may still be under way: not run again beside it", key)}}, false
+	}
+	// Pending: another row holds the key.
+	return driver.RowOutcome{RowNo: row, State: rows.StateRetrying, RetryDelay: set.backoff(1), Error: &rows.FieldError{Row: row, Code: CodeKeyHeld,
+		Message: fmt.Sprintf("effect key %q is held by batch %d row %d, whose effect is not finished", key, c.HolderBatch, c.HolderRow)}}, false
 }
 
 // runFor bounds how long a run of a keyed kind's effect may be under way:

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"strings"
 	"time"
 
@@ -144,20 +145,7 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, 
 		return nil, importError(p, err)
 	}
 	defer src.close()
-	key := p.IdempotencyKey
-	switch {
-	case key != "":
-	case !p.NewBatch:
-		key = sameImportKey(p, src.digest)
-	default:
-		// A new batch gets a key of its own all the same: after an
-		// ambiguous commit it is how this import finds its batch.
-		key = "new:" + p.Kind + ":" + src.digest + ":" + rand.Text()
-	}
-	lookup := key
-	if p.NewBatch && p.IdempotencyKey == "" {
-		lookup = "" // a new batch: only a warning names the batch it repeats
-	}
+	key, lookup := importKey(p, src.digest)
 	if b, err := e.earlier(ctx, p, src, lookup); b != nil || err != nil {
 		return b, err
 	}
@@ -173,43 +161,9 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, 
 	if err != nil {
 		return nil, err
 	}
-	chunkSize := int64(k.settings().chunkSize)
 	chk := newRowChecker(k, m)
 	var trimmed int64 // rows whose unread cells were not kept
-	seq := func(yield func(driver.IngestRow, error) bool) {
-		var n int64
-		for {
-			rec, err := r.Next()
-			if errors.Is(err, io.EOF) {
-				return
-			}
-			if err != nil {
-				yield(driver.IngestRow{}, err)
-				return
-			}
-			if err := ctx.Err(); err != nil {
-				yield(driver.IngestRow{}, err)
-				return
-			}
-			if src.examples[rec.Row] {
-				continue
-			}
-			row := driver.IngestRow{RowNo: rec.Row, ChunkNo: n / chunkSize, State: rows.StateValid, Values: rec.Values}
-			errs, digest := chk.checkStored(ctx, rec)
-			if len(errs) > 0 {
-				row.State, row.Errors = rows.StateInvalid, errs
-			}
-			row.KeyDigest = digest
-			var cut bool
-			if row.Values, cut = keptCells(m, rec.Values); cut {
-				trimmed++
-			}
-			n++
-			if !yield(row, nil) {
-				return
-			}
-		}
-	}
+	seq := ingestRows(ctx, r, src, m, chk, int64(k.settings().chunkSize), &trimmed)
 	b, err := e.store.BatchIngest(ctx, driver.BatchIngestParams{
 		TenantID:       p.TenantID,
 		Kind:           p.Kind,
@@ -251,6 +205,67 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, 
 	e.logger.InfoContext(ctx, "batch imported", "batch_id", b.ID, "kind", b.Kind, "tenant_id", b.TenantID, "rows", b.Counts.Total())
 	e.bell.ring()
 	return b, nil
+}
+
+// importKey returns the idempotency key an import's batch is stored
+// under, and the key to look an earlier batch up by ("" for none).
+func importKey(p ImportParams, digest string) (key, lookup string) {
+	key = p.IdempotencyKey
+	switch {
+	case key != "":
+	case !p.NewBatch:
+		key = sameImportKey(p, digest)
+	default:
+		// A new batch gets a key of its own all the same: after an
+		// ambiguous commit it is how this import finds its batch.
+		key = "new:" + p.Kind + ":" + digest + ":" + rand.Text()
+	}
+	lookup = key
+	if p.NewBatch && p.IdempotencyKey == "" {
+		lookup = "" // a new batch: only a warning names the batch it repeats
+	}
+	return key, lookup
+}
+
+// ingestRows reads r's records as the rows the store ingests, checked
+// (every validation phase, the natural key's digest), numbered into
+// chunks of chunkSize, the template's example rows left out; trimmed
+// counts the rows whose unread cells were not kept.
+func ingestRows(ctx context.Context, r rows.Reader, src *source, m *rows.Mapping, chk *rowChecker, chunkSize int64, trimmed *int64) iter.Seq2[driver.IngestRow, error] {
+	return func(yield func(driver.IngestRow, error) bool) {
+		var n int64
+		for {
+			rec, err := r.Next()
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			if err != nil {
+				yield(driver.IngestRow{}, err)
+				return
+			}
+			if err := ctx.Err(); err != nil {
+				yield(driver.IngestRow{}, err)
+				return
+			}
+			if src.examples[rec.Row] {
+				continue
+			}
+			row := driver.IngestRow{RowNo: rec.Row, ChunkNo: n / chunkSize, State: rows.StateValid, Values: rec.Values}
+			errs, digest := chk.checkStored(ctx, rec)
+			if len(errs) > 0 {
+				row.State, row.Errors = rows.StateInvalid, errs
+			}
+			row.KeyDigest = digest
+			var cut bool
+			if row.Values, cut = keptCells(m, rec.Values); cut {
+				*trimmed++
+			}
+			n++
+			if !yield(row, nil) {
+				return
+			}
+		}
+	}
 }
 
 // committedAnyway looks, after an ingest failed, for the batch the ingest

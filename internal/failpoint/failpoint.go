@@ -1,5 +1,5 @@
 // Package failpoint crashes the process at named points of the engine, for
-// the chaos harness (internal/chaos): the places where a crash is hardest
+// the chaos harness (cmd/rowfate-chaos): the places where a crash is hardest
 // to survive — after a claim, after an effect and before its outcome is
 // recorded, inside the transaction that records it.
 //

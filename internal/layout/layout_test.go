@@ -103,6 +103,11 @@ func TestFrontDoor(t *testing.T) {
 	n := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Fields(line)
+		if f[0] == mod+"/cmd/rowfate-chaos" {
+			// The harness is no front end: it checks the stored rows
+			// below the engine on purpose, against what the engine said.
+			continue
+		}
 		n++
 		for _, imp := range f[1:] {
 			for _, bad := range forbidden {

@@ -143,50 +143,14 @@ func (s *Store) EffectsClaim(ctx context.Context, p driver.EffectsClaimParams) (
 				return fmt.Errorf("claim effect %q: row %d is not in chunk %d (rows %d-%d)", e.Key, e.RowNo, p.ChunkNo, first, last)
 			}
 		}
-		won := map[string]int64{}
 		runFor := p.RunFor.Milliseconds()
-		rs, err := q.Query(ctx, s.c.insertEffects, p.TenantID, p.BatchID, arg, runFor)
+		won, err := s.insertEffects(ctx, q, p, arg, runFor)
 		if err != nil {
-			return fmt.Errorf("claim effects: %w", err)
+			return err
 		}
-		for rs.Next() {
-			var (
-				k   string
-				row int64
-			)
-			if err := rs.Scan(&k, &row); err != nil {
-				rs.Close()
-				return err
-			}
-			won[k] = row
-		}
-		if err := rs.Close(); err != nil {
-			return fmt.Errorf("claim effects: %w", err)
-		}
-		type held struct {
-			digest, state, result string
-			batch, row            int64
-			running               bool // its last run may still be under way
-			unanswered            bool // a run of it never answered
-		}
-		existing := map[string]held{}
-		rs, err = q.Query(ctx, s.c.existingEffects, p.TenantID, s.d.ListArg(keys))
+		existing, err := s.heldEffects(ctx, q, p.TenantID, keys)
 		if err != nil {
-			return fmt.Errorf("read effects: %w", err)
-		}
-		for rs.Next() {
-			var (
-				k string
-				h held
-			)
-			if err := rs.Scan(&k, &h.digest, &h.batch, &h.row, &h.state, &h.result, &h.running, &h.unanswered); err != nil {
-				rs.Close()
-				return err
-			}
-			existing[k] = h
-		}
-		if err := rs.Close(); err != nil {
-			return fmt.Errorf("read effects: %w", err)
+			return err
 		}
 		for i, e := range p.Effects {
 			c := driver.EffectClaim{RowNo: e.RowNo}
@@ -229,6 +193,63 @@ func (s *Store) EffectsClaim(ctx context.Context, p driver.EffectsClaimParams) (
 		return nil, err
 	}
 	return out, nil
+}
+
+// insertEffects inserts the effect keys no one holds yet, for this
+// lease's rows, and returns the row each key was won for.
+func (s *Store) insertEffects(ctx context.Context, q Querier, p driver.EffectsClaimParams, arg any, runFor int64) (map[string]int64, error) {
+	won := map[string]int64{}
+	rs, err := q.Query(ctx, s.c.insertEffects, p.TenantID, p.BatchID, arg, runFor)
+	if err != nil {
+		return nil, fmt.Errorf("claim effects: %w", err)
+	}
+	for rs.Next() {
+		var (
+			k   string
+			row int64
+		)
+		if err := rs.Scan(&k, &row); err != nil {
+			rs.Close()
+			return nil, err
+		}
+		won[k] = row
+	}
+	if err := rs.Close(); err != nil {
+		return nil, fmt.Errorf("claim effects: %w", err)
+	}
+	return won, nil
+}
+
+// heldEffect is an effect key as stored: who holds it and how it stands.
+type heldEffect struct {
+	digest, state, result string
+	batch, row            int64
+	running               bool // its last run may still be under way
+	unanswered            bool // a run of it never answered
+}
+
+// heldEffects reads the tenant's stored effects of keys.
+func (s *Store) heldEffects(ctx context.Context, q Querier, tenant string, keys []string) (map[string]heldEffect, error) {
+	existing := map[string]heldEffect{}
+	rs, err := q.Query(ctx, s.c.existingEffects, tenant, s.d.ListArg(keys))
+	if err != nil {
+		return nil, fmt.Errorf("read effects: %w", err)
+	}
+	for rs.Next() {
+		var (
+			k string
+			h heldEffect
+		)
+		if err := rs.Scan(&k, &h.digest, &h.batch, &h.row, &h.state, &h.result, &h.running, &h.unanswered); err != nil {
+			rs.Close()
+			return nil, err
+		}
+		existing[k] = h
+	}
+	if err := rs.Close(); err != nil {
+		return nil, fmt.Errorf("read effects: %w", err)
+	}
+	return existing, nil
 }
 
 // batchStatusOf returns a tenant's batch's status, or ErrNotFound.

@@ -1,4 +1,4 @@
-// Command chaos is Rowfate's crash-and-fault harness (make chaos). It
+// Command rowfate-chaos is Rowfate's crash-and-fault harness (make chaos). It
 // starts a throwaway PostgreSQL cluster, a TCP fault proxy of its own in
 // front of it, a downstream HTTP service that honours Idempotency-Key, and
 // six `batchctl worker` processes (two tenants, three workers each, with
