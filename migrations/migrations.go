@@ -1,5 +1,5 @@
 // Package migrations holds the embedded SQL schema of each store engine and
-// the rules for applying it. The stores' shared runner (internal/storesql)
+// the rules for applying it. The stores' shared runner (store/internal/storesql)
 // applies the pending steps in one transaction under an exclusive lock
 // (pg_advisory_xact_lock on the schema on PostgreSQL, BEGIN IMMEDIATE on
 // SQLite), so that any number of processes starting at once on an empty

@@ -95,7 +95,7 @@ func allowed(pattern, dep string) bool {
 // batch.Engine, and the records they show are batchtype's.
 func TestFrontDoor(t *testing.T) {
 	t.Parallel()
-	forbidden := []string{mod + "/batch/driver", mod + "/internal/storesql"}
+	forbidden := []string{mod + "/batch/driver", mod + "/store/internal/storesql"}
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, mod+"/server/...", mod+"/batchctl/...", mod+"/cmd/...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)

@@ -7,7 +7,7 @@
 // schema; the pool's search_path is left alone.
 //
 // The statements themselves are shared with the SQLite store
-// (internal/storesql); this package supplies what is PostgreSQL's own: the
+// (store/internal/storesql); this package supplies what is PostgreSQL's own: the
 // pool and its transactions, the advisory lock that serialises migrators,
 // COPY for ingest and one set-based UPDATE ... FROM unnest(...) per flush.
 // All lease times are the database's now(), never a worker's clock.
@@ -32,9 +32,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rowfate/rowfate/batch/driver"
-	"github.com/rowfate/rowfate/internal/storesql"
 	"github.com/rowfate/rowfate/migrations"
 	"github.com/rowfate/rowfate/rows"
+	"github.com/rowfate/rowfate/store/internal/storesql"
 )
 
 var _ driver.Store = (*Store)(nil)

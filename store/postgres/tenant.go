@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rowfate/rowfate/batch/driver"
-	"github.com/rowfate/rowfate/internal/storesql"
+	"github.com/rowfate/rowfate/store/internal/storesql"
 )
 
 // Row-level security, the store's side. Migration 0006 puts a policy on

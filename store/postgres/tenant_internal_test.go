@@ -12,9 +12,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/rowfate/rowfate/batch/driver"
-	"github.com/rowfate/rowfate/internal/storesql"
 	"github.com/rowfate/rowfate/internal/testdb"
 	"github.com/rowfate/rowfate/internal/testenv"
+	"github.com/rowfate/rowfate/store/internal/storesql"
 )
 
 // tenantTestStore is a migrated store with its tenant role, dropped when

@@ -8,7 +8,7 @@
 // every transaction (BEGIN IMMEDIATE) as exclusive as the chunk-row lock that
 // PostgreSQL takes explicitly.
 //
-// The statements are shared with the PostgreSQL store (internal/storesql);
+// The statements are shared with the PostgreSQL store (store/internal/storesql);
 // this package supplies the connection, a prepared INSERT for ingest and a
 // prepared UPDATE per outcome. Times are integer milliseconds from SQLite's
 // own clock.
@@ -30,9 +30,9 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/rowfate/rowfate/batch/driver"
-	"github.com/rowfate/rowfate/internal/storesql"
 	"github.com/rowfate/rowfate/migrations"
 	"github.com/rowfate/rowfate/rows"
+	"github.com/rowfate/rowfate/store/internal/storesql"
 )
 
 var _ driver.Store = (*Store)(nil)
