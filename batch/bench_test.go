@@ -12,10 +12,8 @@ import (
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/batchtype"
-	"github.com/rowfate/rowfate/internal/testdb"
+	"github.com/rowfate/rowfate/internal/teststore"
 	"github.com/rowfate/rowfate/rows"
-	"github.com/rowfate/rowfate/store/postgres"
-	"github.com/rowfate/rowfate/store/sqlite"
 )
 
 // benchKindName is the trivial kind the engine benchmarks register.
@@ -56,27 +54,8 @@ var benchStores = []struct {
 	name string
 	open func(tb testing.TB) batch.Store
 }{
-	{"sqlite", func(tb testing.TB) batch.Store {
-		tb.Helper()
-		s, err := sqlite.Open(testdb.SQLitePath(tb))
-		if err != nil {
-			tb.Fatal(err)
-		}
-		tb.Cleanup(func() { s.Close() })
-		if err := s.Migrate(context.Background()); err != nil {
-			tb.Fatal(err)
-		}
-		return s
-	}},
-	{"postgres", func(tb testing.TB) batch.Store {
-		tb.Helper()
-		pool := testdb.PostgresPool(tb)
-		s := postgres.New(pool, &postgres.Config{Schema: testdb.SchemaOf(pool.Config())})
-		if err := s.Migrate(context.Background()); err != nil {
-			tb.Fatal(err)
-		}
-		return s
-	}},
+	{"sqlite", func(tb testing.TB) batch.Store { return teststore.SQLite(tb) }},
+	{"postgres", func(tb testing.TB) batch.Store { return teststore.Postgres(tb) }},
 }
 
 func benchEngine(tb testing.TB, s batch.Store) *batch.Engine {

@@ -17,12 +17,10 @@ import (
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/batchtype"
-	"github.com/rowfate/rowfate/internal/testdb"
 	"github.com/rowfate/rowfate/internal/testenv"
+	"github.com/rowfate/rowfate/internal/teststore"
 	"github.com/rowfate/rowfate/processors/customers"
 	"github.com/rowfate/rowfate/rows"
-	"github.com/rowfate/rowfate/store/postgres"
-	"github.com/rowfate/rowfate/store/sqlite"
 	"github.com/rowfate/rowfate/store/storetest"
 )
 
@@ -41,23 +39,12 @@ type engineCase struct {
 
 var engines = []engineCase{
 	{"sqlite", func(t *testing.T) *bundle {
-		s, err := sqlite.Open(testdb.SQLitePath(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		if err := s.Migrate(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		s := teststore.SQLite(t)
 		return &bundle{store: s, db: s.DB(), dialect: customers.SQLite}
 	}},
 	{"postgres", func(t *testing.T) *bundle {
-		pool := testdb.PostgresPool(t)
-		s := postgres.New(pool, &postgres.Config{Schema: testdb.SchemaOf(pool.Config())})
-		if err := s.Migrate(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		db := stdlib.OpenDBFromPool(pool)
+		s := teststore.Postgres(t)
+		db := stdlib.OpenDBFromPool(s.Pool())
 		t.Cleanup(func() { db.Close() })
 		return &bundle{store: s, db: db, dialect: customers.Postgres}
 	}},

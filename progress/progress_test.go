@@ -9,38 +9,13 @@ import (
 
 	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/batchtype"
-	"github.com/rowfate/rowfate/internal/testdb"
 	"github.com/rowfate/rowfate/internal/testenv"
+	"github.com/rowfate/rowfate/internal/teststore"
 	"github.com/rowfate/rowfate/progress"
 	"github.com/rowfate/rowfate/rows"
-	"github.com/rowfate/rowfate/store/postgres"
-	"github.com/rowfate/rowfate/store/sqlite"
 )
 
 const tenant = "t1"
-
-func sqliteStore(t *testing.T) driver.Store {
-	t.Helper()
-	s, err := sqlite.Open(testdb.SQLitePath(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if err := s.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-func postgresStore(t *testing.T) driver.Store {
-	t.Helper()
-	pool := testdb.PostgresPool(t)
-	s := postgres.New(pool, &postgres.Config{Schema: testdb.SchemaOf(pool.Config())})
-	if err := s.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
 
 // ingest stores a batch of n valid rows in chunks of size.
 func ingest(t *testing.T, s driver.Store, n, size int) *batchtype.Batch {
@@ -134,7 +109,10 @@ func runBroadcaster(t *testing.T, s driver.Store, cfg *progress.Config) *progres
 // event, ending with the final one; live messages come at the rate at most.
 func TestReplayThenLive(t *testing.T) {
 	t.Parallel()
-	for name, open := range map[string]func(*testing.T) driver.Store{"sqlite": sqliteStore, "postgres": postgresStore} {
+	for name, open := range map[string]func(*testing.T) driver.Store{
+		"sqlite":   func(t *testing.T) driver.Store { return teststore.SQLite(t) },
+		"postgres": func(t *testing.T) driver.Store { return teststore.Postgres(t) },
+	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			s := open(t)
@@ -238,7 +216,7 @@ func checkRate(t *testing.T, start time.Time, at []time.Time, perSecond int) {
 // still followed to the end, by polling.
 func TestPollingWithoutNotifications(t *testing.T) {
 	t.Parallel()
-	s := sqliteStore(t)
+	s := teststore.SQLite(t)
 	b := progress.New(quiet{s}, &progress.Config{Rate: 50, PollInterval: 20 * time.Millisecond})
 	bt := ingest(t, s, 200, 20)
 	sub, err := b.Subscribe(context.Background(), progress.SubscribeParams{TenantID: tenant, BatchID: bt.ID, Cursor: 1})
@@ -264,7 +242,7 @@ func (q quiet) EventsList(ctx context.Context, p driver.EventsListParams) ([]bat
 // cursor that was never given out are refused before anything is sent.
 func TestSubscribeRefusals(t *testing.T) {
 	t.Parallel()
-	s := sqliteStore(t)
+	s := teststore.SQLite(t)
 	b := progress.New(s, nil)
 	bt := ingest(t, s, 10, 10)
 	ctx := context.Background()
@@ -283,7 +261,7 @@ func TestSubscribeRefusals(t *testing.T) {
 // cursor_expired, then the log from what is kept; never an empty success.
 func TestCursorExpired(t *testing.T) {
 	t.Parallel()
-	s := sqliteStore(t)
+	s := teststore.SQLite(t)
 	b := progress.New(s, &progress.Config{PollInterval: 20 * time.Millisecond})
 	bt := ingest(t, s, 40, 10)
 	if err := work(context.Background(), s, bt.ID, 0); err != nil {
@@ -311,7 +289,7 @@ func TestCursorExpired(t *testing.T) {
 // with ErrSlowConsumer once the buffer is full for SendTimeout.
 func TestSlowConsumer(t *testing.T) {
 	t.Parallel()
-	s := sqliteStore(t)
+	s := teststore.SQLite(t)
 	bt := ingest(t, s, 100, 10)
 	if err := work(context.Background(), s, bt.ID, 0); err != nil {
 		t.Fatal(err)
@@ -339,7 +317,7 @@ func TestSlowConsumer(t *testing.T) {
 // in order and each reaches the final one.
 func TestManySubscribersOneFeed(t *testing.T) {
 	t.Parallel()
-	s := sqliteStore(t)
+	s := teststore.SQLite(t)
 	b := runBroadcaster(t, s, &progress.Config{Rate: 1000, PollInterval: time.Hour})
 	bt := ingest(t, s, 1500, 10)
 	ctx := context.Background()

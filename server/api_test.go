@@ -31,6 +31,7 @@ import (
 	"github.com/rowfate/rowfate/filestore"
 	"github.com/rowfate/rowfate/internal/testdb"
 	"github.com/rowfate/rowfate/internal/testenv"
+	"github.com/rowfate/rowfate/internal/teststore"
 	"github.com/rowfate/rowfate/processors"
 	"github.com/rowfate/rowfate/processors/customers"
 	"github.com/rowfate/rowfate/progress"
@@ -127,7 +128,7 @@ func newAPI(t testing.TB, s driver.Store, db *sql.DB, dialect customers.Dialect,
 
 func sqliteAPI(t testing.TB, o apiOptions) *apiHarness {
 	t.Helper()
-	s := sqliteStore(t)
+	s := teststore.SQLite(t)
 	return newAPI(t, s, s.DB(), customers.SQLite, o)
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/internal/testdb"
+	"github.com/rowfate/rowfate/internal/teststore"
 	"github.com/rowfate/rowfate/processors/customers"
 	"github.com/rowfate/rowfate/rows"
 )
@@ -28,7 +29,7 @@ func BenchmarkWorkWatched(b *testing.B) {
 	const rowsPerBatch = 20_000
 	for _, subscribers := range []int{0, 50} {
 		b.Run(fmt.Sprintf("subscribers=%d", subscribers), func(b *testing.B) {
-			s := postgresStore(b)
+			s := teststore.Postgres(b)
 			h := start(b, s, options{})
 			e := engine(b, s, 500)
 			var total int64
@@ -84,7 +85,7 @@ func BenchmarkAPIBigBatch(b *testing.B) {
 			b.Fatalf("ROWFATE_BENCH_ROWS=%q: want a number of rows, 1000 or more", v)
 		}
 	}
-	s := postgresStore(b)
+	s := teststore.Postgres(b)
 	seq := func(yield func(driver.IngestRow, error) bool) {
 		for i := range n {
 			r := driver.IngestRow{RowNo: int64(i + 2), ChunkNo: int64(i / 1000), State: rows.StateValid,

@@ -20,13 +20,11 @@ import (
 	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/filestore"
-	"github.com/rowfate/rowfate/internal/testdb"
 	"github.com/rowfate/rowfate/internal/testenv"
+	"github.com/rowfate/rowfate/internal/teststore"
 	"github.com/rowfate/rowfate/progress"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/server"
-	"github.com/rowfate/rowfate/store/postgres"
-	"github.com/rowfate/rowfate/store/sqlite"
 )
 
 const (
@@ -37,29 +35,6 @@ const (
 // store is what the tests need of a store.
 type store interface {
 	driver.Store
-}
-
-func sqliteStore(t testing.TB) *sqlite.Store {
-	t.Helper()
-	s, err := sqlite.Open(testdb.SQLitePath(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if err := s.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-func postgresStore(t testing.TB) *postgres.Store {
-	t.Helper()
-	pool := testdb.PostgresPool(t)
-	s := postgres.New(pool, &postgres.Config{Schema: testdb.SchemaOf(pool.Config())})
-	if err := s.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
 
 // harness is a running server on a store.
@@ -203,7 +178,7 @@ func closeCode(err error) int {
 // with its status before any websocket exists.
 func TestRefusedBeforeUpgrade(t *testing.T) {
 	t.Parallel()
-	s := sqliteStore(t)
+	s := teststore.SQLite(t)
 	h := start(t, s, options{origins: []string{"https://admin.example.com"}})
 	mine := ingest(t, s, tenant, 10, 10)
 	theirs := ingest(t, s, "t2", 10, 10)
@@ -281,7 +256,7 @@ func TestRefusedBeforeUpgrade(t *testing.T) {
 // stream with 1009.
 func TestOversizeFrame(t *testing.T) {
 	t.Parallel()
-	s := sqliteStore(t)
+	s := teststore.SQLite(t)
 	h := start(t, s, options{websocket: server.WebsocketConfig{ReadLimit: 1024}})
 	b := ingest(t, s, tenant, 10, 10)
 	c := h.dial(t, b.ID, 1)
@@ -306,7 +281,7 @@ func TestOversizeFrame(t *testing.T) {
 // that does (gorilla's default) stays.
 func TestMissedPongs(t *testing.T) {
 	t.Parallel()
-	s := sqliteStore(t)
+	s := teststore.SQLite(t)
 	// A pong wait of seconds, not milliseconds: the client that answers
 	// must not miss it on a loaded machine, and the one that does not
 	// answer is told apart by the close code, not by a time.
@@ -392,7 +367,7 @@ func (c timedWrites) Write(p []byte) (int, error) {
 // nothing missed and nothing twice.
 func TestSlowClient(t *testing.T) {
 	t.Parallel()
-	s := sqliteStore(t)
+	s := teststore.SQLite(t)
 	b := ingest(t, s, tenant, 3000, 10)
 	if err := work(context.Background(), s, b.ID, 0); err != nil {
 		t.Fatal(err)
@@ -457,7 +432,7 @@ func TestSlowClient(t *testing.T) {
 // with 1001, so clients resume elsewhere.
 func TestShutdownClosesStreams(t *testing.T) {
 	t.Parallel()
-	s := sqliteStore(t)
+	s := teststore.SQLite(t)
 	h := start(t, s, options{})
 	b := ingest(t, s, tenant, 10, 10)
 	c := h.dial(t, b.ID, 1)
@@ -473,7 +448,7 @@ func TestShutdownClosesStreams(t *testing.T) {
 // current schema.
 func TestHealth(t *testing.T) {
 	t.Parallel()
-	s := sqliteStore(t)
+	s := teststore.SQLite(t)
 	h := start(t, s, options{})
 	for _, path := range []string{"/livez", "/readyz"} {
 		resp, err := http.Get(h.http.URL + path)

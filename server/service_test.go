@@ -14,6 +14,7 @@ import (
 
 	"github.com/rowfate/rowfate/filestore"
 	"github.com/rowfate/rowfate/internal/testenv"
+	"github.com/rowfate/rowfate/internal/teststore"
 	"github.com/rowfate/rowfate/processors"
 	"github.com/rowfate/rowfate/processors/customers"
 	"github.com/rowfate/rowfate/server"
@@ -24,7 +25,7 @@ import (
 // returns nil once its context ends.
 func TestServiceRunsAndStops(t *testing.T) {
 	t.Parallel()
-	s := sqliteStore(t)
+	s := teststore.SQLite(t)
 	cfg := processors.Config{DB: s.DB(), Dialect: customers.SQLite}
 	if err := processors.EnsureSchema(t.Context(), cfg); err != nil {
 		t.Fatal(err)

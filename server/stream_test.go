@@ -17,6 +17,7 @@ import (
 	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/internal/testenv"
+	"github.com/rowfate/rowfate/internal/teststore"
 	"github.com/rowfate/rowfate/progress"
 	"github.com/rowfate/rowfate/server"
 )
@@ -121,7 +122,7 @@ func TestFiftySubscribers(t *testing.T) {
 	if testing.Short() {
 		n, subscribers = 20_000, 10
 	}
-	s := postgresStore(t)
+	s := teststore.Postgres(t)
 	const perSecond = 4
 	h := start(t, s, options{progress: progress.Config{Rate: perSecond}})
 	e := engine(t, s, 500)
@@ -240,7 +241,7 @@ func checkRate(t *testing.T, start time.Time, at []time.Time, perSecond int) {
 // coalesced and the whole stream is comparable.
 func TestResumeAfterDisconnects(t *testing.T) {
 	t.Parallel()
-	s := postgresStore(t)
+	s := teststore.Postgres(t)
 	h := start(t, s, options{progress: progress.Config{Rate: math.Inf(1)}})
 	e := engine(t, s, 100)
 	b := importOrders(t, e, 20_000)
@@ -304,7 +305,7 @@ func TestResumeAfterDisconnects(t *testing.T) {
 // final event. Polling is off, so the notifications alone carry it.
 func TestListenBackendKilled(t *testing.T) {
 	t.Parallel()
-	s := postgresStore(t)
+	s := teststore.Postgres(t)
 	h := start(t, s, options{progress: progress.Config{Rate: 20, PollInterval: time.Hour}})
 	e := engine(t, s, 100)
 	b := importOrders(t, e, 20_000)
