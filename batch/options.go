@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/rowfate/rowfate/rows"
-	"github.com/rowfate/rowfate/rows/csvfile"
+	"github.com/rowfate/rowfate/rows/fileformat"
 )
 
 // FileOptions are what a user says about a file, as text: batchctl's
@@ -49,11 +49,11 @@ func (e *OptionError) Unwrap() error { return e.Err }
 // Apply checks the options and sets p.Read (keeping its TmpDir) and
 // p.Conventions.
 func (o FileOptions) Apply(p *ImportParams) error {
-	d, err := csvfile.ParseDelimiter(o.Delimiter)
+	d, err := fileformat.Delimiter(o.Delimiter)
 	if err != nil {
 		return &OptionError{"delimiter", err}
 	}
-	if _, err := csvfile.CanonicalEncoding(o.Encoding); err != nil {
+	if _, err := fileformat.Encoding(o.Encoding); err != nil {
 		return &OptionError{"encoding", err}
 	}
 	if o.HeaderRow < 0 {

@@ -87,6 +87,22 @@ func allowed(pattern, dep string) bool {
 	return false
 }
 
+// TestEngineReadsThroughFormats: the engine reads and writes files
+// through rows/fileformat, the one place that knows the formats, never a
+// format's package directly (its tests may).
+func TestEngineReadsThroughFormats(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, mod+"/batch").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, imp := range strings.Fields(string(out)) {
+		if imp == mod+"/rows/csvfile" || imp == mod+"/rows/xlsxfile" {
+			t.Errorf("batch imports %s: go through rows/fileformat", imp)
+		}
+	}
+}
+
 // TestFrontDoor: the front ends — the HTTP service and the CLI (the
 // library batchctl and its program cmd/batchctl) — call the
 // engine (package batch) and nothing below it. They may open a store

@@ -155,3 +155,13 @@ func Open(src *bufio.Reader, name string, format string, o rows.ReadOptions) (ro
 	}
 	return f.NewReader(src, name, o)
 }
+
+// Delimiter reads a CSV delimiter as users type it: one character, or a
+// name (comma, semicolon, tab, pipe, \t); "" is 0, detect it. The engine
+// checks its read options here, where the formats are known, not in a
+// format's package.
+func Delimiter(s string) (rune, error) { return csvfile.ParseDelimiter(s) }
+
+// Encoding checks a character set's name as users type it and returns
+// its canonical name; "" is "", detect it.
+func Encoding(name string) (string, error) { return csvfile.CanonicalEncoding(name) }
