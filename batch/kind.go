@@ -120,8 +120,16 @@ const (
 )
 
 // kind is a registered Kind with its type erased, so the engine can hold
-// kinds of different row types.
+// kinds of different row types: what it reads, and how it works its rows.
 type kind interface {
+	rowReader
+	rowWorker
+}
+
+// rowReader is what a kind knows of its rows: its columns and settings,
+// how a header maps onto them, every validation phase, its natural key,
+// its template. An import, a dry run and a re-run read through it.
+type rowReader interface {
 	info() KindInfo
 	settings() kindSettings
 	// mapHeader matches a file's header under its conventions and
@@ -148,6 +156,19 @@ type kind interface {
 	keyName() string
 	// enums returns the fixed values of enum fields, by Go field name.
 	enums() map[string][]string
+	// beforeImport runs before an import reads a row (DynamicKind.CheckFunc).
+	beforeImport(ctx context.Context) error
+	// version is a stored definition's version; 0 for a Go kind.
+	version() int64
+	// conventions fills what an import left undeclared with the kind's
+	// own defaults.
+	conventions(c rows.Conventions) rows.Conventions
+}
+
+// rowWorker is how a kind's valid rows are worked: its processor (row by
+// row, by chunk, or in the store's transaction), its effect keys and
+// their reconciliation.
+type rowWorker interface {
 	// process binds a stored record and calls the processor; a panic is
 	// an unknownError.
 	process(ctx context.Context, m *rows.Mapping, row int64, values []string) (string, error)
@@ -164,13 +185,6 @@ type kind interface {
 	// processChunk calls the kind's ChunkProcessor, if it has one, with
 	// every row that binds; ok is false when the kind has none.
 	processChunk(ctx context.Context, m *rows.Mapping, leased []driver.LeasedRow) (results []Result, ok bool)
-	// beforeImport runs before an import reads a row (DynamicKind.CheckFunc).
-	beforeImport(ctx context.Context) error
-	// version is a stored definition's version; 0 for a Go kind.
-	version() int64
-	// conventions fills what an import left undeclared with the kind's
-	// own defaults.
-	conventions(c rows.Conventions) rows.Conventions
 }
 
 type kindSettings struct {

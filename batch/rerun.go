@@ -167,7 +167,7 @@ func (e *Engine) rerunnable(ctx context.Context, b *batchtype.Batch) error {
 // scanStored reads the batch's rows once: their states, the natural keys
 // that take part in the duplicate check, and the values of the rows a
 // re-run may parse again.
-func (e *Engine) scanStored(ctx context.Context, b *batchtype.Batch, k kind, m *rows.Mapping) (*stored, error) {
+func (e *Engine) scanStored(ctx context.Context, b *batchtype.Batch, k rowReader, m *rows.Mapping) (*stored, error) {
 	st := &stored{byRow: map[int64]*storedRow{}, byKey: map[[16]byte][]int64{}}
 	var after int64
 	for {

@@ -165,7 +165,7 @@ func columnIndex(m *rows.Mapping, header []string, col string) int {
 
 // keyTaken returns the first other row of the batch, not invalid, with the
 // natural key; 0 when none.
-func (e *Engine) keyTaken(ctx context.Context, b *batchtype.Batch, k kind, m *rows.Mapping, key string, self int64) (int64, error) {
+func (e *Engine) keyTaken(ctx context.Context, b *batchtype.Batch, k rowReader, m *rows.Mapping, key string, self int64) (int64, error) {
 	want := keyDigest(key)
 	var after int64
 	for {

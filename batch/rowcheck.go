@@ -21,7 +21,7 @@ import (
 // rather than the keys themselves keep that flat however long the keys
 // are; a collision of 128-bit digests is not a practical concern.
 type rowChecker struct {
-	k     kind
+	k     rowReader
 	m     *rows.Mapping
 	name  string // the key as messages name it
 	col   rows.MappedColumn
@@ -30,7 +30,7 @@ type rowChecker struct {
 	tally rows.ErrorTally
 }
 
-func newRowChecker(k kind, m *rows.Mapping) *rowChecker {
+func newRowChecker(k rowReader, m *rows.Mapping) *rowChecker {
 	c := &rowChecker{k: k, m: m, name: "key"}
 	if n := k.keyName(); n != "" {
 		c.name = n

@@ -27,7 +27,7 @@ import (
 // temporary file first, so memory stays flat.
 type source struct {
 	p        ImportParams
-	k        kind
+	k        rowReader
 	rs       io.ReadSeeker
 	start    int64
 	cleanup  func()
@@ -44,7 +44,7 @@ type source struct {
 
 // prepare reads the source once and settles its conventions. A file that
 // must be rejected as a whole returns a *rows.FileError.
-func prepare(ctx context.Context, k kind, p ImportParams) (*source, error) {
+func prepare(ctx context.Context, k rowReader, p ImportParams) (*source, error) {
 	p.Conventions = k.conventions(p.Conventions)
 	s := &source{p: p, k: k, cleanup: func() {}}
 	if err := s.seekable(); err != nil {
