@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/rowfate/rowfate/rows"
 )
@@ -73,19 +72,12 @@ func (r *Registry) DryRun(ctx context.Context, p ImportParams) (*DryRunResult, e
 		Header: cr.Header(), Counts: rows.Counts{}, Warnings: src.warnings, Conventions: src.conv,
 	}
 	chk := newRowChecker(k, m)
-	for {
-		rec, err := cr.Next()
-		if errors.Is(err, io.EOF) {
-			break
+	for rec, err := range src.records(ctx, cr) {
+		if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return nil, fmt.Errorf("dry run %s: %w", p.SourceName, err)
 		}
 		if err != nil {
 			return nil, err
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("dry run %s: %w", p.SourceName, err)
-		}
-		if src.examples[rec.Row] {
-			continue
 		}
 		errs := chk.check(ctx, rec)
 		if len(errs) == 0 {

@@ -234,21 +234,10 @@ func importKey(p ImportParams, digest string) (key, lookup string) {
 func ingestRows(ctx context.Context, r rows.Reader, src *source, m *rows.Mapping, chk *rowChecker, chunkSize int64, trimmed *int64) iter.Seq2[driver.IngestRow, error] {
 	return func(yield func(driver.IngestRow, error) bool) {
 		var n int64
-		for {
-			rec, err := r.Next()
-			if errors.Is(err, io.EOF) {
-				return
-			}
+		for rec, err := range src.records(ctx, r) {
 			if err != nil {
 				yield(driver.IngestRow{}, err)
 				return
-			}
-			if err := ctx.Err(); err != nil {
-				yield(driver.IngestRow{}, err)
-				return
-			}
-			if src.examples[rec.Row] {
-				continue
 			}
 			row := driver.IngestRow{RowNo: rec.Row, ChunkNo: n / chunkSize, State: rows.StateValid, Values: rec.Values}
 			errs, digest := chk.checkStored(ctx, rec)

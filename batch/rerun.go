@@ -273,19 +273,12 @@ func (pl *rerunPlan) fromFile(ctx context.Context, p RerunParams) error {
 		pl.res.MatchedBy = "row number"
 	}
 	pl.taken = map[int64]bool{}
-	for {
-		rec, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
+	for rec, err := range src.records(ctx, r) {
+		if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return err
 		}
 		if err != nil {
 			return importError(ip, err)
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if src.examples[rec.Row] {
-			continue
 		}
 		target := pl.match(rec, rowCol, mf)
 		if target == 0 {
@@ -300,6 +293,7 @@ func (pl *rerunPlan) fromFile(ctx context.Context, p RerunParams) error {
 		}
 		pl.replace = append(pl.replace, candidate{row: target, values: layout(rec.Values, sr.values), readErr: rec.Errors})
 	}
+	return nil
 }
 
 // declared lays the conventions a re-run declares over the batch's.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"slices"
 	"strings"
@@ -79,6 +80,33 @@ func (s *source) seekable() error {
 }
 
 func (s *source) close() { s.cleanup() }
+
+// records reads r's records for an import, a dry run or a re-run, in
+// file order, leaving out the rows that repeat the kind's example row (a
+// template's). A read error, or ctx ending, is yielded once, last.
+func (s *source) records(ctx context.Context, r rows.Reader) iter.Seq2[rows.Record, error] {
+	return func(yield func(rows.Record, error) bool) {
+		for {
+			rec, err := r.Next()
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			if err == nil {
+				err = ctx.Err()
+			}
+			if err != nil {
+				yield(rows.Record{}, err)
+				return
+			}
+			if s.examples[rec.Row] {
+				continue
+			}
+			if !yield(rec, nil) {
+				return
+			}
+		}
+	}
+}
 
 // open returns a reader from the start of the source, with the header
 // found by the kind's columns; tee, when set, sees every byte read.
