@@ -195,6 +195,14 @@ func (e *Engine) workRows(ctx context.Context, s *WorkStats, k kind, m *rows.Map
 			}
 		}
 	}
+	unworked, inflight, released = leftOver(l, infos, toRun, ran, called, claimedNew)
+	return outcomes, unworked, inflight, released, nil
+}
+
+// leftOver sorts the rows of toRun that got no outcome: in flight (the
+// processor was called, and the stop cut it off) or unworked, with the
+// effect keys this lease claimed first for unworked rows, to release.
+func leftOver(l *driver.Lease, infos []RowInfo, toRun []int, ran, called, claimedNew []bool) (unworked, inflight []int64, released []string) {
 	for _, i := range toRun {
 		switch {
 		case ran[i]:
@@ -207,7 +215,7 @@ func (e *Engine) workRows(ctx context.Context, s *WorkStats, k kind, m *rows.Map
 			}
 		}
 	}
-	return outcomes, unworked, inflight, released, nil
+	return unworked, inflight, released
 }
 
 // claimedOutcome is what a row's effect claim decides before anything

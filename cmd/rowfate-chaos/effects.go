@@ -124,6 +124,15 @@ func (e *effectsCheck) check() {
 		rs.Close()
 	}
 
+	keysOf := e.checkRequests(reqs)
+	e.checkKeys(keys, keysOf)
+	e.checkRows(keys, keysOf, pauses, cancelAt)
+}
+
+// checkRequests checks each request the downstream logged against the row
+// it names, and returns the keys each email was sent under.
+func (e *effectsCheck) checkRequests(reqs []request) map[string]map[string]bool {
+	r, ds := e.h.rep, &e.h.rep.Downstream
 	keysOf := map[string]map[string]bool{} // email -> keys it was sent under
 	for i := range reqs {
 		q := &reqs[i]
@@ -160,6 +169,13 @@ func (e *effectsCheck) check() {
 			r.violate("key_wrong_tenant", "request %d for batch %d row %d of tenant %s came as tenant %q with key %s", q.Seq, q.Batch, q.Row, row.b.Tenant, q.Tenant, q.Key)
 		}
 	}
+	return keysOf
+}
+
+// checkKeys checks that each key, and each row's payload, was applied
+// once, and only for a row of ours that succeeded or is unknown.
+func (e *effectsCheck) checkKeys(keys map[string]effect, keysOf map[string]map[string]bool) {
+	r := e.h.rep
 	for key, ef := range keys {
 		if ef.Applications > 1 {
 			r.violate("key_applied_twice", "key %s was applied %d times", key, ef.Applications)
@@ -192,6 +208,12 @@ func (e *effectsCheck) check() {
 			r.violate("applied_without_success", "%s was applied (key %s) but no row of it succeeded or is unknown (%s)", email, applied[0], states(holders))
 		}
 	}
+}
+
+// checkRows checks each external row's outcome against what the
+// downstream applied, how often and when it was sent.
+func (e *effectsCheck) checkRows(keys map[string]effect, keysOf map[string]map[string]bool, pauses map[int64]int, cancelAt map[int64]time.Time) {
+	r := e.h.rep
 	for _, row := range e.byRow {
 		if row.state == rows.StateInvalid {
 			continue

@@ -318,44 +318,9 @@ func (h *harness) run(ctx context.Context) error {
 	if err := h.store.Migrate(ctx); err != nil {
 		return err
 	}
-	self, err := os.Executable()
-	if err != nil {
+	if err := h.startWorkers(ctx); err != nil {
 		return err
 	}
-	h.execCommand = "ROWFATE_EXEC_COMMAND=" + self + " -exec-child " + h.down.url() + " -exec-pids " + h.pidDir
-	var childSabotage []string
-	for _, s := range []string{"exec-orphan", "exec-key-drift"} {
-		if o.sabotage[s] {
-			childSabotage = append(childSabotage, s)
-		}
-	}
-	if len(childSabotage) > 0 {
-		h.execCommand += " -exec-sabotage " + strings.Join(childSabotage, ",")
-	}
-	proxied := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&connect_timeout=5", h.prox.port())
-	h.work = &pool{bin: h.bin, url: proxied, logDir: filepath.Join(h.dir, "workers"), live: map[int]*worker{}, deaths: map[int]death{},
-		env: []string{"ROWFATE_WEBHOOK_URL=" + h.down.url(), h.execCommand, "ROWFATE_EXEC_STATE_DIR=" + filepath.Join(h.dir, "exec-state"),
-			"ROWFATE_FAILPOINTS=after-claim=0.01,after-effect=0.01,in-ack=0.01", "DATABASE_URL=", "ROWFATE_WORKER_TOKEN="},
-		args: []string{"--lease", "2s", "--grace", "1s", "--workers", "1"}}
-	// Each worker has a credential of its own for its tenant: on
-	// PostgreSQL a worker needs a real one (--worker-token dev is
-	// refused there).
-	for _, t := range tenants {
-		for i := 1; i <= workersPerTenant; i++ {
-			name := fmt.Sprintf("w-%s-%d", t, i)
-			out, err := h.cli(ctx, "worker-token", "create", name, "--tenant", t)
-			if err != nil {
-				return err
-			}
-			h.work.workers = append(h.work.workers, &worker{name: name, tenant: t, token: strings.TrimSpace(out)})
-		}
-	}
-	for _, w := range h.work.workers {
-		if err := h.work.start(w); err != nil {
-			return err
-		}
-	}
-	h.onExit(h.work.stopAll)
 	h.orphans = newOrphanWatch(h.pidDir)
 	wctx, stopWatch := context.WithCancel(ctx)
 	h.onExit(stopWatch)
@@ -400,6 +365,52 @@ func (h *harness) run(ctx context.Context) error {
 	}
 	h.logf("workers stopped; checking")
 	return h.check(ctx)
+}
+
+// startWorkers starts the worker processes, each with a credential of
+// its own for its tenant, the external kinds pointed at the downstream and
+// the failpoints on.
+func (h *harness) startWorkers(ctx context.Context) error {
+	o := h.o
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	h.execCommand = "ROWFATE_EXEC_COMMAND=" + self + " -exec-child " + h.down.url() + " -exec-pids " + h.pidDir
+	var childSabotage []string
+	for _, s := range []string{"exec-orphan", "exec-key-drift"} {
+		if o.sabotage[s] {
+			childSabotage = append(childSabotage, s)
+		}
+	}
+	if len(childSabotage) > 0 {
+		h.execCommand += " -exec-sabotage " + strings.Join(childSabotage, ",")
+	}
+	proxied := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&connect_timeout=5", h.prox.port())
+	h.work = &pool{bin: h.bin, url: proxied, logDir: filepath.Join(h.dir, "workers"), live: map[int]*worker{}, deaths: map[int]death{},
+		env: []string{"ROWFATE_WEBHOOK_URL=" + h.down.url(), h.execCommand, "ROWFATE_EXEC_STATE_DIR=" + filepath.Join(h.dir, "exec-state"),
+			"ROWFATE_FAILPOINTS=after-claim=0.01,after-effect=0.01,in-ack=0.01", "DATABASE_URL=", "ROWFATE_WORKER_TOKEN="},
+		args: []string{"--lease", "2s", "--grace", "1s", "--workers", "1"}}
+	// Each worker has a credential of its own for its tenant: on
+	// PostgreSQL a worker needs a real one (--worker-token dev is
+	// refused there).
+	for _, t := range tenants {
+		for i := 1; i <= workersPerTenant; i++ {
+			name := fmt.Sprintf("w-%s-%d", t, i)
+			out, err := h.cli(ctx, "worker-token", "create", name, "--tenant", t)
+			if err != nil {
+				return err
+			}
+			h.work.workers = append(h.work.workers, &worker{name: name, tenant: t, token: strings.TrimSpace(out)})
+		}
+	}
+	for _, w := range h.work.workers {
+		if err := h.work.start(w); err != nil {
+			return err
+		}
+	}
+	h.onExit(h.work.stopAll)
+	return nil
 }
 
 // firstLine is s up to its first newline.
