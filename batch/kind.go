@@ -288,12 +288,14 @@ func mapRequired(b *rows.Binder, required []string, header []string, conv rows.C
 	}
 	if len(missing) > 0 {
 		msg := "missing required columns: " + joinQuoted(missing)
+		var hints []rows.Hint
 		for _, sg := range m.Suggestions {
 			if slices.Contains(missing, sg.Column) {
 				msg += "; " + sg.String()
+				hints = append(hints, sg.Hint())
 			}
 		}
-		return nil, fmt.Errorf("%w: %s", rows.ErrBadHeader, msg)
+		return nil, rows.WithHints(fmt.Errorf("%w: %s", rows.ErrBadHeader, msg), hints...)
 	}
 	return m, nil
 }

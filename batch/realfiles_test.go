@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -32,7 +33,9 @@ type realOutcome struct {
 	codes   map[int64]string
 	// message is a substring of the first error of each listed row.
 	message map[int64]string
-	warns   []string
+	// hints are the first error's hints, as stored and read back.
+	hints map[int64]string
+	warns []string
 	// stored are customers rows as `email:country:amount:signup_date`
 	// the file must leave behind.
 	stored   []string
@@ -46,7 +49,7 @@ var realOutcomes = map[string]realOutcome{
 	"partial_missing_columns.csv": {records: 3, valid: 3},
 	"partial_empty_cells.csv":     {records: 3, valid: 3},
 	"amount_eur.csv": {records: 1, valid: 1,
-		warns:  []string{`unknown columns ignored: "Amount (EUR)"`, `"Amount (EUR)" looks like "amount": map it with --map 'Amount (EUR)=amount'`},
+		warns:  []string{`unknown columns ignored: "Amount (EUR)"`, `"Amount (EUR)" looks like "amount": map it onto that column`},
 		stored: []string{"dan@example.com:FR:NULL:2022-01-02"}},
 	"locale_de.csv": {records: 3, conv: rows.Conventions{Number: de}, valid: 3,
 		stored: []string{"de1@example.com:DE:1234.56:2022-01-02", "de2@example.com:DE:0.5:2022-01-02", "de3@example.com:DE:12500:2022-01-02"}},
@@ -58,7 +61,8 @@ var realOutcomes = map[string]realOutcome{
 		stored: []string{"en1@example.com:GB:1234.56:2022-01-02", "en2@example.com:GB:12000:2022-01-02"}},
 	"comma_column.csv": {records: 3, valid: 1, invalid: 2,
 		codes:   map[int64]string{2: "not_a_number", 3: "not_a_number"},
-		message: map[int64]string{2: "--decimal-comma", 3: "ambiguous"},
+		message: map[int64]string{2: "with a decimal comma", 3: "ambiguous"},
+		hints:   map[int64]string{2: "[{decimal_comma []} {locale [de fr]}]", 3: "[{decimal_comma []} {locale [de fr]}]"},
 		warns:   []string{`column "amount" has 1 values written with a decimal comma`},
 		stored:  []string{"c3@example.com:FR:12.5:2022-01-02"}},
 	"dates_dmy.csv": {records: 2, valid: 2,
@@ -69,7 +73,8 @@ var realOutcomes = map[string]realOutcome{
 	// option settles them; 05/05 reads the same either way.
 	"dates_ambiguous.csv": {records: 3, valid: 1, invalid: 2,
 		codes:   map[int64]string{2: "bad_date", 3: "bad_date"},
-		message: map[int64]string{2: "--date-order dmy or --date-order mdy"},
+		message: map[int64]string{2: "the date order dmy or mdy"},
+		hints:   map[int64]string{2: "[{date_order [dmy mdy]}]"},
 		stored:  []string{"a3@example.com:US:1:2025-05-05"}},
 	"dates_mixed.csv": {records: 3, valid: 2, invalid: 1,
 		codes: map[int64]string{4: "bad_date"},
@@ -161,6 +166,7 @@ func TestRealFiles(t *testing.T) {
 				t.Errorf("%s: unexpected warnings %q", name, got)
 			}
 			checkRows(t, bd, name, b.ID, w.codes, w.message)
+			checkHints(t, bd, name, b.ID, w.hints)
 			for _, want := range w.stored {
 				email, _, _ := strings.Cut(want, ":")
 				if got := storedCustomer(t, bd, email); got != want {
@@ -216,6 +222,27 @@ func checkRows(t *testing.T, bd *bundle, name string, id int64, codes map[int64]
 	for row, want := range messages {
 		if errs := byRow[row].Errors; len(errs) == 0 || !strings.Contains(errs[0].Message, want) {
 			t.Errorf("%s: row %d errors %v, want a message with %q", name, row, errs, want)
+		}
+	}
+}
+
+// checkHints checks the hints of each listed row's first error as the
+// store gives them back, and that no stored message names a CLI flag:
+// messages reach the API and the admin page, which have none.
+func checkHints(t *testing.T, bd *bundle, name string, id int64, hints map[int64]string) {
+	t.Helper()
+	stored, err := bd.store.RowsList(context.Background(), driver.RowsListParams{TenantID: batch.DefaultTenant, BatchID: id, Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range stored {
+		for _, fe := range r.Errors {
+			if strings.Contains(fe.Message, "--") {
+				t.Errorf("%s: row %d: the message names a flag: %s", name, r.RowNo, fe.Message)
+			}
+		}
+		if want, ok := hints[r.RowNo]; ok && (len(r.Errors) == 0 || fmt.Sprint(r.Errors[0].Hints) != want) {
+			t.Errorf("%s: row %d errors %+v, want hints %s", name, r.RowNo, r.Errors, want)
 		}
 	}
 }

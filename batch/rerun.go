@@ -155,8 +155,8 @@ func (e *Engine) rerunnable(ctx context.Context, b *batchtype.Batch) error {
 			list += ", ..."
 		}
 		if s == rows.StateUnknown {
-			return fmt.Errorf("re-run batch %d: %w: %d rows have an unknown outcome (rows %s): their effect may have happened; reconcile them first (batchctl reconcile %d)",
-				b.ID, ErrBatchBusy, n, list, b.ID)
+			return fmt.Errorf("re-run batch %d: %w: %d rows have an unknown outcome (rows %s): their effect may have happened; reconcile them first (the kind asks its downstream, or a person settles them)",
+				b.ID, ErrBatchBusy, n, list)
 		}
 		return fmt.Errorf("re-run batch %d: %w: %d rows are being worked (rows %s): wait for the workers to finish (or cancel the batch), then re-run",
 			b.ID, ErrBatchBusy, n, list)

@@ -267,7 +267,7 @@ func TestRerunRefusesUnknownAndReopensCancelled(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = e.Rerun(ctx, batch.RerunParams{BatchID: b.ID})
-		if !errors.Is(err, batch.ErrBatchBusy) || !strings.Contains(err.Error(), fmt.Sprintf("rows %d)", l.Rows[0].RowNo)) || !strings.Contains(err.Error(), "batchctl reconcile") {
+		if !errors.Is(err, batch.ErrBatchBusy) || !strings.Contains(err.Error(), fmt.Sprintf("rows %d)", l.Rows[0].RowNo)) || !strings.Contains(err.Error(), "reconcile them first") {
 			t.Fatalf("re-run with an unknown row: %v", err)
 		}
 		if err := e.Settle(ctx, batch.SettleParams{TenantID: batch.DefaultTenant, BatchID: b.ID, RowNo: l.Rows[0].RowNo, State: rows.StateSucceeded, ResultID: "checked"}); err != nil {

@@ -53,7 +53,7 @@ func reviewable(b *batchtype.Batch, r *batchtype.Row) error {
 	case r.State == rows.StateProcessing:
 		return fmt.Errorf("row %d of batch %d is being worked: %w: wait for its worker", r.RowNo, b.ID, ErrRowLocked)
 	case r.State == rows.StateUnknown:
-		return fmt.Errorf("row %d of batch %d has an unknown outcome: %w: its effect may have happened; reconcile it (batchctl reconcile %d --row %d)", r.RowNo, b.ID, ErrRowLocked, b.ID, r.RowNo)
+		return fmt.Errorf("row %d of batch %d has an unknown outcome: %w: its effect may have happened; reconcile it first (the kind asks its downstream, or a person settles it)", r.RowNo, b.ID, ErrRowLocked)
 	}
 	return nil
 }

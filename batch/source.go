@@ -252,7 +252,7 @@ func (s *source) settle(r rows.Reader, m *rows.Mapping, ev evidence) error {
 	if s.conv.DateOrder == rows.DateOrderUnknown {
 		switch {
 		case ev.dayFirst > 0 && ev.monthFirst > 0:
-			s.warn("dates are written both day first (row %d) and month first (row %d); dates that read both ways are invalid: import with --date-order dmy or mdy", ev.dayFirst, ev.monthFirst)
+			s.warn("dates are written both day first (row %d) and month first (row %d); dates that read both ways are invalid: import with the date order dmy or mdy", ev.dayFirst, ev.monthFirst)
 		case ev.dayFirst > 0:
 			s.conv.DateOrder, s.conv.DateOrderRow = rows.DMY, ev.dayFirst
 		case ev.monthFirst > 0:
@@ -262,7 +262,7 @@ func (s *source) settle(r rows.Reader, m *rows.Mapping, ev evidence) error {
 	if s.conv.Number.Decimal != ',' {
 		for i, n := range ev.commas {
 			s.conv.CommaColumns = append(s.conv.CommaColumns, strings.TrimSpace(header[i]))
-			s.warn("column %q has %d values written with a decimal comma: they are invalid; import with --decimal-comma (or --locale) to read them", strings.TrimSpace(header[i]), n)
+			s.warn("column %q has %d values written with a decimal comma: they are invalid; import with a decimal comma (or a locale that writes one) to read them", strings.TrimSpace(header[i]), n)
 		}
 		slices.Sort(s.conv.CommaColumns)
 	}
@@ -297,10 +297,12 @@ func (s *source) strict(r rows.Reader, m *rows.Mapping) error {
 		parts = append(parts, "missing optional columns "+joinQuoted(m.Missing))
 	}
 	msg := "strict import: " + strings.Join(parts, "; ")
+	var hints []rows.Hint
 	for _, sg := range m.Suggestions {
 		msg += "; " + sg.String()
+		hints = append(hints, sg.Hint())
 	}
-	return &rows.FileError{File: s.p.SourceName, Line: headerLine(r), Err: fmt.Errorf("%w: %s", rows.ErrBadHeader, msg)}
+	return &rows.FileError{File: s.p.SourceName, Line: headerLine(r), Err: rows.WithHints(fmt.Errorf("%w: %s", rows.ErrBadHeader, msg), hints...)}
 }
 
 func (s *source) warn(format string, args ...any) {

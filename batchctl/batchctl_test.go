@@ -184,7 +184,7 @@ func testFixtureFlow(t *testing.T, c *session, hint string) {
 			"      invalid   15\n" +
 			"    succeeded  285\n" +
 			"        total  300\n" +
-			"warning: column \"amount\" has 1 values written with a decimal comma: they are invalid; import with --decimal-comma (or --locale) to read them\n" +
+			"warning: column \"amount\" has 1 values written with a decimal comma: they are invalid; import with a decimal comma (or a locale that writes one) to read them\n" +
 			"errors by column and code:\n" +
 			"  email        email                 4\n" +
 			"  amount       gte                   3\n" +
@@ -560,7 +560,7 @@ func TestKinds(t *testing.T) {
 		"  columns: email, name, country, signup_date, amount\n" +
 		"  effects: exactly-once\n" +
 		"  required: email, name, signup_date\n" +
-		"customers-tier (recalc)\trecalculate the tenant's customers' lifetime-value tier from their amount (filter: --where 'country=DE and amount>=100')\n" +
+		"customers-tier (recalc)\trecalculate the tenant's customers' lifetime-value tier from their amount (parameter where: a filter such as 'country=DE and amount>=100')\n" +
 		"  columns: email, amount\n" +
 		"  effects: exactly-once\n" +
 		"  required: email\n" +

@@ -308,6 +308,16 @@ func TestRealFileFlags(t *testing.T) {
 	if r.code != exitRows || !strings.Contains(r.stdout, "  signup_date  bad_date  2\n") {
 		t.Errorf("ambiguous dates without --date-order: %s", r)
 	}
+	// The engine's messages name options in words and carry them as data;
+	// the CLI names them as its flags.
+	r = c.run("rows", "3", "--state", "invalid")
+	if r.code != exitOK || !strings.Contains(r.stdout, "import with the date order dmy or mdy (--date-order dmy|mdy)") {
+		t.Errorf("rows of ambiguous dates: want the flag that settles them: %s", r)
+	}
+	r = c.run("import", "customers", real+"comma_column.csv", "--dry-run")
+	if !strings.Contains(r.stdout, "(--decimal-comma or --locale de|fr)") {
+		t.Errorf("dry run of a decimal comma: want the flags that read it: %s", r)
+	}
 	r = c.run("import", "customers", real+"amount_eur.csv", "--strict")
 	if r.code != exitRejected || !strings.Contains(r.stderr, `--map 'Amount (EUR)=amount'`) {
 		t.Errorf("--strict: %s", r)

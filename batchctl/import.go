@@ -387,7 +387,7 @@ func (c *cli) printDryRun(res *batch.DryRunResult) error {
 	if len(res.Errors) > 0 {
 		fmt.Fprintf(w, "first errors:\n")
 		for _, fe := range res.Errors {
-			fmt.Fprintf(w, "  %s\n", fe.Error())
+			fmt.Fprintf(w, "  %s\n", fieldErrorText(fe))
 		}
 	}
 	if more := res.ErrorTotal - int64(len(res.Errors)); more > 0 {

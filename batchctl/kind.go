@@ -332,7 +332,7 @@ func (c *cli) previewDraft(ctx context.Context, path string, f *os.File, s *tabl
 		if i == 5 {
 			break
 		}
-		fmt.Fprintf(c.stderr, "  %s\n", fe.Error())
+		fmt.Fprintf(c.stderr, "  %s\n", fieldErrorText(fe))
 	}
 	return nil
 }

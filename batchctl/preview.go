@@ -150,7 +150,7 @@ func (c *cli) printPreview(res *previewResult, read *readFlags) {
 	for _, rec := range res.Rows {
 		fmt.Fprintf(w, "row %-6d %s\n", rec.Row, strings.Join(quoteAll(rec.Values), " | "))
 		for _, fe := range rec.Errors {
-			fmt.Fprintf(w, "           ! %s\n", fe.Error())
+			fmt.Fprintf(w, "           ! %s\n", fieldErrorText(fe))
 		}
 	}
 	if res.Kind == nil {
@@ -169,7 +169,7 @@ func (c *cli) printPreview(res *previewResult, read *readFlags) {
 		fmt.Fprintf(w, "  unknown  %q (ignored)\n", u)
 	}
 	for _, sg := range k.Suggestions {
-		fmt.Fprintf(w, "  hint     %s\n", sg)
+		fmt.Fprintf(w, "  hint     %s\n", withFlags(sg.String(), []rows.Hint{sg.Hint()}))
 	}
 	for _, m := range k.Missing {
 		if m.Required {

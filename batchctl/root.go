@@ -146,6 +146,13 @@ func (c *cli) report(ctx context.Context, cmd *cobra.Command, err error) int {
 		name = cmd.CommandPath()
 	}
 	fmt.Fprintf(c.stderr, "%s: %v\n", name, err)
+	if hints := rows.HintsOf(err); len(hints) > 0 {
+		fmt.Fprintf(c.stderr, "settle it with %s\n", flagsText(hints))
+	}
+	if (errors.Is(err, batch.ErrRowLocked) || errors.Is(err, batch.ErrBatchBusy)) && strings.Contains(err.Error(), "unknown outcome") {
+		// The engine says what to do in words; the CLI names its command.
+		fmt.Fprintf(c.stderr, "reconcile with `batchctl reconcile BATCH` (see `batchctl reconcile --help`)\n")
+	}
 	switch {
 	case ie != nil:
 		return exitInterrupted

@@ -93,7 +93,7 @@ func (c *cli) rows(cmd *cobra.Command, id int64, o rowsOptions) error {
 			fmt.Fprintf(c.stdout, "  id=%s", r.ResultID)
 		}
 		if len(r.Errors) > 0 {
-			fmt.Fprintf(c.stdout, "  %s", rows.FieldErrors(r.Errors).Error())
+			fmt.Fprintf(c.stdout, "  %s", fieldErrorsText(r.Errors))
 		}
 		fmt.Fprintf(c.stdout, "\n    %s\n", recordLine(b.Header, r.Values))
 	}

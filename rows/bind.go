@@ -303,7 +303,7 @@ func (m *Mapping) Bind(row int64, values []string, dst any) []FieldError {
 			fe := FieldError{Row: row, Column: strings.TrimSpace(m.header[i]), Field: f.name, Code: CodeInvalid, Message: err.Error()}
 			var ce *convError
 			if errors.As(err, &ce) {
-				fe.Code, fe.Message = ce.code, ce.msg
+				fe.Code, fe.Message, fe.Hints = ce.code, ce.msg, ce.hints
 			}
 			errs = append(errs, fe)
 		}

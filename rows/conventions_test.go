@@ -42,12 +42,13 @@ func TestNumberFormats(t *testing.T) {
 		{en, "1,2345", "", "not a number"},
 		{fr, "1.234,5", "", "not a number"},
 		{de, "1.234 567", "", "not a number"},
-		// The plain format guesses nothing, and says which option reads it.
-		{plain, "1,50", "", "--decimal-comma"},
-		{plain, "1.234,56", "", "--decimal-comma"},
-		{plain, "1,234.56", "", "--locale en"},
-		{plain, "1'234.56", "", "--locale ch"},
-		{plain, "1 234", "", "--locale fr"},
+		// The plain format guesses nothing, and says which option reads it
+		// (in words; TestNumberHints checks the options as data).
+		{plain, "1,50", "", "with a decimal comma"},
+		{plain, "1.234,56", "", "with a decimal comma"},
+		{plain, "1,234.56", "", "the locale en"},
+		{plain, "1'234.56", "", "the locale ch"},
+		{plain, "1 234", "", "the locale fr"},
 	} {
 		got, err := tc.f.Normalize(tc.in)
 		if tc.hint == "" {
@@ -62,6 +63,29 @@ func TestNumberFormats(t *testing.T) {
 	}
 	if _, err := LocaleNumberFormat("xx"); err == nil || !strings.Contains(err.Error(), "ch, de, en, fr") {
 		t.Errorf("unknown locale: %v", err)
+	}
+}
+
+// TestNumberHints: a number another convention would read carries the
+// options that read it as data, for each front end to name its own way,
+// and its message names no front end's spelling of them.
+func TestNumberHints(t *testing.T) {
+	t.Parallel()
+	plain := NumberFormat{Decimal: '.'}
+	for in, want := range map[string]string{
+		"1,50":     "[{decimal_comma []} {locale [de fr]}]",
+		"1,234.56": "[{locale [en]} {decimal_comma []}]",
+		"1'234.56": "[{locale [ch]}]",
+		"1 234":    "[{locale [fr]}]",
+		"abc":      "[]",
+	} {
+		_, err := plain.Normalize(in)
+		if got := fmt.Sprint(HintsOf(err)); got != want {
+			t.Errorf("hints of %q = %s, want %s", in, got, want)
+		}
+		if err != nil && strings.Contains(err.Error(), "--") {
+			t.Errorf("%q: the message names a flag: %v", in, err)
+		}
 	}
 }
 
@@ -127,7 +151,7 @@ func TestDateOrders(t *testing.T) {
 	}{
 		{DMY, "on", "01/02/2025", d(2025, 2, 1), ""},
 		{MDY, "on", "01/02/2025", d(2025, 1, 2), ""},
-		{DateOrderUnknown, "on", "01/02/2025", time.Time{}, "--date-order dmy or --date-order mdy"},
+		{DateOrderUnknown, "on", "01/02/2025", time.Time{}, "the date order dmy or mdy"},
 		{DateOrderUnknown, "on", "13/02/2025", d(2025, 2, 13), ""},
 		{DMY, "on", "02/13/2025", time.Time{}, "there is no month 13"},
 		{MDY, "on", "31.12.2025", time.Time{}, "there is no month 31"},
@@ -158,6 +182,8 @@ func TestDateOrders(t *testing.T) {
 		}
 		if len(errs) != 1 || errs[0].Code != CodeBadDate || !strings.Contains(errs[0].Message, tc.err) {
 			t.Errorf("%s %q (%s) = %v, %v; want bad_date with %q", tc.col, tc.in, tc.order, v, errs, tc.err)
+		} else if ambiguous := strings.Contains(tc.err, "date order"); ambiguous != (fmt.Sprint(errs[0].Hints) == "[{date_order [dmy mdy]}]") {
+			t.Errorf("%s %q: hints %v", tc.col, tc.in, errs[0].Hints)
 		}
 	}
 }
@@ -207,9 +233,12 @@ func TestMapConventions(t *testing.T) {
 	if fmt.Sprint(m.Unnamed) != "[2]" || fmt.Sprint(m.Unknown) != "[Amount (EUR) Countyr notes]" {
 		t.Fatalf("unnamed %v, unknown %v", m.Unnamed, m.Unknown)
 	}
-	want := `["Amount (EUR)" looks like "amount": map it with --map 'Amount (EUR)=amount' "Countyr" looks like "country": map it with --map 'Countyr=country']`
+	want := `["Amount (EUR)" looks like "amount": map it onto that column "Countyr" looks like "country": map it onto that column]`
 	if got := fmt.Sprint(fmtSuggestions(m.Suggestions)); got != want {
 		t.Fatalf("suggestions\n%s\nwant\n%s", got, want)
+	}
+	if got := fmt.Sprint(m.Suggestions[0].Hint()); got != "{map [Amount (EUR)=amount]}" {
+		t.Fatalf("the suggestion's hint: %s", got)
 	}
 	m, err = b.MapFile([]string{"email", "Amount (EUR)"}, Conventions{Renames: []Rename{{From: "amount (eur)", To: "Amount"}}, CommaColumns: []string{"Amount (EUR)"}})
 	if err != nil || len(m.Unknown) != 0 || m.ColumnName("Amount") != "Amount (EUR)" {

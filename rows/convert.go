@@ -13,11 +13,15 @@ import (
 )
 
 type convError struct {
-	code Code
-	msg  string
+	code  Code
+	msg   string
+	hints []Hint
 }
 
 func (e *convError) Error() string { return e.msg }
+
+// Hints are the options that would read the cell.
+func (e *convError) Hints() []Hint { return e.hints }
 
 // Enum is implemented by a string type whose values are a fixed list:
 //
@@ -153,7 +157,7 @@ func timeConverter(o *fieldOpts) convertFunc {
 		}
 		if tm, ok, err := parseDate(s, cc.order); ok {
 			if err != nil {
-				return &convError{CodeBadDate, err.Error()}
+				return &convError{code: CodeBadDate, msg: err.Error(), hints: HintsOf(err)}
 			}
 			v.Set(reflect.ValueOf(tm))
 			return nil
@@ -161,23 +165,23 @@ func timeConverter(o *fieldOpts) convertFunc {
 		if excel != excelOff && looksSerial(s) {
 			f, err := strconv.ParseFloat(s, 64)
 			if err != nil {
-				return &convError{CodeBadDate, fmt.Sprintf("%q: is not an Excel serial date", s)}
+				return &convError{code: CodeBadDate, msg: fmt.Sprintf("%q: is not an Excel serial date", s)}
 			}
 			if f > maxPlausibleSerial {
 				msg := fmt.Sprintf("%q is not a date: as an Excel serial date it would be past the year 2173", s)
 				if tm, err := ExcelSerialTime(f, excel == excel1904); err == nil {
 					msg = fmt.Sprintf("%q is not a date: as an Excel serial date it would be in the year %d", s, tm.Year())
 				}
-				return &convError{CodeBadDate, msg + "; a compact date such as YYMMDD needs its layout declared"}
+				return &convError{code: CodeBadDate, msg: msg + "; a compact date such as YYMMDD needs its layout declared"}
 			}
 			tm, err := ExcelSerialTime(f, excel == excel1904)
 			if err != nil {
-				return &convError{CodeBadDate, fmt.Sprintf("%q: %v", s, err)}
+				return &convError{code: CodeBadDate, msg: fmt.Sprintf("%q: %v", s, err)}
 			}
 			v.Set(reflect.ValueOf(tm))
 			return nil
 		}
-		return &convError{CodeBadDate, fmt.Sprintf("%q is not a date in the form %s, DD/MM/YYYY or MM/DD/YYYY, or 31-Dec-2025", s, humanLayouts(layouts))}
+		return &convError{code: CodeBadDate, msg: fmt.Sprintf("%q is not a date in the form %s, DD/MM/YYYY or MM/DD/YYYY, or 31-Dec-2025", s, humanLayouts(layouts))}
 	}
 }
 
@@ -185,11 +189,12 @@ func timeConverter(o *fieldOpts) convertFunc {
 // the parsers read, or explains why it is not a number there.
 func (cc *cellConv) plainNumber(s string) (string, error) {
 	if cc.commas && cc.number.decimal() == '.' && NumberClueOf(s) == ClueAmbiguous && strings.Contains(s, ".") {
-		return "", &convError{CodeNotANumber, fmt.Sprintf("%q is ambiguous: other values in this column are written with a decimal comma, where it would be %s; import with --decimal-comma (or --locale) to say how the file writes numbers", s, strings.ReplaceAll(s, ".", ""))}
+		return "", &convError{code: CodeNotANumber, msg: fmt.Sprintf("%q is ambiguous: other values in this column are written with a decimal comma, where it would be %s; import with a decimal comma (or a locale that writes one) to say how the file writes numbers", s, strings.ReplaceAll(s, ".", "")),
+			hints: []Hint{{Option: OptionDecimalComma}, {Option: OptionLocale, Values: []string{"de", "fr"}}}}
 	}
 	plain, err := cc.number.Normalize(s)
 	if err != nil {
-		return "", &convError{CodeNotANumber, err.Error()}
+		return "", &convError{code: CodeNotANumber, msg: err.Error(), hints: HintsOf(err)}
 	}
 	return plain, nil
 }
@@ -205,9 +210,9 @@ func decimalConverter(s string, v reflect.Value, cc *cellConv) error {
 	d, err := ParseDecimal(plain)
 	switch {
 	case errors.Is(err, errDecimalRange):
-		return &convError{CodeOutOfRange, fmt.Sprintf("%q has more than %d digits", s, maxDecimalDigits)}
+		return &convError{code: CodeOutOfRange, msg: fmt.Sprintf("%q has more than %d digits", s, maxDecimalDigits)}
 	case err != nil:
-		return &convError{CodeNotANumber, fmt.Sprintf("%q is not a number (write %s)", s, cc.number.Describe())}
+		return &convError{code: CodeNotANumber, msg: fmt.Sprintf("%q is not a number (write %s)", s, cc.number.Describe())}
 	}
 	v.Set(reflect.ValueOf(d))
 	return nil
@@ -231,7 +236,7 @@ func enumConverter(t reflect.Type) (convertFunc, error) {
 				return nil
 			}
 		}
-		return &convError{CodeOneOf, fmt.Sprintf("%q must be one of %s", s, list)}
+		return &convError{code: CodeOneOf, msg: fmt.Sprintf("%q must be one of %s", s, list)}
 	}, nil
 }
 
@@ -240,7 +245,7 @@ func textConverter(s string, v reflect.Value, _ *cellConv) error {
 		return nil
 	}
 	if err := v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
-		return &convError{CodeInvalid, fmt.Sprintf("%q is not valid: %v", s, err)}
+		return &convError{code: CodeInvalid, msg: fmt.Sprintf("%q is not valid: %v", s, err)}
 	}
 	return nil
 }
@@ -296,7 +301,7 @@ func numberConverter(t reflect.Type) convertFunc {
 		// ParseFloat accepts "NaN" and "Inf"; no spreadsheet user means
 		// them as amounts, and "Inf" would pass a range check like gte=0.
 		if math.IsNaN(n) || math.IsInf(n, 0) {
-			return &convError{CodeNotANumber, fmt.Sprintf("%q is not a number", s)}
+			return &convError{code: CodeNotANumber, msg: fmt.Sprintf("%q is not a number", s)}
 		}
 		v.SetFloat(n)
 		return nil
@@ -322,7 +327,7 @@ func boolConverter(o *fieldOpts) convertFunc {
 		case w == "false" || w == "no" || w == "n" || w == "0" || slices.Contains(falseWords, w):
 			v.SetBool(false)
 		default:
-			return &convError{CodeNotABool, fmt.Sprintf("%q is not %s", s, words)}
+			return &convError{code: CodeNotABool, msg: fmt.Sprintf("%q is not %s", s, words)}
 		}
 		return nil
 	}
@@ -348,9 +353,9 @@ func looksSerial(s string) bool {
 
 func numErr(s string, err error) error {
 	if errors.Is(err, strconv.ErrRange) {
-		return &convError{CodeOutOfRange, fmt.Sprintf("%q is out of range", s)}
+		return &convError{code: CodeOutOfRange, msg: fmt.Sprintf("%q is out of range", s)}
 	}
-	return &convError{CodeNotANumber, fmt.Sprintf("%q is not a number", s)}
+	return &convError{code: CodeNotANumber, msg: fmt.Sprintf("%q is not a number", s)}
 }
 
 // humanLayouts renders Go time layouts the way a spreadsheet user reads

@@ -114,7 +114,12 @@ type errAmbiguousDate struct{ s string }
 
 func (e *errAmbiguousDate) Error() string {
 	a, b := e.parts()
-	return fmt.Sprintf("%q could be %s or %s, and nothing in the file says which: import with --date-order dmy or --date-order mdy", e.s, a, b)
+	return fmt.Sprintf("%q could be %s or %s, and nothing in the file says which: import with the date order dmy or mdy", e.s, a, b)
+}
+
+// Hints names the option that settles it.
+func (e *errAmbiguousDate) Hints() []Hint {
+	return []Hint{{Option: OptionDateOrder, Values: []string{"dmy", "mdy"}}}
 }
 
 func (e *errAmbiguousDate) parts() (string, string) {

@@ -55,6 +55,10 @@ type FieldError struct {
 	Field   string `json:"field,omitempty"`
 	Code    Code   `json:"code"`
 	Message string `json:"message"`
+	// Hints are the import options that would settle the error (a
+	// decimal comma, a date order), as data: each front end names them
+	// its own way, the message only in words.
+	Hints []Hint `json:"hints,omitempty"`
 }
 
 // Error formats the error as "row 7, column email: must be a valid email".

@@ -43,7 +43,12 @@ type Suggestion struct {
 
 // String says what to do about it.
 func (s Suggestion) String() string {
-	return fmt.Sprintf("%q looks like %q: map it with --map '%s=%s'", s.Header, s.Column, strings.ReplaceAll(s.Header, "'", `'\''`), s.Column)
+	return fmt.Sprintf("%q looks like %q: map it onto that column", s.Header, s.Column)
+}
+
+// Hint is the mapping that would settle it.
+func (s Suggestion) Hint() Hint {
+	return Hint{Option: OptionMap, Values: []string{s.Header + "=" + s.Column}}
 }
 
 // ErrBadHeader is wrapped by every header problem returned by Map.
@@ -126,7 +131,7 @@ func (b *Binder) renames(header []string, rs []Rename) (map[int]int, error) {
 	for _, r := range rs {
 		pos := slices.IndexFunc(header, func(h string) bool { return NormalizeHeader(h) == NormalizeHeader(r.From) })
 		if pos < 0 {
-			return nil, fmt.Errorf("%w: --map %q: the file has no column %q (its columns: %s)", ErrBadHeader, r.From+"="+r.To, r.From, quoteJoin(header))
+			return nil, fmt.Errorf("%w: the mapping %q: the file has no column %q (its columns: %s)", ErrBadHeader, r.From+"="+r.To, r.From, quoteJoin(header))
 		}
 		fi := b.fieldOf(NormalizeHeader(r.To))
 		if fi < 0 {
@@ -134,7 +139,7 @@ func (b *Binder) renames(header []string, rs []Rename) (map[int]int, error) {
 			for i, f := range b.fields {
 				cols[i] = f.column
 			}
-			return nil, fmt.Errorf("%w: --map %q: the kind has no column %q (its columns: %s)", ErrBadHeader, r.From+"="+r.To, r.To, quoteJoin(cols))
+			return nil, fmt.Errorf("%w: the mapping %q: the kind has no column %q (its columns: %s)", ErrBadHeader, r.From+"="+r.To, r.To, quoteJoin(cols))
 		}
 		out[pos] = fi
 	}

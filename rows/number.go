@@ -93,9 +93,15 @@ func (f NumberFormat) Describe() string {
 
 // errNumberForm is a number written in a form the format does not read; its
 // message says what the value looks like and which option would read it.
-type errNumberForm struct{ msg string }
+type errNumberForm struct {
+	msg   string
+	hints []Hint
+}
 
 func (e *errNumberForm) Error() string { return e.msg }
+
+// Hints are the options that would read the number.
+func (e *errNumberForm) Hints() []Hint { return e.hints }
 
 // Normalize rewrites a number as f writes it into the plain form
 // ParseDecimal and strconv read ("-1234.5"): thousands separators must
@@ -155,24 +161,29 @@ func (f NumberFormat) Normalize(s string) (string, error) {
 func (f NumberFormat) formError(s string) error {
 	clue := NumberClueOf(s)
 	hint := ""
+	var hints []Hint
 	switch {
 	case clue == ClueDecimalComma && f.decimal() != ',':
-		hint = "; it is written with a decimal comma: import with --decimal-comma (or --locale de, fr)"
+		hint = "; it is written with a decimal comma: import with a decimal comma (or the locale de or fr)"
+		hints = []Hint{{Option: OptionDecimalComma}, {Option: OptionLocale, Values: []string{"de", "fr"}}}
 	case clue == ClueDecimalPoint && f.decimal() == ',':
 		hint = "; it has a decimal point, but the file's numbers were declared with a decimal comma"
 	case strings.ContainsAny(s, "'’") && !slices.Contains(f.Groups, '\''):
-		hint = "; it has apostrophes between thousands: import with --locale ch"
+		hint = "; it has apostrophes between thousands: import with the locale ch"
+		hints = []Hint{{Option: OptionLocale, Values: []string{"ch"}}}
 	case strings.ContainsRune(s, ',') && f.decimal() == '.' && !slices.Contains(f.Groups, ','):
-		hint = "; it has a comma: import with --locale en if the comma separates thousands, or --decimal-comma if it is the decimal separator"
+		hint = "; it has a comma: import with the locale en if the comma separates thousands, or with a decimal comma if it is the decimal separator"
+		hints = []Hint{{Option: OptionLocale, Values: []string{"en"}}, {Option: OptionDecimalComma}}
 	case strings.ContainsAny(s, " \u00a0\u202f") && !slices.Contains(f.Groups, ' '):
-		hint = "; it has spaces between thousands: import with --locale fr"
+		hint = "; it has spaces between thousands: import with the locale fr"
+		hints = []Hint{{Option: OptionLocale, Values: []string{"fr"}}}
 	}
 	if len(f.Groups) == 0 && hint == "" {
 		hint = fmt.Sprintf(" (write %s: a %s for decimals, no thousands separator)", f.Describe(), decimalWord(f.decimal()))
 	} else if hint == "" {
 		hint = fmt.Sprintf(" in the file's number format (%s)", f.Describe())
 	}
-	return &errNumberForm{msg: fmt.Sprintf("%q is not a number%s", s, hint)}
+	return &errNumberForm{msg: fmt.Sprintf("%q is not a number%s", s, hint), hints: hints}
 }
 
 func decimalWord(r rune) string {

@@ -325,10 +325,12 @@ type smallBuffers struct {
 	// writing is the start (Unix nanoseconds) of the write under way on
 	// the last connection accepted, 0 when none is.
 	writing *atomic.Int64
+	// closed is set when the server has closed a connection it accepted.
+	closed *atomic.Bool
 }
 
 func newSmallBuffers(l net.Listener) smallBuffers {
-	return smallBuffers{Listener: l, writing: &atomic.Int64{}}
+	return smallBuffers{Listener: l, writing: &atomic.Int64{}, closed: &atomic.Bool{}}
 }
 
 func (l smallBuffers) Accept() (net.Conn, error) {
@@ -339,7 +341,7 @@ func (l smallBuffers) Accept() (net.Conn, error) {
 	if tc, ok := c.(*net.TCPConn); ok {
 		_ = tc.SetWriteBuffer(4096)
 	}
-	return timedWrites{Conn: c, writing: l.writing}, nil
+	return timedWrites{Conn: c, writing: l.writing, closed: l.closed}, nil
 }
 
 // blockedFor is how long the server's write under way has been blocked.
@@ -350,10 +352,17 @@ func (l smallBuffers) blockedFor() time.Duration {
 	return 0
 }
 
-// timedWrites records when each of its writes starts and ends.
+// timedWrites records when each of its writes starts and ends, and when
+// the server closes it.
 type timedWrites struct {
 	net.Conn
 	writing *atomic.Int64
+	closed  *atomic.Bool
+}
+
+func (c timedWrites) Close() error {
+	c.closed.Store(true)
+	return c.Conn.Close()
 }
 
 func (c timedWrites) Write(p []byte) (int, error) {
@@ -393,8 +402,12 @@ func TestSlowClient(t *testing.T) {
 		t.Fatalf("dial: %v (%s)", err, body(resp))
 	}
 	// Read nothing until the server's writes have been blocked for twenty
-	// times the send timeout: the subscription behind them has ended.
-	testenv.Until(t, func() bool { return sb.blockedFor() > 2*time.Second }, func() string { return "the server's writes to block" })
+	// times the send timeout (the subscription behind them has ended), or
+	// until the server has closed the stream: on a loaded machine its own
+	// writer can fall behind the subscription before the socket fills, and
+	// then 4001 goes out without a write ever blocking.
+	testenv.Until(t, func() bool { return sb.blockedFor() > 2*time.Second || sb.closed.Load() },
+		func() string { return "the server's writes to block or the stream to close" })
 	var last int64
 	for {
 		m, err := read(t, c)

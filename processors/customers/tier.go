@@ -50,7 +50,7 @@ func Tier(amount rows.Optional[rows.Decimal]) string {
 func TierKind(db *sql.DB, d Dialect) batch.RecalcKind[TierRow] {
 	return batch.RecalcKind[TierRow]{
 		Name:        TierName,
-		Description: "recalculate the tenant's customers' lifetime-value tier from their amount (filter: --where 'country=DE and amount>=100')",
+		Description: "recalculate the tenant's customers' lifetime-value tier from their amount (parameter where: a filter such as 'country=DE and amount>=100')",
 		RowsFunc: func(ctx context.Context, tenant string, params map[string]string) iter.Seq2[TierRow, error] {
 			return tierRows(ctx, db, d, tenant, params)
 		},

@@ -56,7 +56,7 @@ func CheckTable(ctx context.Context, cfg Config, s *tableschema.Schema) error {
 		return err
 	}
 	if len(cols) == 0 {
-		return fmt.Errorf("%w: there is no table %s (create it, or import with --create-table)", ErrTable, s.Table)
+		return fmt.Errorf("%w: there is no table %s (create it, or have the import or the kind create it from the schema)", ErrTable, s.Table)
 	}
 	byName := map[string]column{}
 	for _, c := range cols {
