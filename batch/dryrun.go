@@ -19,23 +19,23 @@ type SourceInfo = rows.SourceInfo
 
 // DryRunResult is what an import of a file would give, without the batch.
 type DryRunResult struct {
-	Kind       string `json:"kind"`
-	SourceName string `json:"source_name"`
+	Kind       string
+	SourceName string
 	SourceInfo
-	Header []string `json:"header"`
+	Header []string
 	// Counts has the rows that would be valid and invalid.
-	Counts       rows.Counts `json:"counts"`
-	SkippedEmpty int64       `json:"skipped_empty"`
-	Warnings     []string    `json:"warnings,omitempty"`
+	Counts       rows.Counts
+	SkippedEmpty int64
+	Warnings     []string
 	// Conventions are how the file writes numbers and dates, as declared
 	// or settled from its values.
-	Conventions rows.Conventions `json:"conventions,omitzero"`
+	Conventions rows.Conventions
 	// Errors are the first DryRunMaxErrors field errors.
-	Errors []rows.FieldError `json:"errors,omitempty"`
+	Errors []rows.FieldError
 	// ErrorTotal is the number of field errors of all rows; ErrorCounts
 	// counts them by column and code, most frequent first.
-	ErrorTotal  int64             `json:"error_total"`
-	ErrorCounts []rows.ErrorCount `json:"error_counts,omitempty"`
+	ErrorTotal  int64
+	ErrorCounts []rows.ErrorCount
 }
 
 // DryRun reads and validates a source exactly as Import does (every

@@ -226,16 +226,16 @@ const (
 
 // KindInfo describes a registered kind.
 type KindInfo struct {
-	Name        string `json:"name"`
-	Description string `json:"description"`
-	Direction   string `json:"direction"`
+	Name        string
+	Description string
+	Direction   string
 	// Guarantee is how often an import kind's effect happens per row.
-	Guarantee Guarantee `json:"guarantee,omitempty"`
+	Guarantee Guarantee
 	// Source is where the kind is defined: "" for Go code, "schema v3"
 	// for a stored schema.
-	Source   string        `json:"source,omitempty"`
-	Columns  []rows.Column `json:"columns"`
-	Required []string      `json:"required"`
+	Source   string
+	Columns  []rows.Column
+	Required []string
 }
 
 type registered[T any] struct {

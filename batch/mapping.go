@@ -10,22 +10,22 @@ import (
 // preview: what matched, what is unknown (ignored by an import), what is
 // missing, and whether an import would reject the header.
 type HeaderMapping struct {
-	Kind    string              `json:"kind"`
-	Matched []rows.MappedColumn `json:"matched"`
-	Unknown []string            `json:"unknown"`
-	Missing []MissingColumn     `json:"missing"`
+	Kind    string
+	Matched []rows.MappedColumn
+	Unknown []string
+	Missing []MissingColumn
 	// Error is a header the kind rejects (duplicate names, a rename of a
 	// column the file lacks); "" when the header maps.
-	Error string `json:"error,omitempty"`
+	Error string
 	// Suggestions are unknown columns that look like missing ones.
-	Suggestions []rows.Suggestion `json:"suggestions,omitempty"`
+	Suggestions []rows.Suggestion
 }
 
 // MissingColumn is a kind's column the header lacks.
 type MissingColumn struct {
-	Column string `json:"column"`
+	Column string
 	// Required: an import rejects the file without it.
-	Required bool `json:"required"`
+	Required bool
 }
 
 // Rejected reports whether an import of the kind would reject the header.

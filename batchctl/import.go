@@ -361,7 +361,7 @@ func (c *cli) printDryRun(res *batch.DryRunResult) error {
 		code = exitRows
 	}
 	if c.global.output == "json" {
-		if err := c.json(res); err != nil {
+		if err := c.json(toDryRunJSON(res)); err != nil {
 			return err
 		}
 		return exitWith(code)

@@ -26,7 +26,7 @@ add), with their source ("schema v3"). It changes nothing.`,
 			}
 			kinds := append(reg.Kinds(), reg.ExportKinds()...)
 			if c.global.output == "json" {
-				return c.json(kinds)
+				return c.json(toKindsJSON(kinds))
 			}
 			for _, k := range kinds {
 				cols := make([]string, len(k.Columns))

@@ -14,17 +14,16 @@ import (
 	"github.com/rowfate/rowfate/rows"
 )
 
-// previewResult is what `batchctl preview` shows, also as JSON.
+// previewResult is what `batchctl preview` shows (previewJSON with -o
+// json).
 type previewResult struct {
-	File string `json:"file"`
+	File string
 	batch.SourceInfo
-	Header []string      `json:"header"`
-	Rows   []rows.Record `json:"rows"`
-	Kind   *previewKind  `json:"kind,omitempty"`
+	Header []string
+	Rows   []rows.Record
+	// Kind is how the header maps onto --kind's columns.
+	Kind *batch.HeaderMapping
 }
-
-// previewKind is how the header maps onto --kind's columns.
-type previewKind = batch.HeaderMapping
 
 type previewOptions struct {
 	kind string
@@ -98,7 +97,7 @@ func (c *cli) preview(ctx context.Context, path string, o previewOptions) error 
 		res.Kind = previewMapping(reg, o.kind, r.Header(), p.Conventions)
 	}
 	if c.global.output == "json" {
-		if err := c.json(res); err != nil {
+		if err := c.json(toPreviewJSON(&res)); err != nil {
 			return err
 		}
 	} else {
@@ -111,10 +110,10 @@ func (c *cli) preview(ctx context.Context, path string, o previewOptions) error 
 	return nil
 }
 
-func previewMapping(reg *batch.Registry, kind string, header []string, conv rows.Conventions) *previewKind {
+func previewMapping(reg *batch.Registry, kind string, header []string, conv rows.Conventions) *batch.HeaderMapping {
 	m, err := reg.HeaderMapping(kind, header, conv)
 	if err != nil {
-		return &previewKind{Kind: kind, Error: err.Error()}
+		return &batch.HeaderMapping{Kind: kind, Error: err.Error()}
 	}
 	return m
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/progress"
 	"github.com/rowfate/rowfate/rows"
@@ -219,4 +220,88 @@ type kindDefinitionJSON struct {
 
 func toKindDefinitionJSON(d *batchtype.KindDefinition) kindDefinitionJSON {
 	return kindDefinitionJSON{Name: d.Name, Version: d.Version, Format: d.Format, Definition: d.Definition, CreatedAt: d.CreatedAt, RemovedAt: d.RemovedAt}
+}
+
+// dryRunJSON is a dry run as -o json prints it.
+type dryRunJSON struct {
+	Kind       string `json:"kind"`
+	SourceName string `json:"source_name"`
+	rows.SourceInfo
+	Header       []string          `json:"header"`
+	Counts       rows.Counts       `json:"counts"`
+	SkippedEmpty int64             `json:"skipped_empty"`
+	Warnings     []string          `json:"warnings,omitempty"`
+	Conventions  rows.Conventions  `json:"conventions,omitzero"`
+	Errors       []rows.FieldError `json:"errors,omitempty"`
+	ErrorTotal   int64             `json:"error_total"`
+	ErrorCounts  []rows.ErrorCount `json:"error_counts,omitempty"`
+}
+
+func toDryRunJSON(r *batch.DryRunResult) *dryRunJSON {
+	return &dryRunJSON{Kind: r.Kind, SourceName: r.SourceName, SourceInfo: r.SourceInfo, Header: r.Header, Counts: r.Counts,
+		SkippedEmpty: r.SkippedEmpty, Warnings: r.Warnings, Conventions: r.Conventions, Errors: r.Errors,
+		ErrorTotal: r.ErrorTotal, ErrorCounts: r.ErrorCounts}
+}
+
+// kindJSON is a kind as `kinds -o json` prints it.
+type kindJSON struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Direction   string          `json:"direction"`
+	Guarantee   batch.Guarantee `json:"guarantee,omitempty"`
+	Source      string          `json:"source,omitempty"`
+	Columns     []rows.Column   `json:"columns"`
+	Required    []string        `json:"required"`
+}
+
+func toKindsJSON(ks []batch.KindInfo) []kindJSON {
+	out := make([]kindJSON, len(ks))
+	for i, k := range ks {
+		out[i] = kindJSON{Name: k.Name, Description: k.Description, Direction: k.Direction, Guarantee: k.Guarantee,
+			Source: k.Source, Columns: k.Columns, Required: k.Required}
+	}
+	return out
+}
+
+// mappingJSON is how a header maps onto a kind's columns, as `preview
+// --kind -o json` prints it.
+type mappingJSON struct {
+	Kind        string              `json:"kind"`
+	Matched     []rows.MappedColumn `json:"matched"`
+	Unknown     []string            `json:"unknown"`
+	Missing     []missingJSON       `json:"missing"`
+	Error       string              `json:"error,omitempty"`
+	Suggestions []rows.Suggestion   `json:"suggestions,omitempty"`
+}
+
+type missingJSON struct {
+	Column   string `json:"column"`
+	Required bool   `json:"required"`
+}
+
+func toMappingJSON(m *batch.HeaderMapping) *mappingJSON {
+	if m == nil {
+		return nil
+	}
+	out := &mappingJSON{Kind: m.Kind, Matched: m.Matched, Unknown: m.Unknown, Error: m.Error, Suggestions: m.Suggestions}
+	if m.Missing != nil {
+		out.Missing = make([]missingJSON, len(m.Missing))
+		for i, c := range m.Missing {
+			out.Missing[i] = missingJSON{Column: c.Column, Required: c.Required}
+		}
+	}
+	return out
+}
+
+// previewJSON is what `preview -o json` prints.
+type previewJSON struct {
+	File string `json:"file"`
+	rows.SourceInfo
+	Header []string      `json:"header"`
+	Rows   []rows.Record `json:"rows"`
+	Kind   *mappingJSON  `json:"kind,omitempty"`
+}
+
+func toPreviewJSON(p *previewResult) *previewJSON {
+	return &previewJSON{File: p.File, SourceInfo: p.SourceInfo, Header: p.Header, Rows: p.Rows, Kind: toMappingJSON(p.Kind)}
 }

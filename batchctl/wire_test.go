@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/progress"
 	"github.com/rowfate/rowfate/rows"
@@ -65,6 +66,22 @@ func TestWireShapes(t *testing.T) {
 			`[]`},
 		{toTokensJSON(nil),
 			`[]`},
+		{toDryRunJSON(&batch.DryRunResult{Kind: "customers", SourceName: "c.csv", SourceInfo: rows.SourceInfo{Format: "csv", Encoding: "utf-8", Delimiter: ","},
+			Header: []string{"email"}, Counts: rows.Counts{rows.StateValid: 2, rows.StateInvalid: 1}, SkippedEmpty: 1, Warnings: []string{"w"},
+			Conventions: rows.Conventions{DateOrder: "dmy"}, Errors: []rows.FieldError{{Row: 3, Column: "email", Code: "email", Message: "bad", Hints: []rows.Hint{{Option: rows.OptionLocale, Values: []string{"de"}}}}},
+			ErrorTotal: 1, ErrorCounts: []rows.ErrorCount{{Column: "email", Code: "email", Count: 1}}}),
+			`{"kind":"customers","source_name":"c.csv","format":"csv","encoding":"utf-8","delimiter":",","header":["email"],"counts":{"invalid":1,"valid":2},"skipped_empty":1,"warnings":["w"],"conventions":{"date_order":"dmy"},"errors":[{"row":3,"column":"email","code":"email","message":"bad","hints":[{"option":"locale","values":["de"]}]}],"error_total":1,"error_counts":[{"column":"email","code":"email","count":1}]}`},
+		{toDryRunJSON(&batch.DryRunResult{}),
+			`{"kind":"","source_name":"","format":"","header":null,"counts":null,"skipped_empty":0,"error_total":0}`},
+		{toKindsJSON([]batch.KindInfo{{Name: "customers", Description: "d", Direction: "import", Guarantee: batch.ExactlyOnce, Source: "schema v3",
+			Columns: []rows.Column{{Name: "email", Field: "Email"}}, Required: []string{"email"}}, {}}),
+			`[{"name":"customers","description":"d","direction":"import","guarantee":"exactly-once","source":"schema v3","columns":[{"name":"email","field":"Email"}],"required":["email"]},{"name":"","description":"","direction":"","columns":null,"required":null}]`},
+		{toMappingJSON(testMapping),
+			`{"kind":"customers","matched":[{"header":"E-Mail","column":"email","field":"Email"}],"unknown":["x"],"missing":[{"column":"name","required":true}],"error":"dup","suggestions":[{"header":"x","column":"name"}]}`},
+		{toMappingJSON(&batch.HeaderMapping{}),
+			`{"kind":"","matched":null,"unknown":null,"missing":null}`},
+		{toMappingJSON(nil),
+			`null`},
 	} {
 		got, err := json.Marshal(tc.v)
 		if err != nil {
@@ -75,3 +92,8 @@ func TestWireShapes(t *testing.T) {
 		}
 	}
 }
+
+// testMapping is a header mapping with every field set.
+var testMapping = &batch.HeaderMapping{Kind: "customers", Matched: []rows.MappedColumn{{Header: "E-Mail", Column: "email", Field: "Email"}},
+	Unknown: []string{"x"}, Missing: []batch.MissingColumn{{Column: "name", Required: true}}, Error: "dup",
+	Suggestions: []rows.Suggestion{{Header: "x", Column: "name"}}}

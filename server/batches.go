@@ -303,9 +303,9 @@ type PreviewView struct {
 	SourceName string `json:"source_name"`
 	Size       int64  `json:"size"`
 	batch.SourceInfo
-	Header  []string             `json:"header"`
-	Rows    []rows.Record        `json:"rows"`
-	Mapping *batch.HeaderMapping `json:"mapping,omitempty"`
+	Header  []string      `json:"header"`
+	Rows    []rows.Record `json:"rows"`
+	Mapping *MappingView  `json:"mapping,omitempty"`
 	// Counts, ErrorCounts, Errors and Warnings are a dry run's: every row
 	// read and validated as the import would, nothing written.
 	Counts      rows.Counts       `json:"counts"`
@@ -351,7 +351,7 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request, p Principal) er
 	if err := s.previewRead(r, p.TenantID, f.file, params, pv); err != nil {
 		return err
 	}
-	if kind != "" && pv.Rejected == "" && !pv.Mapping.Rejected() {
+	if kind != "" && pv.Rejected == "" && !pv.mappingRejected() {
 		if err := s.previewDryRun(r, p.TenantID, f.file, params, pv); err != nil {
 			return err
 		}
@@ -384,9 +384,11 @@ func (s *Server) previewRead(r *http.Request, tenant string, up *upload, params 
 		pv.Rows = append(pv.Rows, rec)
 	}
 	if params.Kind != "" {
-		if pv.Mapping, err = s.registry().HeaderMapping(params.Kind, pv.Header, params.Conventions); err != nil {
+		m, err := s.registry().HeaderMapping(params.Kind, pv.Header, params.Conventions)
+		if err != nil {
 			return err
 		}
+		pv.Mapping = viewMapping(m)
 	}
 	return r.Context().Err()
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/progress"
 	"github.com/rowfate/rowfate/rows"
@@ -186,3 +187,43 @@ func viewDelivery(d *batchtype.Delivery) DeliveryView {
 		EventType: d.EventType, Status: d.Status, Attempts: d.Attempts, NextAttemptAt: d.NextAttemptAt, LastStatus: d.LastStatus,
 		LastError: d.LastError, CreatedAt: d.CreatedAt, DoneAt: d.DoneAt}
 }
+
+// MappingView is how a file's header maps onto a kind's columns: what
+// matched, what is unknown (an import ignores it), what is missing, and
+// why an import would reject the header ("" when it would not).
+type MappingView struct {
+	Kind        string              `json:"kind"`
+	Matched     []rows.MappedColumn `json:"matched"`
+	Unknown     []string            `json:"unknown"`
+	Missing     []MissingView       `json:"missing"`
+	Error       string              `json:"error,omitempty"`
+	Suggestions []rows.Suggestion   `json:"suggestions,omitempty"`
+	// rejected is the engine's verdict on the header.
+	rejected bool
+}
+
+// MissingView is a kind's column the header lacks; Required says an
+// import rejects the file without it.
+type MissingView struct {
+	Column   string `json:"column"`
+	Required bool   `json:"required"`
+}
+
+func viewMapping(m *batch.HeaderMapping) *MappingView {
+	if m == nil {
+		return nil
+	}
+	v := &MappingView{Kind: m.Kind, Matched: m.Matched, Unknown: m.Unknown, Error: m.Error, Suggestions: m.Suggestions,
+		rejected: m.Rejected()}
+	if m.Missing != nil {
+		v.Missing = make([]MissingView, len(m.Missing))
+		for i, c := range m.Missing {
+			v.Missing[i] = MissingView{Column: c.Column, Required: c.Required}
+		}
+	}
+	return v
+}
+
+// mappingRejected reports whether an import would reject the previewed
+// file's header.
+func (pv *PreviewView) mappingRejected() bool { return pv.Mapping != nil && pv.Mapping.rejected }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/progress"
 	"github.com/rowfate/rowfate/rows"
@@ -57,6 +58,14 @@ func TestWireShapes(t *testing.T) {
 			`{"type":"event","event":{"batch_id":7,"seq":4,"type":"progress","status":"running","paused":true,"counts":{"valid":2},"total":2,"done":1,"rows_per_second":1.5,"eta_seconds":12.5,"final":true,"at":"2026-12-03T10:04:05.006Z"},"replay":true,"cursor":4}`},
 		{viewMessage(progress.Message{Type: progress.MessageCursorExpired, Cursor: 9}),
 			`{"type":"cursor_expired","cursor":9}`},
+		{viewMapping(&batch.HeaderMapping{Kind: "customers", Matched: []rows.MappedColumn{{Header: "E-Mail", Column: "email", Field: "Email"}},
+			Unknown: []string{"x"}, Missing: []batch.MissingColumn{{Column: "name", Required: true}}, Error: "dup",
+			Suggestions: []rows.Suggestion{{Header: "x", Column: "name"}}}),
+			`{"kind":"customers","matched":[{"header":"E-Mail","column":"email","field":"Email"}],"unknown":["x"],"missing":[{"column":"name","required":true}],"error":"dup","suggestions":[{"header":"x","column":"name"}]}`},
+		{viewMapping(&batch.HeaderMapping{}),
+			`{"kind":"","matched":null,"unknown":null,"missing":null}`},
+		{viewMapping(nil),
+			`null`},
 	} {
 		got, err := json.Marshal(tc.v)
 		if err != nil {
