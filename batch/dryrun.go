@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -26,7 +27,7 @@ type DryRunResult struct {
 	// Counts has the rows that would be valid and invalid.
 	Counts       rows.Counts
 	SkippedEmpty int64
-	Warnings     []string
+	Warnings     []batchtype.Warning
 	// Conventions are how the file writes numbers and dates, as declared
 	// or settled from its values.
 	Conventions rows.Conventions

@@ -112,7 +112,7 @@ func TestImportFixturesCorpus(t *testing.T) {
 			if b.Counts[rows.StateValid] != w.valid || b.Counts[rows.StateInvalid] != w.invalid {
 				t.Errorf("%s: counts %v, want %d valid, %d invalid", name, b.Counts, w.valid, w.invalid)
 			}
-			if got := strings.Join(b.Warnings, "; "); (w.warn == "") != (got == "") || !strings.Contains(got, w.warn) {
+			if got := strings.Join(messages(b.Warnings), "; "); (w.warn == "") != (got == "") || !strings.Contains(got, w.warn) {
 				t.Errorf("%s: warnings %q, want %q", name, got, w.warn)
 			}
 			stored, err := bd.store.RowsList(ctx, driver.RowsListParams{TenantID: "default", BatchID: b.ID})

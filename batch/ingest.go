@@ -179,8 +179,9 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, 
 		SummaryFunc: func() driver.IngestSummary {
 			sum := driver.IngestSummary{SourceDigest: src.digest, SkippedEmpty: r.SkippedEmpty(), ErrorCounts: chk.tally.Counts(), Width: src.width}
 			if trimmed > 0 {
-				sum.Warnings = append(sum.Warnings, fmt.Sprintf("%d rows carried more than %d KiB in columns %s does not read: those cells were not kept (the error report leaves them empty)",
-					trimmed, unreadCellsKept>>10, p.Kind))
+				sum.Warnings = append(sum.Warnings, batchtype.Warning{Message: fmt.Sprintf(
+					"%d rows carried more than %d KiB in columns %s does not read: those cells were not kept (the error report leaves them empty)",
+					trimmed, unreadCellsKept>>10, p.Kind)})
 			}
 			return sum
 		},

@@ -156,7 +156,7 @@ func TestRealFiles(t *testing.T) {
 			if b.Counts[rows.StateSucceeded] != w.valid || b.Counts[rows.StateInvalid] != w.invalid || b.Counts.Total() != w.valid+w.invalid {
 				t.Errorf("%s: counts %v, want %d succeeded, %d invalid", name, b.Counts, w.valid, w.invalid)
 			}
-			got := strings.Join(b.Warnings, "\n")
+			got := strings.Join(messages(b.Warnings), "\n")
 			for _, want := range w.warns {
 				if !strings.Contains(got, want) {
 					t.Errorf("%s: warnings\n%s\nwant %q", name, got, want)
@@ -165,6 +165,7 @@ func TestRealFiles(t *testing.T) {
 			if len(w.warns) == 0 && got != "" {
 				t.Errorf("%s: unexpected warnings %q", name, got)
 			}
+			checkWarningHints(t, name, b.Warnings)
 			checkRows(t, bd, name, b.ID, w.codes, w.message)
 			checkHints(t, bd, name, b.ID, w.hints)
 			for _, want := range w.stored {
@@ -229,6 +230,43 @@ func checkRows(t *testing.T, bd *bundle, name string, id int64, codes map[int64]
 // checkHints checks the hints of each listed row's first error as the
 // store gives them back, and that no stored message names a CLI flag:
 // messages reach the API and the admin page, which have none.
+// messages are the warnings' messages; a message never names a flag of
+// one front end (the hints carry the options).
+func messages(ws []batchtype.Warning) []string {
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = w.Message
+	}
+	return out
+}
+
+// warningHints are the hints a warning whose message has the key carries.
+var warningHints = map[string]string{
+	"looks like":     "[{map [Amount (EUR)=amount]}]",
+	"both day first": "[{date_order [dmy mdy]}]",
+	"decimal comma":  "[{decimal_comma []} {locale [de fr]}]",
+}
+
+// checkWarningHints checks that the warnings a file option settles carry
+// that option, and that no message names a flag.
+func checkWarningHints(t *testing.T, name string, ws []batchtype.Warning) {
+	t.Helper()
+	for _, w := range ws {
+		if strings.Contains(w.Message, "--") {
+			t.Errorf("%s: the warning names a flag: %s", name, w.Message)
+		}
+		want := "[]"
+		for key, hints := range warningHints {
+			if strings.Contains(w.Message, key) {
+				want = hints
+			}
+		}
+		if got := fmt.Sprint(w.Hints); got != want {
+			t.Errorf("%s: warning %q has hints %s, want %s", name, w.Message, got, want)
+		}
+	}
+}
+
 func checkHints(t *testing.T, bd *bundle, name string, id int64, hints map[int64]string) {
 	t.Helper()
 	stored, err := bd.store.RowsList(context.Background(), driver.RowsListParams{TenantID: batch.DefaultTenant, BatchID: id, Limit: 1000})
@@ -349,7 +387,7 @@ func TestImportTwice(t *testing.T) {
 		}
 		// Asked for: a new batch, with a warning that says what it repeats.
 		fresh, err := importAndWorkParams(t, e, path, batch.ImportParams{NewBatch: true})
-		if err != nil || fresh.Reused || fresh.ID == first.ID || !strings.Contains(strings.Join(fresh.Warnings, "\n"), "already imported as batch") {
+		if err != nil || fresh.Reused || fresh.ID == first.ID || !strings.Contains(strings.Join(messages(fresh.Warnings), "\n"), "already imported as batch") {
 			t.Fatalf("import with NewBatch: %+v, %v", fresh, err)
 		}
 		// Other options make other rows: another batch.

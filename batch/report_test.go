@@ -117,9 +117,13 @@ func TestErrorReportRoundTrip(t *testing.T) {
 			t.Errorf("fixed report counts %v, want 14 valid and 1 invalid", b2.Counts)
 		}
 		// The fixture's one amount with a decimal comma is still there.
-		if w := strings.Join(b2.Warnings, ";"); w != `column "amount" has 1 values written with a decimal comma: they are invalid; import with a decimal comma (or a locale that writes one) to read them;unknown columns ignored: "row", "error";`+
+		if w := strings.Join(messages(b2.Warnings), ";"); w != `column "amount" has 1 values written with a decimal comma: they are invalid; import with a decimal comma (or a locale that writes one) to read them;unknown columns ignored: "row", "error";`+
 			fmt.Sprintf("this file is the error report of batch %d, imported as a new batch (rows that batch completed may run again)", b1.ID) {
 			t.Errorf("warnings %q", w)
+		}
+		// The decimal-comma warning carries the options that settle it.
+		if got := fmt.Sprint(b2.Warnings[0].Hints); got != "[{decimal_comma []} {locale [de fr]}]" {
+			t.Errorf("warning's hints %s", got)
 		}
 		stored, err := bd.store.RowsList(ctx, driver.RowsListParams{TenantID: "default", BatchID: b2.ID})
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -34,7 +35,7 @@ type source struct {
 	cleanup  func()
 	digest   string
 	conv     rows.Conventions
-	warnings []string
+	warnings []batchtype.Warning
 	// width is the most cells any row has: an error report keeps the
 	// cells of a row longer than the header.
 	width int
@@ -252,7 +253,8 @@ func (s *source) settle(r rows.Reader, m *rows.Mapping, ev evidence) error {
 	if s.conv.DateOrder == rows.DateOrderUnknown {
 		switch {
 		case ev.dayFirst > 0 && ev.monthFirst > 0:
-			s.warn("dates are written both day first (row %d) and month first (row %d); dates that read both ways are invalid: import with the date order dmy or mdy", ev.dayFirst, ev.monthFirst)
+			s.warnHints([]rows.Hint{{Option: rows.OptionDateOrder, Values: []string{string(rows.DMY), string(rows.MDY)}}},
+				"dates are written both day first (row %d) and month first (row %d); dates that read both ways are invalid: import with the date order dmy or mdy", ev.dayFirst, ev.monthFirst)
 		case ev.dayFirst > 0:
 			s.conv.DateOrder, s.conv.DateOrderRow = rows.DMY, ev.dayFirst
 		case ev.monthFirst > 0:
@@ -262,7 +264,8 @@ func (s *source) settle(r rows.Reader, m *rows.Mapping, ev evidence) error {
 	if s.conv.Number.Decimal != ',' {
 		for i, n := range ev.commas {
 			s.conv.CommaColumns = append(s.conv.CommaColumns, strings.TrimSpace(header[i]))
-			s.warn("column %q has %d values written with a decimal comma: they are invalid; import with a decimal comma (or a locale that writes one) to read them", strings.TrimSpace(header[i]), n)
+			s.warnHints([]rows.Hint{{Option: rows.OptionDecimalComma}, {Option: rows.OptionLocale, Values: []string{"de", "fr"}}},
+				"column %q has %d values written with a decimal comma: they are invalid; import with a decimal comma (or a locale that writes one) to read them", strings.TrimSpace(header[i]), n)
 		}
 		slices.Sort(s.conv.CommaColumns)
 	}
@@ -270,7 +273,7 @@ func (s *source) settle(r rows.Reader, m *rows.Mapping, ev evidence) error {
 		s.warn("unknown columns ignored: %s", joinQuoted(m.Unknown))
 	}
 	for _, sg := range m.Suggestions {
-		s.warn("%s", sg)
+		s.warnHints([]rows.Hint{sg.Hint()}, "%s", sg)
 	}
 	if n := len(s.examples); n > 0 {
 		rowsList := make([]int64, 0, n)
@@ -306,7 +309,12 @@ func (s *source) strict(r rows.Reader, m *rows.Mapping) error {
 }
 
 func (s *source) warn(format string, args ...any) {
-	s.warnings = append(s.warnings, fmt.Sprintf(format, args...))
+	s.warnHints(nil, format, args...)
+}
+
+// warnHints warns with the options that would settle the warning.
+func (s *source) warnHints(hints []rows.Hint, format string, args ...any) {
+	s.warnings = append(s.warnings, batchtype.Warning{Message: fmt.Sprintf(format, args...), Hints: hints})
 }
 
 // isExample reports whether a row repeats the kind's example row, cell for

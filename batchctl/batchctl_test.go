@@ -184,7 +184,7 @@ func testFixtureFlow(t *testing.T, c *session, hint string) {
 			"      invalid   15\n" +
 			"    succeeded  285\n" +
 			"        total  300\n" +
-			"warning: column \"amount\" has 1 values written with a decimal comma: they are invalid; import with a decimal comma (or a locale that writes one) to read them\n" +
+			"warning: column \"amount\" has 1 values written with a decimal comma: they are invalid; import with a decimal comma (or a locale that writes one) to read them (--decimal-comma or --locale de|fr)\n" +
 			"errors by column and code:\n" +
 			"  email        email                 4\n" +
 			"  amount       gte                   3\n" +

@@ -112,10 +112,12 @@ func TestImportDryRun(t *testing.T) {
 	ok := writeFile(t, "ok.tsv", []byte("email\tname\tsignup_date\textra\na@example.com\tAnn\t2020-01-02\tx\n"))
 	var res struct {
 		Counts   map[string]int64 `json:"counts"`
-		Warnings []string         `json:"warnings"`
+		Warnings []struct {
+			Message string `json:"message"`
+		} `json:"warnings"`
 	}
 	c.runJSON(exitOK, &res, "import", "customers", ok, "--dry-run", "-o", "json")
-	if res.Counts["valid"] != 1 || len(res.Warnings) != 1 || res.Warnings[0] != `unknown columns ignored: "extra"` {
+	if res.Counts["valid"] != 1 || len(res.Warnings) != 1 || res.Warnings[0].Message != `unknown columns ignored: "extra"` {
 		t.Errorf("dry run as JSON: %+v", res)
 	}
 

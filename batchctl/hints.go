@@ -3,6 +3,7 @@ package batchctl
 import (
 	"strings"
 
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -55,3 +56,6 @@ func fieldErrorsText(errs []rows.FieldError) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// warningText is a batch's warning with the flags that would settle it.
+func warningText(w batchtype.Warning) string { return withFlags(w.Message, w.Hints) }

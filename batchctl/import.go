@@ -379,7 +379,7 @@ func (c *cli) printDryRun(res *batch.DryRunResult) error {
 	}
 	fmt.Fprintln(w)
 	for _, wn := range res.Warnings {
-		fmt.Fprintf(w, "  warning: %s\n", wn)
+		fmt.Fprintf(w, "  warning: %s\n", warningText(wn))
 	}
 	if s := describeConventions(res.Conventions); s != "" {
 		fmt.Fprintf(w, "  %s\n", s)

@@ -50,7 +50,7 @@ func (c *cli) printBatch(w io.Writer, b *batchtype.Batch, hints bool) error {
 		return nil
 	}
 	for _, wn := range b.Warnings {
-		fmt.Fprintf(w, "warning: %s\n", wn)
+		fmt.Fprintf(w, "warning: %s\n", warningText(wn))
 	}
 	if s := describeConventions(b.Conventions); s != "" {
 		fmt.Fprintln(w, s)

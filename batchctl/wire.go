@@ -25,7 +25,7 @@ type batchJSON struct {
 	Header       []string          `json:"header"`
 	Counts       rows.Counts       `json:"counts"`
 	SkippedEmpty int64             `json:"skipped_empty"`
-	Warnings     []string          `json:"warnings,omitempty"`
+	Warnings     []warningJSON     `json:"warnings,omitempty"`
 	ErrorCounts  []rows.ErrorCount `json:"error_counts,omitempty"`
 	Conventions  rows.Conventions  `json:"conventions,omitzero"`
 	Recalc       map[string]string `json:"recalc,omitzero"`
@@ -41,7 +41,7 @@ func toBatchJSON(b *batchtype.Batch) *batchJSON {
 		return nil
 	}
 	return &batchJSON{ID: b.ID, TenantID: b.TenantID, Kind: b.Kind, SourceName: b.SourceName, SourceDigest: b.SourceDigest,
-		Status: string(b.Status), Header: b.Header, Counts: b.Counts, SkippedEmpty: b.SkippedEmpty, Warnings: b.Warnings,
+		Status: string(b.Status), Header: b.Header, Counts: b.Counts, SkippedEmpty: b.SkippedEmpty, Warnings: toWarningsJSON(b.Warnings),
 		ErrorCounts: b.ErrorCounts, Conventions: b.Conventions, Recalc: b.Recalc, KindVersion: b.KindVersion, Reused: b.Reused,
 		Paused: b.Paused, CreatedAt: b.CreatedAt, FinishedAt: b.FinishedAt}
 }
@@ -230,7 +230,7 @@ type dryRunJSON struct {
 	Header       []string          `json:"header"`
 	Counts       rows.Counts       `json:"counts"`
 	SkippedEmpty int64             `json:"skipped_empty"`
-	Warnings     []string          `json:"warnings,omitempty"`
+	Warnings     []warningJSON     `json:"warnings,omitempty"`
 	Conventions  rows.Conventions  `json:"conventions,omitzero"`
 	Errors       []rows.FieldError `json:"errors,omitempty"`
 	ErrorTotal   int64             `json:"error_total"`
@@ -239,7 +239,7 @@ type dryRunJSON struct {
 
 func toDryRunJSON(r *batch.DryRunResult) *dryRunJSON {
 	return &dryRunJSON{Kind: r.Kind, SourceName: r.SourceName, SourceInfo: r.SourceInfo, Header: r.Header, Counts: r.Counts,
-		SkippedEmpty: r.SkippedEmpty, Warnings: r.Warnings, Conventions: r.Conventions, Errors: r.Errors,
+		SkippedEmpty: r.SkippedEmpty, Warnings: toWarningsJSON(r.Warnings), Conventions: r.Conventions, Errors: r.Errors,
 		ErrorTotal: r.ErrorTotal, ErrorCounts: r.ErrorCounts}
 }
 
@@ -304,4 +304,21 @@ type previewJSON struct {
 
 func toPreviewJSON(p *previewResult) *previewJSON {
 	return &previewJSON{File: p.File, SourceInfo: p.SourceInfo, Header: p.Header, Rows: p.Rows, Kind: toMappingJSON(p.Kind)}
+}
+
+// warningJSON is a warning with the options that would settle it.
+type warningJSON struct {
+	Message string      `json:"message"`
+	Hints   []rows.Hint `json:"hints,omitempty"`
+}
+
+func toWarningsJSON(ws []batchtype.Warning) []warningJSON {
+	if ws == nil {
+		return nil
+	}
+	out := make([]warningJSON, len(ws))
+	for i, w := range ws {
+		out[i] = warningJSON{Message: w.Message, Hints: w.Hints}
+	}
+	return out
 }

@@ -45,7 +45,7 @@ type Batch struct {
 	// Warnings are problems of the source that did not reject it (unknown
 	// columns, which were ignored). They are stored with the batch
 	// (batches.options) and come back on every read.
-	Warnings []string
+	Warnings []Warning
 	// ErrorCounts counts the field errors its rows had at ingest, by
 	// column and code, most frequent first.
 	ErrorCounts []rows.ErrorCount
@@ -70,6 +70,17 @@ type Batch struct {
 	CreatedAt  time.Time
 	FinishedAt *time.Time
 }
+
+// Warning is a problem of a source that did not reject it, in words, with
+// the import options that would settle it, if any (rows.Hint): each front
+// end shows those its own way.
+type Warning struct {
+	Message string
+	Hints   []rows.Hint
+}
+
+// String returns the message.
+func (w Warning) String() string { return w.Message }
 
 // Row is one stored row with its outcome.
 type Row struct {

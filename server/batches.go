@@ -311,7 +311,7 @@ type PreviewView struct {
 	Counts      rows.Counts       `json:"counts"`
 	ErrorCounts []rows.ErrorCount `json:"error_counts"`
 	Errors      []rows.FieldError `json:"errors"`
-	Warnings    []string          `json:"warnings"`
+	Warnings    []WarningView     `json:"warnings"`
 	Conventions rows.Conventions  `json:"conventions,omitzero"`
 	// Rejected says why an import would refuse the file as a whole; ""
 	// when it would not.
@@ -347,7 +347,7 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request, p Principal) er
 		return err
 	}
 	pv := &PreviewView{Upload: id, SourceName: f.file.Name, Size: f.file.Size, Header: []string{}, Rows: []rows.Record{},
-		ErrorCounts: []rows.ErrorCount{}, Errors: []rows.FieldError{}, Warnings: []string{}, Counts: rows.Counts{}}
+		ErrorCounts: []rows.ErrorCount{}, Errors: []rows.FieldError{}, Warnings: []WarningView{}, Counts: rows.Counts{}}
 	if err := s.previewRead(r, p.TenantID, f.file, params, pv); err != nil {
 		return err
 	}
@@ -408,7 +408,7 @@ func (s *Server) previewDryRun(r *http.Request, tenant string, up *upload, param
 	pv.Counts, pv.Conventions = res.Counts, res.Conventions
 	pv.ErrorCounts = append(pv.ErrorCounts, res.ErrorCounts...)
 	pv.Errors = append(pv.Errors, res.Errors...)
-	pv.Warnings = append(pv.Warnings, res.Warnings...)
+	pv.Warnings = append(pv.Warnings, viewWarnings(res.Warnings)...)
 	return nil
 }
 

@@ -26,7 +26,7 @@ type BatchView struct {
 	Header       []string          `json:"header"`
 	Counts       rows.Counts       `json:"counts"`
 	SkippedEmpty int64             `json:"skipped_empty"`
-	Warnings     []string          `json:"warnings,omitempty"`
+	Warnings     []WarningView     `json:"warnings,omitempty"`
 	ErrorCounts  []rows.ErrorCount `json:"error_counts,omitempty"`
 	Conventions  rows.Conventions  `json:"conventions,omitzero"`
 	Recalc       map[string]string `json:"recalc,omitzero"`
@@ -57,7 +57,7 @@ func view(b *batchtype.Batch) *BatchView {
 	}
 	total, open := b.Counts.Total(), b.Counts.Open()
 	return &BatchView{ID: b.ID, TenantID: b.TenantID, Kind: b.Kind, SourceName: b.SourceName, SourceDigest: b.SourceDigest,
-		Status: string(b.Status), Header: b.Header, Counts: b.Counts, SkippedEmpty: b.SkippedEmpty, Warnings: b.Warnings,
+		Status: string(b.Status), Header: b.Header, Counts: b.Counts, SkippedEmpty: b.SkippedEmpty, Warnings: viewWarnings(b.Warnings),
 		ErrorCounts: b.ErrorCounts, Conventions: b.Conventions, Recalc: b.Recalc, KindVersion: b.KindVersion, Reused: b.Reused,
 		Paused: b.Paused, CreatedAt: b.CreatedAt, FinishedAt: b.FinishedAt,
 		Total: total, Done: total - open, Open: open, DurationSeconds: max(0, end.Sub(b.CreatedAt).Seconds())}
@@ -227,3 +227,22 @@ func viewMapping(m *batch.HeaderMapping) *MappingView {
 // mappingRejected reports whether an import would reject the previewed
 // file's header.
 func (pv *PreviewView) mappingRejected() bool { return pv.Mapping != nil && pv.Mapping.rejected }
+
+// WarningView is a problem of a file that did not reject it, with the
+// import options that would settle it: a client shows them as its
+// controls (the admin page) or its fields (decimal_comma, date_order, ...).
+type WarningView struct {
+	Message string      `json:"message"`
+	Hints   []rows.Hint `json:"hints,omitempty"`
+}
+
+func viewWarnings(ws []batchtype.Warning) []WarningView {
+	if ws == nil {
+		return nil
+	}
+	out := make([]WarningView, len(ws))
+	for i, w := range ws {
+		out[i] = WarningView{Message: w.Message, Hints: w.Hints}
+	}
+	return out
+}

@@ -21,7 +21,7 @@ func TestWireShapes(t *testing.T) {
 	eta := 12.5
 	full := &batchtype.Batch{ID: 7, TenantID: "acme", Kind: "customers", SourceName: "c.csv", SourceDigest: "ab12", Status: batchtype.StatusFinished,
 		Header: []string{"email", "name"}, Counts: rows.Counts{rows.StateSucceeded: 3, rows.StateInvalid: 1}, SkippedEmpty: 2,
-		Warnings: []string{"w1"}, ErrorCounts: []rows.ErrorCount{{Column: "email", Code: "email", Count: 1}},
+		Warnings: []batchtype.Warning{{Message: "w1"}, {Message: "w2", Hints: []rows.Hint{{Option: rows.OptionDateOrder, Values: []string{"dmy", "mdy"}}}}}, ErrorCounts: []rows.ErrorCount{{Column: "email", Code: "email", Count: 1}},
 		Conventions: rows.Conventions{DateOrder: "dmy", CommaColumns: []string{"amount"}}, Width: 3, Recalc: map[string]string{"where": "x"},
 		KindVersion: 2, Reused: true, Paused: true, CreatedAt: at, FinishedAt: &fin}
 	ev := &batchtype.Event{BatchID: 7, Seq: 4, Type: batchtype.EventType("progress"), Status: batchtype.StatusRunning, Paused: true,
@@ -31,7 +31,7 @@ func TestWireShapes(t *testing.T) {
 		want string
 	}{
 		{view(full),
-			`{"id":7,"tenant_id":"acme","kind":"customers","source_name":"c.csv","source_digest":"ab12","status":"finished","header":["email","name"],"counts":{"invalid":1,"succeeded":3},"skipped_empty":2,"warnings":["w1"],"error_counts":[{"column":"email","code":"email","count":1}],"conventions":{"date_order":"dmy","comma_columns":["amount"]},"recalc":{"where":"x"},"kind_version":2,"reused":true,"paused":true,"created_at":"2026-12-03T10:04:05.006Z","finished_at":"2026-12-03T10:05:35.006Z","total":4,"done":4,"open":0,"duration_seconds":90}`},
+			`{"id":7,"tenant_id":"acme","kind":"customers","source_name":"c.csv","source_digest":"ab12","status":"finished","header":["email","name"],"counts":{"invalid":1,"succeeded":3},"skipped_empty":2,"warnings":[{"message":"w1"},{"message":"w2","hints":[{"option":"date_order","values":["dmy","mdy"]}]}],"error_counts":[{"column":"email","code":"email","count":1}],"conventions":{"date_order":"dmy","comma_columns":["amount"]},"recalc":{"where":"x"},"kind_version":2,"reused":true,"paused":true,"created_at":"2026-12-03T10:04:05.006Z","finished_at":"2026-12-03T10:05:35.006Z","total":4,"done":4,"open":0,"duration_seconds":90}`},
 		{view(&batchtype.Batch{CreatedAt: at, FinishedAt: &at}),
 			`{"id":0,"tenant_id":"","kind":"","source_name":"","source_digest":"","status":"","header":null,"counts":null,"skipped_empty":0,"paused":false,"created_at":"2026-12-03T10:04:05.006Z","finished_at":"2026-12-03T10:04:05.006Z","total":0,"done":0,"open":0,"duration_seconds":0}`},
 		{viewRow(&batchtype.Row{BatchID: 7, RowNo: 2, State: rows.StateInvalid, Values: []string{"a", ""}, Errors: []rows.FieldError{{Column: "email", Code: "email", Message: "bad"}}, ResultID: "r1", Attempts: 2, Reviewed: true, Updated: at}),

@@ -58,7 +58,7 @@ type IngestSummary struct {
 	// Width is the most cells any row had.
 	Width int
 	// Warnings, learnt while the rows were read, join the batch's.
-	Warnings []string
+	Warnings []batchtype.Warning
 }
 
 // BatchIngestParams are the parameters of Store.BatchIngest.
@@ -69,7 +69,7 @@ type BatchIngestParams struct {
 	Header     []string
 	// Warnings are stored with the batch (unknown columns, say) and come
 	// back on every BatchGet.
-	Warnings []string
+	Warnings []batchtype.Warning
 	// Conventions are stored with the batch and handed to every lease.
 	Conventions rows.Conventions
 	// IdempotencyKey, when set, is unique per tenant: a second batch with

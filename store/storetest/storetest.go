@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"iter"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,9 +89,10 @@ func ingest(t *testing.T, s driver.Store, tenantID string, n, size int, invalid 
 	}
 	b, err := s.BatchIngest(context.Background(), driver.BatchIngestParams{
 		TenantID: tenantID, Kind: "k", SourceName: "f.csv", Header: []string{"a", "b"}, Rows: seq,
-		Warnings: []string{`unknown columns ignored: "x"`},
+		Warnings: []batchtype.Warning{{Message: `unknown columns ignored: "x"`}},
 		SummaryFunc: func() driver.IngestSummary {
-			return driver.IngestSummary{SourceDigest: "abc", SkippedEmpty: 3, ErrorCounts: []rows.ErrorCount{{Column: "a", Code: "required", Count: int64(len(invalid))}}}
+			return driver.IngestSummary{SourceDigest: "abc", SkippedEmpty: 3, ErrorCounts: []rows.ErrorCount{{Column: "a", Code: "required", Count: int64(len(invalid))}},
+				Warnings: []batchtype.Warning{{Message: "dates both ways", Hints: []rows.Hint{{Option: rows.OptionDateOrder, Values: []string{"dmy", "mdy"}}}}}}
 		},
 	})
 	if err != nil {
@@ -134,8 +136,14 @@ func testIngestCounts(t *testing.T, s driver.Store) {
 	if len(b.Header) != 2 || b.Header[0] != "a" {
 		t.Fatalf("header = %v", b.Header)
 	}
-	if len(b.Warnings) != 1 || b.Warnings[0] != `unknown columns ignored: "x"` {
-		t.Fatalf("warnings = %q", b.Warnings)
+	// A warning keeps its hints; one without them is stored as before
+	// hints were (a string), so batches stored then read the same.
+	wantWarnings := `unknown columns ignored: "x" []; dates both ways [{date_order [dmy mdy]}]`
+	if got := warningsText(b.Warnings); got != wantWarnings {
+		t.Fatalf("warnings = %s, want %s", got, wantWarnings)
+	}
+	if got, err := s.BatchGet(context.Background(), driver.BatchGetParams{TenantID: b.TenantID, ID: b.ID}); err != nil || warningsText(got.Warnings) != wantWarnings {
+		t.Fatalf("warnings read back = %v, %v; want %s", got, err, wantWarnings)
 	}
 	if fmt.Sprint(b.ErrorCounts) != "[{a required 2}]" {
 		t.Fatalf("error counts = %v", b.ErrorCounts)
@@ -492,11 +500,20 @@ func testBatchList(t *testing.T, s driver.Store) {
 		}
 		wantCounts(t, b.Counts, got.Counts)
 		wantCounts(t, b.Counts, CheckInvariant(t, s, tenant, b.ID))
-		if b.TenantID != tenant || b.SourceDigest != "abc" || len(b.Warnings) != 1 || b.CreatedAt.IsZero() {
+		if b.TenantID != tenant || b.SourceDigest != "abc" || len(b.Warnings) != 2 || b.CreatedAt.IsZero() {
 			t.Fatalf("listed batch = %+v", b)
 		}
 	}
 	if all[0].Counts[rows.StateSucceeded] == 0 {
 		t.Fatalf("flushed batch lists no succeeded rows: %v", all[0].Counts)
 	}
+}
+
+// warningsText is each warning's message and hints.
+func warningsText(ws []batchtype.Warning) string {
+	parts := make([]string, len(ws))
+	for i, w := range ws {
+		parts[i] = fmt.Sprintf("%s %v", w.Message, w.Hints)
+	}
+	return strings.Join(parts, "; ")
 }

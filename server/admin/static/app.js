@@ -730,7 +730,7 @@
         el('section', { 'aria-labelledby': 'errors-title' },
           el('h2', { id: 'errors-title' }, 'Errors by column'),
           errorCounts)),
-      (first.warnings || []).length ? [el('h2', null, 'Warnings'), el('ul', null, first.warnings.map((w) => el('li', null, w)))] : null,
+      (first.warnings || []).length ? [el('h2', null, 'Warnings'), el('ul', null, first.warnings.map((w) => el('li', null, w.message)))] : null,
       historySection(id, header));
 
     const ec = first.error_counts || [];

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -126,10 +127,58 @@ func DecodeErrors(b []byte) ([]rows.FieldError, error) {
 // BatchOptions is the JSON of batches.options: what a batch keeps that has
 // no column of its own.
 type BatchOptions struct {
-	Warnings    []string          `json:"warnings,omitempty"`
+	Warnings    storedWarnings    `json:"warnings,omitempty"`
 	ErrorCounts []rows.ErrorCount `json:"error_counts,omitempty"`
 	Conventions rows.Conventions  `json:"conventions,omitzero"`
 	Width       int               `json:"width,omitempty"`
 	Recalc      map[string]string `json:"recalc,omitzero"`
 	KindVersion int64             `json:"kind_version,omitempty"`
+}
+
+// storedWarnings are a batch's warnings in batches.options: a warning
+// without hints is its message, a JSON string, as every warning was
+// stored before warnings had hints; one with hints is an object.
+type storedWarnings []batchtype.Warning
+
+type storedWarning struct {
+	Message string      `json:"message"`
+	Hints   []rows.Hint `json:"hints,omitempty"`
+}
+
+// MarshalJSON writes each warning as a string, or an object when it has
+// hints.
+func (ws storedWarnings) MarshalJSON() ([]byte, error) {
+	out := make([]any, len(ws))
+	for i, w := range ws {
+		if len(w.Hints) == 0 {
+			out[i] = w.Message
+		} else {
+			out[i] = storedWarning{Message: w.Message, Hints: w.Hints}
+		}
+	}
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON reads strings and objects alike.
+func (ws *storedWarnings) UnmarshalJSON(b []byte) error {
+	var raw []json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	out := make(storedWarnings, len(raw))
+	for i, r := range raw {
+		if len(r) > 0 && r[0] == '"' {
+			if err := json.Unmarshal(r, &out[i].Message); err != nil {
+				return err
+			}
+			continue
+		}
+		var w storedWarning
+		if err := json.Unmarshal(r, &w); err != nil {
+			return fmt.Errorf("warning %d: %w", i, err)
+		}
+		out[i] = batchtype.Warning{Message: w.Message, Hints: w.Hints}
+	}
+	*ws = out
+	return nil
 }
