@@ -11,7 +11,7 @@
 //	op     := = | != | <> | < | <= | > | >=
 //	value  := 'text' | "text" | word
 //
-// A quote inside a quoted value is doubled ('it”s'). A word is a bare
+// A quote inside a quoted value is written twice. A word is a bare
 // value up to a space, a quote, a parenthesis, a comma or an operator, so
 // country=DE and amount>=500 is two comparisons; a value that is a
 // keyword, or holds one of those characters, must be quoted.
