@@ -691,7 +691,7 @@ func (r *Registry) Has(name string) bool {
 // IsRecalc reports whether a kind is a recalculation (RegisterRecalc),
 // whose rows come from its source rather than a file.
 func (r *Registry) IsRecalc(name string) bool {
-	_, ok := r.recalcs[name]
+	_, ok := r.recalcSource(name)
 	return ok
 }
 

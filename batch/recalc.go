@@ -146,7 +146,7 @@ func (e *Engine) Recalc(ctx context.Context, p RecalcParams) (*batchtype.Batch, 
 	if p.TenantID == "" {
 		p.TenantID = DefaultTenant
 	}
-	rk, ok := e.registry.recalcs[p.Kind]
+	rk, ok := e.registry.recalcSource(p.Kind)
 	if !ok {
 		if e.registry.Has(p.Kind) {
 			return nil, fmt.Errorf("recalc %s: %w", p.Kind, ErrNotRecalc)
@@ -179,6 +179,9 @@ func (e *Engine) Recalc(ctx context.Context, p RecalcParams) (*batchtype.Batch, 
 	n, err := spoolRecalc(ctx, rk.rows(ctx, p.TenantID, p.Params), spool)
 	if err != nil {
 		return nil, fmt.Errorf("recalc %s: %w", p.Kind, err)
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("recalc %s: %w", p.Kind, ErrNoMatch)
 	}
 	if _, err := spool.Seek(0, io.SeekStart); err != nil {
 		return nil, err

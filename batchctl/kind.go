@@ -111,6 +111,9 @@ database and versioned. batchctl kinds lists them with the built-in kinds.`,
 }
 
 func (c *cli) kindAdd(ctx context.Context, path string, o kindAddOptions) error {
+	if data, ok := isRecalcFile(path); ok {
+		return c.kindAddRecalc(ctx, path, data)
+	}
 	s, data, err := readSchema(path)
 	if err != nil {
 		return err

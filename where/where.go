@@ -152,13 +152,17 @@ func (e *Expr) String() string {
 	return b.String()
 }
 
-// Columns lists the allowed columns' names, for messages.
+// Columns lists the allowed columns' names, for messages: "country,
+// tier or amount".
 func Columns(cols []Column) string {
 	names := make([]string, len(cols))
 	for i, c := range cols {
 		names[i] = c.Name
 	}
-	return strings.Join(names, ", ")
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 type parser struct {

@@ -71,11 +71,11 @@ func TestParse(t *testing.T) {
 func TestErrors(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
-		{"country=DE or", `where "country=DE or": expected a column after "or" (columns: country, tier, amount, qty, day, paid) at the end`},
+		{"country=DE or", `where "country=DE or": expected a column after "or" (columns: country, tier, amount, qty, day or paid) at the end`},
 		{"country=", `expected a value after "=" at the end`},
 		{"country=DE and", `expected a column after "and"`},
 		{"amount>=abc", `amount is a number: "abc" is not a number at position 9`},
-		{"foo=1", `unknown column "foo" (columns: country, tier, amount, qty, day, paid) at position 1`},
+		{"foo=1", `unknown column "foo" (columns: country, tier, amount, qty, day or paid) at position 1`},
 		{"qty=1.5", `qty is an integer: "1.5" is not an integer`},
 		{"day=2025-02-30", `day is a date: "2025-02-30" is not a date (YYYY-MM-DD)`},
 		{"paid=maybe", `paid is a boolean: "maybe" is not true or false`},

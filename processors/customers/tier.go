@@ -7,13 +7,12 @@ import (
 	"fmt"
 	"iter"
 	"maps"
-	"regexp"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/rows"
+	"github.com/rowfate/rowfate/where"
 )
 
 // TierName is the name of the customers' tier recalculation.
@@ -66,53 +65,31 @@ func TierKind(db *sql.DB, d Dialect) batch.RecalcKind[TierRow] {
 	}
 }
 
-// whereRule matches one filter of the tier recalculation: column, operator,
-// value.
-var whereRule = regexp.MustCompile(`^\s*(country|tier|amount)\s*(<=|>=|!=|=|<|>)\s*(.*?)\s*$`)
+// tierColumns are the columns a filter of the tier recalculation may
+// name. On SQLite amount is text (exact, as written): where compares it as
+// a REAL.
+var tierColumns = []where.Column{
+	{Name: "country", Type: where.Text},
+	{Name: "tier", Type: where.Text},
+	{Name: "amount", Type: where.Number},
+}
 
-// parseWhere turns the where parameter (filters joined by " and ") into
-// SQL over parameters $3, $4, ...: the columns and operators are from a
-// fixed list and every value is a parameter, so a filter cannot inject SQL.
+// parseWhere turns the where parameter (package where's grammar: and, or,
+// not, parentheses, in, is null, quoted values) into SQL over parameters
+// $3, $4, ...: the columns come from a fixed list and every value is a
+// parameter, so a filter cannot inject SQL.
 func parseWhere(params map[string]string, d Dialect) (string, []any, error) {
 	for k := range params {
 		if k != "where" {
 			return "", nil, fmt.Errorf("unknown parameter %q (the tier recalculation takes where=...)", k)
 		}
 	}
-	w := strings.TrimSpace(params["where"])
-	if w == "" {
-		return "", nil, nil
+	e, err := where.Parse(params["where"], tierColumns)
+	if err != nil || e == nil {
+		return "", nil, err
 	}
-	var (
-		sqlParts []string
-		args     []any
-	)
-	for _, part := range regexp.MustCompile(`(?i)\s+and\s+`).Split(w, -1) {
-		m := whereRule.FindStringSubmatch(part)
-		if m == nil {
-			return "", nil, fmt.Errorf("where %q: write column op value, with column country, tier or amount and op one of = != < <= > >=, joined by \"and\"", part)
-		}
-		col, op, val := m[1], m[2], m[3]
-		n := len(args) + 3
-		switch col {
-		case "amount":
-			if _, err := strconv.ParseFloat(val, 64); err != nil {
-				return "", nil, fmt.Errorf("where %q: %q is not a number", part, val)
-			}
-			lhs := "amount"
-			if d == SQLite {
-				lhs = "CAST(amount AS REAL)"
-			}
-			sqlParts = append(sqlParts, fmt.Sprintf("%s %s CAST($%d AS %s)", lhs, op, n, map[Dialect]string{SQLite: "REAL", Postgres: "numeric"}[d]))
-		default:
-			if op != "=" && op != "!=" {
-				return "", nil, fmt.Errorf("where %q: %s compares with = or != only", part, col)
-			}
-			sqlParts = append(sqlParts, fmt.Sprintf("%s %s $%d", col, op, n))
-		}
-		args = append(args, val)
-	}
-	return " AND " + strings.Join(sqlParts, " AND "), args, nil
+	sql, args := e.SQL(d, 3)
+	return " AND " + sql, args, nil
 }
 
 // tierPage is how many customers one query of the source reads.
