@@ -26,6 +26,12 @@ type DynamicKind struct {
 	// Version is the definition's version, recorded with every batch
 	// validated with it (Batch.KindVersion).
 	Version int64
+	// Definition is, for a kind defined for one import (Version 0, such
+	// as batchctl import --schema), its definition as written: it is
+	// kept with the batch (Batch.KindDefinition), so that the batch's
+	// re-runs, retries and error reports read its rows as its import did
+	// although no registry knows the kind.
+	Definition string
 	// Type is the row type: a struct type with col and validate tags
 	// (reflect.StructOf). Required.
 	Type reflect.Type
@@ -43,6 +49,13 @@ type DynamicKind struct {
 	KeyName string
 	// Example is a template's example row, by column. Optional.
 	Example map[string]string
+	// Enums are the fixed values of columns, by column: a template offers
+	// them as a dropdown. Optional.
+	Enums map[string][]string
+	// Notes say what a column takes (its type, its format, its bounds),
+	// by column: a template shows them in the header cell's comment.
+	// Optional.
+	Notes map[string]string
 	// MissingValues are cells read as empty (a schema's missingValues,
 	// such as "NA" or "-"); "" always is.
 	MissingValues []string
@@ -193,7 +206,19 @@ func (d *dynamicKind) binder() *rows.Binder { return d.pipeline.Binder() }
 
 func (d *dynamicKind) keyName() string { return d.k.KeyName }
 
-func (d *dynamicKind) enums() map[string][]string { return nil }
+// enums returns the kind's Enums by Go field name, as TemplateColumns
+// reads them.
+func (d *dynamicKind) enums() map[string][]string {
+	out := map[string][]string{}
+	for _, c := range d.pipeline.Binder().Columns() {
+		if vals, ok := d.k.Enums[c.Name]; ok {
+			out[c.Field] = vals
+		}
+	}
+	return out
+}
+
+func (d *dynamicKind) notes() map[string]string { return d.k.Notes }
 
 func (d *dynamicKind) process(context.Context, *rows.Mapping, int64, []string) (string, error) {
 	return "", Permanent(fmt.Errorf("kind %s writes in its chunk's transaction only", d.k.Name))
@@ -263,6 +288,13 @@ func (d *dynamicKind) beforeImport(ctx context.Context) error {
 }
 
 func (d *dynamicKind) version() int64 { return d.k.Version }
+
+func (d *dynamicKind) definition() string {
+	if d.k.Version != 0 {
+		return "" // a stored kind's definition is in the store's kinds
+	}
+	return d.k.Definition
+}
 
 // conventions fills what the import left undeclared with the kind's own.
 func (d *dynamicKind) conventions(c rows.Conventions) rows.Conventions {

@@ -174,6 +174,7 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, 
 		IdempotencyKey: key,
 		MaxAttempts:    k.settings().maxAttempts,
 		KindVersion:    k.version(),
+		KindDefinition: k.definition(),
 		Rows:           seq,
 		DuplicateKey:   chk.duplicateKey(),
 		SummaryFunc: func() driver.IngestSummary {
@@ -323,7 +324,7 @@ func keptCells(m *rows.Mapping, cells []string) (kept []string, cut bool) {
 // one of the tenant's batches of the kind; a report of a batch the tenant
 // does not have (or of another kind) is imported with a warning.
 func (e *Engine) reportCheck(ctx context.Context, p ImportParams, src *source, info rows.SourceInfo) error {
-	id, ok := reportOf(info)
+	id, ok := ReportOf(info)
 	if !ok {
 		return nil
 	}

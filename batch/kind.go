@@ -156,10 +156,14 @@ type rowReader interface {
 	keyName() string
 	// enums returns the fixed values of enum fields, by Go field name.
 	enums() map[string][]string
+	// notes returns what each column takes, by column, for a template.
+	notes() map[string]string
 	// beforeImport runs before an import reads a row (DynamicKind.CheckFunc).
 	beforeImport(ctx context.Context) error
 	// version is a stored definition's version; 0 for a Go kind.
 	version() int64
+	// definition is a one-off kind's definition, kept with its batches.
+	definition() string
 	// conventions fills what an import left undeclared with the kind's
 	// own defaults.
 	conventions(c rows.Conventions) rows.Conventions
@@ -369,6 +373,8 @@ func (r *registered[T]) keyName() string { return r.k.KeyName }
 
 func (r *registered[T]) enums() map[string][]string { return enumValues(reflect.TypeFor[T]()) }
 
+func (r *registered[T]) notes() map[string]string { return nil }
+
 func (r *registered[T]) process(ctx context.Context, m *rows.Mapping, row int64, values []string) (id string, err error) {
 	var t T
 	if errs := m.Bind(row, values, &t); len(errs) > 0 {
@@ -445,6 +451,8 @@ func (r *registered[T]) transactional() bool { return r.tx != nil }
 func (r *registered[T]) beforeImport(context.Context) error { return nil }
 
 func (r *registered[T]) version() int64 { return 0 }
+
+func (r *registered[T]) definition() string { return "" }
 
 func (r *registered[T]) conventions(c rows.Conventions) rows.Conventions { return c }
 

@@ -89,8 +89,8 @@ var realOutcomes = map[string]realOutcome{
 		stored: []string{"k1@example.com:DE:1:2022-01-02", "k2@example.com:US:1:2022-01-02"}},
 	"empty_trailing_columns.csv": {records: 2, valid: 2, warns: []string{"2 empty columns without a name were ignored"}},
 	"unnamed_with_values.csv":    {records: 2, rejected: "column 6 has no name, but row 3 has a value in it"},
-	"template_filled.csv": {records: 3, valid: 2, warns: []string{"row 2 is the template's example row and was not imported"},
-		stored: []string{"new1@example.com:FR:5:2024-02-01", "new2@example.com:NULL:NULL:2024-02-02"}},
+	"template_filled.csv": {records: 4, valid: 3, warns: []string{"row 2 is the template's example row and was not imported"},
+		stored: []string{"ada@example.com:GB:1250.5:2024-01-31", "new1@example.com:FR:5:2024-02-01", "new2@example.com:NULL:NULL:2024-02-02"}},
 	"ragged_long.csv": {records: 2, valid: 1, invalid: 1, codes: map[int64]string{3: "ragged_row"}},
 }
 

@@ -257,7 +257,7 @@ func (pl *rerunPlan) fromFile(ctx context.Context, p RerunParams) error {
 	}
 	layout := pl.layout(mf, r.Header())
 	rowCol := -1
-	if id, ok := reportOf(r.Info()); ok && id == pl.b.ID {
+	if id, ok := ReportOf(r.Info()); ok && id == pl.b.ID {
 		for i, h := range r.Header() {
 			if rows.NormalizeHeader(h) == ReportRowColumn {
 				rowCol = i
@@ -309,8 +309,9 @@ func declared(conv *rows.Conventions, d rows.Conventions) {
 	}
 }
 
-// reportOf returns the batch an error report names, by its title.
-func reportOf(info rows.SourceInfo) (int64, bool) {
+// ReportOf returns the batch an error report names, by its title
+// (rows.ReportTitle): its CSV title line or its XLSX subject.
+func ReportOf(info rows.SourceInfo) (int64, bool) {
 	if id, ok := rows.ParseReportTitle(info.Subject); ok {
 		return id, true
 	}

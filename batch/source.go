@@ -188,7 +188,7 @@ func (s *source) profile(ctx context.Context) error {
 			return err
 		}
 		s.width = max(s.width, len(rec.Values))
-		if isExample(m, rec.Values, example) {
+		if isExample(m, len(r.Header()), rec.Values, example) {
 			if s.examples == nil {
 				s.examples = map[int64]bool{}
 			}
@@ -317,10 +317,13 @@ func (s *source) warnHints(hints []rows.Hint, format string, args ...any) {
 	s.warnings = append(s.warnings, batchtype.Warning{Message: fmt.Sprintf(format, args...), Hints: hints})
 }
 
-// isExample reports whether a row repeats the kind's example row, cell for
-// cell, in every column the file and the example share.
-func isExample(m *rows.Mapping, values []string, example map[string]string) bool {
-	if example == nil {
+// isExample reports whether a row is a template's example row: it carries
+// the template's marker just past the header's last column and repeats the
+// kind's example row, cell for cell, in every column the file and the
+// example share. Examples alone never drop a row: they document columns,
+// and a file's real rows may match them.
+func isExample(m *rows.Mapping, width int, values []string, example map[string]string) bool {
+	if example == nil || len(values) != width+1 || strings.TrimSpace(values[width]) != rows.ExampleMarker {
 		return false
 	}
 	matched := 0

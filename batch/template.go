@@ -23,9 +23,10 @@ func (r *Registry) TemplateColumns(kindName string) ([]rows.TemplateColumn, erro
 	}
 	info := k.info()
 	enums := k.enums()
+	notes := k.notes()
 	cols := make([]rows.TemplateColumn, len(header))
 	for i, h := range header {
-		cols[i] = rows.TemplateColumn{Name: h, Required: slices.Contains(info.Required, h)}
+		cols[i] = rows.TemplateColumn{Name: h, Required: slices.Contains(info.Required, h), Note: notes[h]}
 		if i < len(example) {
 			cols[i].Example = example[i]
 		}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -140,18 +139,8 @@ func TestImportFixtureSQLite(t *testing.T) {
 
 func TestImportFixturePostgres(t *testing.T) {
 	t.Parallel()
-	cfg := testdb.PostgresSchema(t) // fails under ROWFATE_REQUIRE_POSTGRES=1 without DATABASE_URL
+	c, cfg := pgSessionConfig(t) // fails under ROWFATE_REQUIRE_POSTGRES=1 without DATABASE_URL
 	schema := cfg.ConnConfig.RuntimeParams["search_path"]
-	u, err := url.Parse(testdb.PostgresURL(t))
-	if err != nil {
-		t.Fatalf("parse DATABASE_URL: %v", err)
-	}
-	// pgx sends query parameters it does not know as runtime parameters, so
-	// every connection the CLI opens uses the test's schema.
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	c := &session{t: t, database: u.String()}
 
 	// The hint repeats the --database in force, so that it works as
 	// printed (a hint without it would read ./rowfate.db).

@@ -90,7 +90,7 @@ func TestBootstrapRacePostgres(t *testing.T) {
 				t.Errorf("drop schema %s: %v", schema, err)
 			}
 		})
-		raceMigrate(t, bin, 10, "--database", dbURL, "--schema", schema)
+		raceMigrate(t, bin, 10, "--database", dbURL, "--pg-schema", schema)
 		var n, distinct int
 		if err := conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT version) FROM `+pgx.Identifier{schema, "schema_migrations"}.Sanitize()).Scan(&n, &distinct); err != nil {
 			t.Fatal(err)

@@ -104,7 +104,7 @@ func TestWorkersSurviveKillsAndTerminatedBackends(t *testing.T) {
 		return u.String()
 	}
 	env := append(os.Environ(), "ROWFATE_WEBHOOK_URL="+srv.URL, "DATABASE_URL=")
-	imp := exec.Command(bin, "import", "customers-webhook", file, "--no-work", "--database", dbFor("rowfate-import"), "--schema", schema)
+	imp := exec.Command(bin, "import", "customers-webhook", file, "--no-work", "--database", dbFor("rowfate-import"), "--pg-schema", schema)
 	imp.Env = env
 	if out, err := imp.CombinedOutput(); err != nil {
 		t.Fatalf("import: %v\n%s", err, out)
@@ -116,7 +116,7 @@ func TestWorkersSurviveKillsAndTerminatedBackends(t *testing.T) {
 		done   chan error
 		killed bool
 	}
-	tok := run(t, "worker-token", "create", "chaos", "--all-tenants", "--database", dbFor("rowfate-token"), "--schema", schema)
+	tok := run(t, "worker-token", "create", "chaos", "--all-tenants", "--database", dbFor("rowfate-token"), "--pg-schema", schema)
 	token := strings.TrimSpace(tok.stdout)
 	if tok.code != exitOK || token == "" {
 		t.Fatalf("worker-token create: %s", tok)
@@ -125,7 +125,7 @@ func TestWorkersSurviveKillsAndTerminatedBackends(t *testing.T) {
 	for i := range workers {
 		w := &worker{done: make(chan error, 1)}
 		w.cmd = exec.Command(bin, "worker", "--until-done", "--worker-token", token, "--lease", "2s", "--workers", "2",
-			"--database", dbFor(fmt.Sprint("rowfate-chaos-", i)), "--schema", schema, "-o", "json")
+			"--database", dbFor(fmt.Sprint("rowfate-chaos-", i)), "--pg-schema", schema, "-o", "json")
 		w.cmd.Env = env
 		w.cmd.Stdout, w.cmd.Stderr = &w.out, &w.out
 		if err := w.cmd.Start(); err != nil {
@@ -174,12 +174,12 @@ func TestWorkersSurviveKillsAndTerminatedBackends(t *testing.T) {
 	// Every row ended once, with the downstream's id for its key.
 	c := &session{t: t, database: dbFor("rowfate-check")}
 	var b jsonBatch
-	c.runJSON(exitOK, &b, "status", "1", "-o", "json", "--schema", schema)
+	c.runJSON(exitOK, &b, "status", "1", "-o", "json", "--pg-schema", schema)
 	if b.Status != "finished" || b.Counts["succeeded"] != int64(n) || len(b.Counts) != 1 {
 		t.Fatalf("batch: %+v", b)
 	}
 	var rs []jsonRow
-	c.runJSON(exitOK, &rs, "rows", "1", "--limit", "0", "-o", "json", "--schema", schema)
+	c.runJSON(exitOK, &rs, "rows", "1", "--limit", "0", "-o", "json", "--pg-schema", schema)
 	ledger.mu.Lock()
 	defer ledger.mu.Unlock()
 	if len(rs) != n || len(ledger.ids) != n {

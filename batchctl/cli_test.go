@@ -236,7 +236,7 @@ func TestPostgresConnectionForms(t *testing.T) {
 	}
 	// The customers table, the application's, lives on the search_path.
 	kv += " search_path=" + schema
-	r := run(t, "import", "customers", fixture, "--database", kv, "--schema", schema)
+	r := run(t, "import", "customers", fixture, "--database", kv, "--pg-schema", schema)
 	hint := " --database " + shellQuote(kv) + " --schema " + schema + "\n"
 	if r.code != exitRows || !strings.HasSuffix(r.stdout, hint) {
 		t.Fatalf("import with a key=value string: want the hint to end with %q, got %s", hint, r)
@@ -250,7 +250,7 @@ func TestPostgresConnectionForms(t *testing.T) {
 	if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM `+schema+`.batch_rows`).Scan(&n); err != nil || n != 300 {
 		t.Fatalf("rows in schema %s: %d, %v", schema, n, err)
 	}
-	if r := run(t, "status", "1", "--database", kv, "--schema", schema); r.code != exitRows {
+	if r := run(t, "status", "1", "--database", kv, "--pg-schema", schema); r.code != exitRows {
 		t.Fatalf("status: %s", r)
 	}
 }

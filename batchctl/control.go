@@ -139,6 +139,9 @@ again: a kind with effect keys finds them done and takes their result.`,
 				return err
 			}
 			defer app.close()
+			if err := c.oneOffKind(cmd.Context(), app, id); err != nil {
+				return err
+			}
 			n, err := app.engine.Retry(cmd.Context(), batch.RetryParams{TenantID: c.global.tenant, BatchID: id, States: want})
 			if err != nil {
 				return err

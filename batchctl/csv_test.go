@@ -228,7 +228,7 @@ func TestTemplate(t *testing.T) {
 	t.Parallel()
 	c := setup(t)
 	r := c.run("template", "customers")
-	want := bom + "email,name,country,signup_date,amount\r\nada@example.com,Ada Lovelace,GB,2024-01-31,1250.50\r\n"
+	want := bom + "email,name,country,signup_date,amount\r\nada@example.com,Ada Lovelace,GB,2024-01-31,1250.50,← example row: not imported\r\n"
 	if r.code != exitOK || r.stdout != want || r.stderr != "" {
 		t.Fatalf("want exit 0 and stdout %q, got %s", want, r)
 	}

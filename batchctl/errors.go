@@ -73,6 +73,10 @@ func (c *cli) errorsReport(cmd *cobra.Command, id int64, o errorsOptions) error 
 	if err != nil {
 		return err
 	}
+	if err := c.oneOffKind(ctx, app, id); err != nil {
+		abort()
+		return err
+	}
 	n, err := app.engine.ErrorReport(ctx, batch.ErrorReportParams{TenantID: c.global.tenant, BatchID: id, States: want, Format: format.Name()}, w)
 	if err != nil {
 		abort()
@@ -85,10 +89,17 @@ func (c *cli) errorsReport(cmd *cobra.Command, id int64, o errorsOptions) error 
 		return nil
 	}
 	kind := "<kind>"
+	next := ""
 	if b, err := app.engine.Batch(ctx, batch.BatchParams{TenantID: c.global.tenant, ID: id}); err == nil {
 		kind = b.Kind
+		if b.KindDefinition != "" {
+			// No registry knows the kind by name: the batch does.
+			next = fmt.Sprintf("batchctl rerun %d %s%s", id, shellQuote(o.out.file), c.hint())
+		}
 	}
-	next := fmt.Sprintf("batchctl import %s %s%s", kind, shellQuote(o.out.file), c.hint())
+	if next == "" {
+		next = fmt.Sprintf("batchctl import %s %s%s", kind, shellQuote(o.out.file), c.hint())
+	}
 	if c.global.output == "json" {
 		return c.json(map[string]any{"batch_id": id, "file": o.out.file, "format": format.Name(), "rows": n, "next": next})
 	}

@@ -100,7 +100,7 @@ or unknown; 4 the file was rejected (nothing was written).`,
   batchctl import customers big.csv -o jsonl > events.jsonl
   batchctl import --schema orders.schema.json orders.csv --create-table`,
 		Args: func(cmd *cobra.Command, a []string) error {
-			if strings.ContainsAny(o.schema, "./") && len(a) == 1 {
+			if o.schema != "" && len(a) == 1 {
 				return nil
 			}
 			return args(2, "<kind> <file>")(cmd, a)
@@ -121,10 +121,7 @@ or unknown; 4 the file was rejected (nothing was written).`,
 	f.BoolVar(&o.strict, "strict", false, "reject the file if it has a column the kind does not know, or lacks one of its optional columns")
 	f.BoolVar(&o.newBatch, "new-batch", false, "import as a new batch: a file this tenant already imported as this kind with the same options (whose batch is returned otherwise), or an error report of a batch (re-run otherwise)")
 	f.BoolVar(&o.once, "once", false, "what every import does now without --new-batch (kept for scripts that pass it)")
-	// --schema is every command's PostgreSQL schema too: here a value
-	// with a . or a / is a file (orders.schema.json), anything else a
-	// database schema, as elsewhere.
-	f.StringVar(&o.schema, "schema", "", "a Table Schema file (a path with a . or /) that defines the kind for this import only; otherwise the PostgreSQL schema of the engine's tables, as for every command")
+	f.StringVar(&o.schema, "schema", "", "a Table Schema file that defines the kind for this import alone (kept with the batch for its re-runs, retries and reports)")
 	f.BoolVar(&o.createTable, "create-table", false, "with --schema: create the schema's table when it does not exist")
 	addProgressInterval(f.DurationVar, &o.interval)
 	o.read.add(f)
@@ -132,11 +129,6 @@ or unknown; 4 the file was rejected (nothing was written).`,
 }
 
 func (c *cli) runImport(ctx context.Context, kind, path string, o importOptions) error {
-	if o.schema != "" && !strings.ContainsAny(o.schema, "./") {
-		c.global.schema, o.schema = o.schema, "" // the database's schema
-	} else if o.schema != "" {
-		c.global.schemaFlag = false
-	}
 	schema, kind, err := c.importSchema(ctx, kind, o)
 	if err != nil {
 		return err
@@ -144,6 +136,11 @@ func (c *cli) runImport(ctx context.Context, kind, path string, o importOptions)
 	reg, err := c.registryWith(ctx, kind)
 	if err != nil {
 		return err
+	}
+	if schema == nil && kind != "" && !reg.Has(kind) {
+		if schema, err = c.reportSchema(ctx, kind, path, o); err != nil {
+			return err
+		}
 	}
 	if schema != nil {
 		// For the dry run; an import registers it again with its table.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -21,6 +22,10 @@ import (
 // error listing each with its JSON path.
 func readSchema(path string) (*tableschema.Schema, []byte, error) {
 	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) && !strings.ContainsAny(path, `./\`) {
+		// import --schema sales ...: the PostgreSQL schema's old spelling.
+		return nil, nil, usagef("--schema %s: no such Table Schema file; the PostgreSQL schema of the engine's tables is --pg-schema %s (or $ROWFATE_PG_SCHEMA)", path, shellQuote(path))
+	}
 	if err != nil {
 		return nil, nil, &rows.FileError{File: path, Err: unwrapPath(err)}
 	}
@@ -47,6 +52,7 @@ func describeSchema(s *tableschema.Schema) string {
 
 type kindAddOptions struct {
 	createTable bool
+	addColumns  bool
 }
 
 func (c *cli) kindCommand() *cobra.Command {
@@ -64,16 +70,21 @@ nothing.
 The schema is checked first: a mistake is refused with its JSON path. Then
 its table: it must exist with the schema's columns and types (a clear
 error names a missing column or a type mismatch), or --create-table
-creates it. Nothing is stored when either check fails.
+creates it. A new version that adds fields needs their columns: kind add
+prints the ALTER TABLE statements, and --add-columns runs them (each
+column added nullable, as the rows already there have no value for it; a
+column is never dropped or retyped). Nothing is stored when a check fails.
 
 The extension members (x-table, x-tenant, x-mode, x-aliases, x-validate,
 x-date-order, x-decimal-comma, x-rules) are described in README.md.`,
 		Example: `  batchctl kind add fixtures/schemas/orders.schema.json --create-table
-  batchctl kind add products.schema.yaml`,
+  batchctl kind add products.schema.yaml
+  batchctl kind add orders.v2.schema.json --add-columns`,
 		Args: args(1, "<schema file>"),
 		RunE: func(cmd *cobra.Command, a []string) error { return c.kindAdd(cmd.Context(), a[0], o) },
 	}
 	add.Flags().BoolVar(&o.createTable, "create-table", false, "create the schema's table when it does not exist")
+	add.Flags().BoolVar(&o.addColumns, "add-columns", false, "add the columns of new fields to the existing table (nullable; nothing is dropped or retyped)")
 	var version int64
 	show := &cobra.Command{
 		Use:   "show <kind>",
@@ -129,6 +140,9 @@ func (c *cli) kindAdd(ctx context.Context, path string, o kindAddOptions) error 
 	if _, err := schemakind.Kind(s, 1, a.kinds); err != nil {
 		return usagef("the schema does not compile: %v", err)
 	}
+	if err := c.addColumns(ctx, a, path, s, o); err != nil {
+		return err
+	}
 	if o.createTable {
 		err = schemakind.CreateTable(ctx, a.kinds, s)
 	} else {
@@ -151,6 +165,27 @@ func (c *cli) kindAdd(ctx context.Context, path string, o kindAddOptions) error 
 		return err
 	}
 	return c.printKind(d, s, "stored")
+}
+
+// addColumns gives an existing table the columns of the schema's new
+// fields with --add-columns, and without it refuses the schema, printing
+// the statements that would.
+func (c *cli) addColumns(ctx context.Context, a *app, path string, s *tableschema.Schema, o kindAddOptions) error {
+	stmts, err := schemakind.AddColumns(ctx, a.kinds, s)
+	if err != nil || len(stmts) == 0 {
+		return err
+	}
+	if !o.addColumns {
+		return fmt.Errorf("%w %s: the schema has fields the table lacks; the table needs:\n  %s;\nrun them with: batchctl kind add %s --add-columns%s",
+			schemakind.ErrTable, s.Table, strings.Join(stmts, ";\n  "), shellQuote(path), c.hint())
+	}
+	if err := schemakind.ApplyColumns(ctx, a.kinds, s, stmts); err != nil {
+		return err
+	}
+	for _, st := range stmts {
+		fmt.Fprintf(c.stderr, "%s\n", st)
+	}
+	return nil
 }
 
 // checkBuiltin refuses a schema named as one of the program's kinds.
@@ -284,18 +319,21 @@ func (c *cli) schemaInfer(ctx context.Context, path string, o inferOptions) erro
 	if err != nil {
 		return err
 	}
-	s, err := tableschema.Infer(r, tableschema.InferOptions{Table: o.table, Name: o.name, MaxRows: o.rows,
+	d, err := tableschema.Infer(r, tableschema.InferOptions{Table: o.table, Name: o.name, MaxRows: o.rows,
 		DecimalComma: p.Conventions.Number.Decimal == ','})
 	r.Close()
 	if err != nil {
 		return err
 	}
-	data, err := tableschema.Marshal(s)
+	for _, n := range d.Notes {
+		fmt.Fprintf(c.stderr, "note: %s\n", n)
+	}
+	data, err := tableschema.Marshal(d.Schema)
 	if err != nil {
 		return err
 	}
 	// The draft must read back as the schema it is.
-	s, err = tableschema.Parse(data, "the draft")
+	s, err := tableschema.Parse(data, "the draft")
 	if err != nil {
 		return fmt.Errorf("the drafted schema does not parse (a bug): %w", err)
 	}

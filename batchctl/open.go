@@ -131,6 +131,9 @@ func (c *cli) open(ctx context.Context, mode openMode) (*app, error) {
 		}
 		schema := c.global.schema
 		if schema == "" {
+			schema = os.Getenv("ROWFATE_PG_SCHEMA")
+		}
+		if schema == "" {
 			// ?search_path= (or search_path=...) names the schema too.
 			schema = strings.TrimSpace(strings.Split(pool.Config().ConnConfig.RuntimeParams["search_path"], ",")[0])
 		}

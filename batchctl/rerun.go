@@ -129,6 +129,9 @@ func (c *cli) runRerun(ctx context.Context, id int64, path string, o rerunOption
 // rerun re-runs a batch, says what it did, works its rows and prints the
 // outcome.
 func (c *cli) rerun(ctx context.Context, app *app, p batch.RerunParams, o importOptions) error {
+	if err := c.oneOffKind(ctx, app, p.BatchID); err != nil {
+		return err
+	}
 	res, err := app.engine.Rerun(ctx, p)
 	if err != nil {
 		if errors.Is(err, batch.ErrNotFound) {
@@ -219,6 +222,9 @@ is still invalid.`,
 				return err
 			}
 			defer app.close()
+			if err := c.oneOffKind(cmd.Context(), app, id); err != nil {
+				return err
+			}
 			r, err := app.engine.EditRow(cmd.Context(), batch.EditRowParams{TenantID: c.global.tenant, BatchID: id, RowNo: rowNo, Set: set, Actor: actor.get()})
 			if err != nil {
 				return err

@@ -48,9 +48,13 @@ type cli struct {
 type globalOptions struct {
 	database string
 	tenant   string
-	schema   string
-	output   string
-	verbose  bool
+	// schema is the PostgreSQL schema (--pg-schema).
+	schema string
+	// oldSchema is --schema where a command has no Table Schema file to
+	// take: the pre-0.9 spelling of --pg-schema, refused.
+	oldSchema string
+	output    string
+	verbose   bool
 	// databaseFlag and schemaFlag record whether the value came from the
 	// command line, so that hints repeat exactly what was typed.
 	databaseFlag bool
@@ -209,7 +213,12 @@ func (c *cli) rootCommand() *cobra.Command {
 	f := root.PersistentFlags()
 	f.StringVar(&c.global.database, "database", "", "postgres://... or a libpq key=value string for PostgreSQL, or a SQLite file (.db, .sqlite, file:PATH)\n(default $DATABASE_URL, then ./rowfate.db)")
 	f.StringVar(&c.global.tenant, "tenant", batch.DefaultTenant, "tenant that owns the batches")
-	f.StringVar(&c.global.schema, "schema", "", "PostgreSQL schema of the engine's tables (default: the URL's search_path, then \"rowfate\")")
+	f.StringVar(&c.global.schema, "pg-schema", "", "PostgreSQL schema of the engine's tables (default $ROWFATE_PG_SCHEMA, then the URL's search_path, then \"rowfate\")")
+	// --schema was the PostgreSQL schema before 0.9; it is now a Table
+	// Schema file only (import, preview). The old spelling elsewhere is
+	// an error naming the new one, never a file read as a database schema.
+	f.StringVar(&c.global.oldSchema, "schema", "", "")
+	_ = f.MarkHidden("schema")
 	f.StringVarP(&c.global.output, "output", "o", "text", "output format: text or json; watch and import also take jsonl (events as JSON lines)")
 	f.BoolVarP(&c.global.verbose, "verbose", "v", false, "verbose logs on stderr")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
@@ -264,7 +273,10 @@ func (c *cli) prepare(cmd *cobra.Command) error {
 		return usagef("-o must be %s, not %q", formats, o)
 	}
 	c.global.databaseFlag = cmd.Flags().Changed("database")
-	c.global.schemaFlag = cmd.Flags().Changed("schema")
+	c.global.schemaFlag = cmd.Flags().Changed("pg-schema")
+	if cmd.Flags().Changed("schema") && cmd.LocalNonPersistentFlags().Lookup("schema") == nil {
+		return usagef("--schema is a Table Schema file, for import only; the PostgreSQL schema of the engine's tables is --pg-schema %s (or $ROWFATE_PG_SCHEMA)", shellQuote(c.global.oldSchema))
+	}
 	level := slog.LevelWarn
 	if c.global.verbose {
 		level = slog.LevelDebug
@@ -305,7 +317,7 @@ func (c *cli) hint() string {
 		b.WriteString(" --database " + shellQuote(c.global.database))
 	}
 	if c.global.schemaFlag {
-		b.WriteString(" --schema " + shellQuote(c.global.schema))
+		b.WriteString(" --pg-schema " + shellQuote(c.global.schema))
 	}
 	if c.global.tenant != batch.DefaultTenant {
 		b.WriteString(" --tenant " + shellQuote(c.global.tenant))

@@ -112,7 +112,7 @@ func TestServeAcrossProcesses(t *testing.T) {
 		fmt.Fprintf(&csv, "s%d@example.com,Customer %d,FR,2021-03-04,%d.50\n", i, i, i%500)
 	}
 	file := writeFile(t, "serve.csv", []byte(csv.String()))
-	db := []string{"--database", dbURL, "--schema", schema}
+	db := []string{"--database", dbURL, "--pg-schema", schema}
 	imp := exec.Command(bin, append([]string{"import", "customers", file, "--no-work"}, db...)...)
 	if out, err := imp.CombinedOutput(); err != nil {
 		t.Fatalf("import: %v\n%s", err, out)

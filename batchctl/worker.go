@@ -65,6 +65,11 @@ credential again every third of --lease: once the credential is revoked
 			if err != nil {
 				return err
 			}
+			if o.batch > 0 {
+				if err := c.oneOffKind(cmd.Context(), app, o.batch); err != nil {
+					return err
+				}
+			}
 			eng, err := batch.NewEngine(batch.Config{Store: app.store, Registry: app.engine.Registry(), Logger: c.logger, WorkerName: id.name, LeaseDuration: o.lease})
 			if err != nil {
 				return err

@@ -62,6 +62,10 @@ type Batch struct {
 	// KindVersion is the version of a stored kind definition (a schema
 	// kind's) the batch was validated with at ingest; 0 for a Go kind.
 	KindVersion int64
+	// KindDefinition is the definition of a kind made for this batch's
+	// import alone (batchctl import --schema: a Table Schema), which no
+	// registry keeps: its re-runs, retries and reports are read with it.
+	KindDefinition string
 	// Reused is set by an import that found this batch by its
 	// idempotency key instead of importing the file again. Not stored.
 	Reused bool

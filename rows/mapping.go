@@ -73,16 +73,29 @@ func (b *Binder) MapFile(header []string, conv Conventions) (*Mapping, error) {
 	}
 	used := make([]bool, len(b.fields))
 	byKey := map[string]int{}
+	seen := map[string]int{}
 	for i, h := range header {
 		m.cell[i] = -1
 		m.conv[i] = cellConv{number: conv.Number, order: conv.DateOrder}
 		k := NormalizeHeader(h)
 		if k == "" {
-			m.Unnamed = append(m.Unnamed, i)
-			continue
+			// A column without a name is the kind's only when the kind
+			// names its position ("#13"), as a drafted schema does.
+			if k = "#" + strconv.Itoa(i+1); b.fieldOf(k) < 0 {
+				m.Unnamed = append(m.Unnamed, i)
+				continue
+			}
 		}
-		if j, dup := byKey[k]; dup {
-			return nil, fmt.Errorf("%w: columns %d and %d are both named %q", ErrBadHeader, j+1, i+1, strings.TrimSpace(h))
+		seen[k]++
+		if n := seen[k]; n > 1 {
+			// The second column of a name is the kind's column aliased
+			// "Name#2": the kind says which is which, nothing is guessed.
+			if nth := k + "#" + strconv.Itoa(n); b.fieldOf(nth) >= 0 {
+				k = nth
+			} else {
+				return nil, fmt.Errorf("%w: columns %d and %d are both named %q (a kind may name the second one %q in its aliases)",
+					ErrBadHeader, byKey[k]+1, i+1, strings.TrimSpace(h), strings.TrimSpace(h)+"#"+strconv.Itoa(n))
+			}
 		}
 		byKey[k] = i
 		fi, ok := renames[i]

@@ -115,6 +115,13 @@ type ReportRow struct {
 	Errors []FieldError
 }
 
+// ExampleMarker is the cell a template writes just past the last column of
+// its example row. An import leaves out a row only when it repeats the
+// kind's example row and carries this cell: the file is the template. A
+// data row that happens to equal the examples (a schema's example values
+// are often a real row) is imported like any other.
+const ExampleMarker = "← example row: not imported"
+
 // TemplateColumn is one column of an import template.
 type TemplateColumn struct {
 	// Name is the header as the kind declares it.

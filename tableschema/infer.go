@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/rowfate/rowfate/rows"
 )
@@ -30,6 +32,15 @@ type InferOptions struct {
 	DecimalComma bool
 }
 
+// Draft is a schema Infer drafted, with what a person should know about it
+// before storing it: the renames it made up (a header twice, a header left
+// empty, a column left out).
+type Draft struct {
+	Schema *Schema
+	// Notes are sentences, one per decision the file did not settle.
+	Notes []string
+}
+
 // Infer drafts a schema from a file's header and rows, for a person to
 // read and edit: a column's type is the narrowest that reads every value
 // (integer, number, boolean, date, datetime, else string); it is
@@ -40,8 +51,13 @@ type InferOptions struct {
 // numeric dates that read both ways (01/02/2025) is drafted as text with a
 // note in its description, never as a guessed order. Column names that
 // cannot be table columns are made into ones, the file's spelling kept as
-// an alias.
-func Infer(r rows.Reader, o InferOptions) (*Schema, error) {
+// an alias: every header yields a column (capitals, spaces, accents and
+// other scripts, a leading digit, SQL words, the engine's own tenant_id).
+// A header the file has twice gives the second column a name of its own,
+// aliased "Header#2"; a column without a header that has values is named
+// by its position (column_13, aliased "#13"), one without values is left
+// out. Each of those is a Note.
+func Infer(r rows.Reader, o InferOptions) (*Draft, error) {
 	if o.Table == "" {
 		o.Table = "imported"
 	}
@@ -52,43 +68,49 @@ func Infer(r rows.Reader, o InferOptions) (*Schema, error) {
 		o.EnumMax = 10
 	}
 	header := r.Header()
-	cols := make([]*colStats, len(header))
-	for i := range header {
-		cols[i] = &colStats{distinct: map[string]int{}, reads: map[string]int{}}
-	}
-	n := 0
-	for n < o.MaxRows {
-		rec, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		n++
-		for i := range cols {
-			v := ""
-			if i < len(rec.Values) {
-				v = strings.TrimSpace(rec.Values[i])
-			}
-			cols[i].add(v, o.DecimalComma)
-		}
+	cols, n, err := readStats(r, len(header), o)
+	if err != nil {
+		return nil, err
 	}
 	s := &Schema{Table: o.Table, Name: o.Name, Tenant: true, MissingValues: []string{""}}
 	if s.Name == "" {
 		s.Name = strings.ToLower(o.Table[strings.LastIndex(o.Table, ".")+1:])
 	}
 	s.DecimalComma = o.DecimalComma
+	d := &Draft{Schema: s}
 	used := map[string]bool{}
+	times := map[string]int{}
+	var kept []*colStats
 	for i, h := range header {
 		c := cols[i]
+		h = strings.TrimSpace(h)
+		alias := h
+		if h == "" {
+			if c.values == 0 {
+				d.Notes = append(d.Notes, fmt.Sprintf("column %d has no header and no values: left out", i+1))
+				continue
+			}
+			h, alias = fmt.Sprintf("column %d", i+1), fmt.Sprintf("#%d", i+1)
+		}
+		key := rows.NormalizeHeader(h)
+		times[key]++
+		if n := times[key]; n > 1 && alias != "" {
+			alias = fmt.Sprintf("%s#%d", alias, n)
+			h = fmt.Sprintf("%s %d", h, n)
+		}
 		name := columnName(h, used)
+		switch {
+		case strings.HasPrefix(alias, "#"):
+			d.Notes = append(d.Notes, fmt.Sprintf("column %d has no header but has values: drafted as %s (x-aliases %q)", i+1, name, alias))
+		case strings.Contains(alias, "#"):
+			d.Notes = append(d.Notes, fmt.Sprintf("the file has %q twice or more: column %d is drafted as %s (x-aliases %q)", header[i], i+1, name, alias))
+		}
 		f := Field{Name: name, Type: c.typ(), Format: "default"}
 		if f.Type == TypeString && c.most(c.emails) {
 			f.Format = "email"
 		}
-		if name != h && strings.TrimSpace(h) != "" {
-			f.Aliases = []string{strings.TrimSpace(h)}
+		if name != alias {
+			f.Aliases = []string{alias}
 		}
 		f.Constraints.Required = c.empty == 0 && c.values > 0
 		if f.Type == TypeString && c.ambiguousDates > 0 && c.ambiguousDates == c.values {
@@ -104,15 +126,47 @@ func Infer(r rows.Reader, o InferOptions) (*Schema, error) {
 			f.Example = ex
 		}
 		s.Fields = append(s.Fields, f)
+		kept = append(kept, c)
 	}
-	if key := inferKey(s, cols, n); key >= 0 {
+	if len(s.Fields) == 0 {
+		return nil, errors.New("no column has a header or a value: nothing to draft")
+	}
+	if key := inferKey(s, kept, n); key >= 0 {
 		s.PrimaryKey = []string{s.Fields[key].Name}
 		s.Fields[key].Constraints.Required = true
 		s.Mode = ModeUpsert
 	} else {
 		s.Mode = ModeInsert
 	}
-	return s, nil
+	return d, nil
+}
+
+// readStats reads up to o.MaxRows rows into each column's stats and says
+// how many it read.
+func readStats(r rows.Reader, width int, o InferOptions) ([]*colStats, int, error) {
+	cols := make([]*colStats, width)
+	for i := range cols {
+		cols[i] = &colStats{distinct: map[string]int{}, reads: map[string]int{}}
+	}
+	n := 0
+	for n < o.MaxRows {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		n++
+		for i := range cols {
+			v := ""
+			if i < len(rec.Values) {
+				v = strings.TrimSpace(rec.Values[i])
+			}
+			cols[i].add(v, o.DecimalComma)
+		}
+	}
+	return cols, n, nil
 }
 
 // colStats is what Infer saw of a column.
@@ -224,14 +278,19 @@ func inferKey(s *Schema, cols []*colStats, n int) int {
 	return best
 }
 
-// columnName makes a header cell a table column name: lower case, runs of
-// other characters as _, unique.
+// columnName makes a header cell a table column name: lower case, letters
+// of every script and digits kept, runs of other characters as _, no
+// leading digit, at most 63 bytes (PostgreSQL's limit), never tenant_id,
+// unique.
 func columnName(h string, used map[string]bool) string {
 	var b strings.Builder
 	under := false
 	for _, r := range strings.ToLower(strings.TrimSpace(h)) {
 		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+		case unicode.IsLetter(r), unicode.IsDigit(r):
+			if b.Len()+utf8.RuneLen(r) > maxColumnBytes-8 {
+				continue // room for a prefix and a number
+			}
 			b.WriteRune(r)
 			under = false
 		case !under && b.Len() > 0:
@@ -240,7 +299,7 @@ func columnName(h string, used map[string]bool) string {
 		}
 	}
 	name := strings.TrimRight(b.String(), "_")
-	if name == "" || (name[0] >= '0' && name[0] <= '9') {
+	if name == "" || unicode.IsDigit([]rune(name)[0]) {
 		name = "col_" + name
 	}
 	if name == "tenant_id" {
@@ -253,6 +312,9 @@ func columnName(h string, used map[string]bool) string {
 	used[name] = true
 	return name
 }
+
+// maxColumnBytes is the longest column name PostgreSQL keeps whole.
+const maxColumnBytes = 63
 
 // Marshal writes a schema as Table Schema JSON, indented, members in the
 // standard's order: what Parse reads back.

@@ -38,6 +38,7 @@ func Parse(data []byte, source string) (*Schema, error) {
 	if len(p.errs) > 0 {
 		return nil, p.errs
 	}
+	s.Text = string(data)
 	return s, nil
 }
 
@@ -244,8 +245,9 @@ func (p *parser) schema(doc any) *Schema {
 		return s
 	}
 	if v, ok := obj["missingValues"]; ok {
-		s.MissingValues = p.strings("$.missingValues", v)
+		s.MissingValues = p.missingValues("$.missingValues", v)
 	}
+	p.unread("$", obj, unreadSchemaMembers)
 	p.primaryKey(obj, s)
 	if v, ok := obj["foreignKeys"]; ok {
 		if arr, _ := v.([]any); len(arr) > 0 {
@@ -420,7 +422,9 @@ func (p *parser) field(path string, v any) *Field {
 		return nil
 	}
 	if !colName.MatchString(f.Name) {
-		p.fail(path+".name", "%q cannot be a column of the table: letters, digits and _ only (x-aliases takes the file's other spellings)", f.Name)
+		p.fail(path+".name", "%q cannot be a column of the table: letters, digits and _ only, not starting with a digit (x-aliases takes the file's other spellings)", f.Name)
+	} else if len(f.Name) > maxColumnBytes {
+		p.fail(path+".name", "%q is longer than the %d bytes a PostgreSQL column name keeps", f.Name, maxColumnBytes)
 	}
 	if strings.EqualFold(f.Name, "tenant_id") {
 		p.fail(path+".name", "tenant_id is the table's tenant column, which Rowfate fills in")
@@ -462,25 +466,9 @@ func (p *parser) field(path string, v any) *Field {
 			}
 		}
 	}
-	if f.Type == TypeBoolean {
-		for key, dst := range map[string]*[]string{"trueValues": &f.TrueValues, "falseValues": &f.FalseValues} {
-			if v, ok := obj[key]; ok {
-				*dst = p.strings(path+"."+key, v)
-			}
-		}
-	}
-	if f.Type == TypeNumber {
-		if v, ok := obj["decimalChar"]; ok {
-			if s, _ := p.str(path+".decimalChar", v); s != "." {
-				p.fail(path+".decimalChar", "a decimal comma is the file's convention, not a column's: say x-decimal-comma: true for the schema, or let the import declare it")
-			}
-		}
-		if v, ok := obj["groupChar"]; ok {
-			if s, _ := p.str(path+".groupChar", v); s != "" {
-				p.fail(path+".groupChar", "thousands separators are the file's convention: say x-decimal-comma (1.234,56) for the schema, or let the import declare a locale")
-			}
-		}
-	}
+	p.booleanOptions(path, obj, f)
+	p.numberOptions(path, obj, f)
+	p.unread(path, obj, unreadFieldMembers)
 	if c, ok := obj["constraints"]; ok {
 		p.constraints(path+".constraints", c, f)
 	}
@@ -499,11 +487,16 @@ func (p *parser) format(path string, f *Field) {
 			p.fail(path, "unknown string format %q: default, email, uri or uuid", f.Format)
 		}
 	case TypeDate, TypeDatetime:
+		f.Format = strings.TrimPrefix(f.Format, "fmt:") // the standard's v0 spelling, which v2 says to read
 		if f.Format == "default" || f.Format == "any" {
 			return
 		}
-		if _, err := goLayout(f.Format); err != nil {
+		if !strings.Contains(f.Format, "%") {
+			p.fail(path, "date format %q: want default, any, or a pattern such as %%d/%%m/%%Y", f.Format)
+		} else if err := rows.CheckStrptime(f.Format); err != nil {
 			p.fail(path, "%v", err)
+		} else if f.Type == TypeDate && rows.StrptimeHasTime(f.Format) {
+			p.fail(path, "date pattern %q reads a time of day, which a date drops: make the field a datetime", f.Format)
 		}
 	default:
 		if f.Format != "default" {
@@ -520,6 +513,7 @@ func (p *parser) constraints(path string, v any, f *Field) {
 		return
 	}
 	p.known(path, obj, constraintMembers)
+	p.unread(path, obj, unreadConstraintMembers)
 	c := &f.Constraints
 	if v, ok := obj["required"]; ok {
 		c.Required = p.boolean(path+".required", v)
@@ -637,7 +631,7 @@ func (p *parser) rule(path, text string, s *Schema) (Rule, bool) {
 	return r, true
 }
 
-var ruleText = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)\s*(==|=|!=|<=|>=|<|>)\s*(.+?)$`)
+var ruleText = regexp.MustCompile(`^([\p{L}_][\p{L}\p{N}_]*)\s*(==|=|!=|<=|>=|<|>)\s*(.+?)$`)
 
 func comparable(a, b string) bool {
 	num := func(t string) bool { return t == TypeInteger || t == TypeNumber }
@@ -649,14 +643,19 @@ func comparable(a, b string) bool {
 // are refused unless they start with "x-" (a typo must not pass silently).
 var (
 	schemaMembers = []string{"$schema", "fields", "primaryKey", "missingValues", "foreignKeys", "name", "title", "description",
-		"x-name", "x-table", "x-tenant", "x-mode", "x-date-order", "x-decimal-comma", "x-rules", "x-chunk-size"}
+		"x-name", "x-table", "x-tenant", "x-mode", "x-date-order", "x-decimal-comma", "x-rules", "x-chunk-size",
+		"fieldsMatch", "uniqueKeys"}
 	fieldMembers = []string{"name", "type", "format", "title", "description", "constraints", "rdfType", "example",
-		"trueValues", "falseValues", "decimalChar", "groupChar", "bareNumber", "x-aliases", "x-validate"}
-	constraintMembers = []string{"required", "unique", "minimum", "maximum", "minLength", "maxLength", "pattern", "enum"}
+		"trueValues", "falseValues", "decimalChar", "groupChar", "bareNumber", "x-aliases", "x-validate",
+		"categories", "categoriesOrdered", "missingValues"}
+	constraintMembers = []string{"required", "unique", "minimum", "maximum", "minLength", "maxLength", "pattern", "enum",
+		"exclusiveMinimum", "exclusiveMaximum", "jsonSchema"}
 )
 
 var (
 	tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$`)
 	kindName  = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
-	colName   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// colName is a column name every store takes unquoted: letters of any
+	// script, digits and _, not starting with a digit.
+	colName = regexp.MustCompile(`^[\p{L}_][\p{L}\p{N}_]*$`)
 )

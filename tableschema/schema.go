@@ -87,6 +87,8 @@ type Schema struct {
 	Rules []Rule
 	// ChunkSize is x-chunk-size; 0 is the engine's default.
 	ChunkSize int
+	// Text is the definition as Parse read it (JSON or YAML).
+	Text string
 }
 
 // Field is one column of a schema.
@@ -101,8 +103,18 @@ type Field struct {
 	Aliases []string
 	// Validate is more checks in validator/v10 syntax (x-validate).
 	Validate string
-	// TrueValues and FalseValues are a boolean's words.
+	// TrueValues and FalseValues are a boolean's words, as declared: a
+	// declared list replaces the standard's (DefaultTrueValues,
+	// DefaultFalseValues), an undeclared one is the standard's.
 	TrueValues, FalseValues []string
+	// DecimalChar and GroupChar are how a number (GroupChar: or an
+	// integer) writes its decimal separator and groups of digits, when
+	// the field says so: they replace the file's number format for this
+	// column. "" is not declared.
+	DecimalChar, GroupChar string
+	// BareNumber false (declared) strips the text around a number or an
+	// integer ("€ 95", "95%"); nil or true reads the number alone.
+	BareNumber *bool
 	// Example is a value for the template's example row.
 	Example string
 }

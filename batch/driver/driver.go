@@ -88,6 +88,8 @@ type BatchIngestParams struct {
 	Recalc map[string]string
 	// KindVersion is stored with the batch (Batch.KindVersion).
 	KindVersion int64
+	// KindDefinition is stored with the batch (Batch.KindDefinition).
+	KindDefinition string
 	// DuplicateKey names the natural key in the error of a row whose
 	// KeyDigest an earlier row has. The store finds those rows with one
 	// statement before the batch is accepted, so an importer's memory

@@ -75,7 +75,9 @@ func Kind(s *tableschema.Schema, version int64, cfg Config) (batch.DynamicKind, 
 	}
 	if version == 0 {
 		k.Source = SourceFile
+		k.Definition = s.Text
 	}
+	k.Enums, k.Notes = templateHelp(s)
 	if s.DecimalComma {
 		k.Conventions.Number = rows.DecimalComma
 	}

@@ -161,7 +161,7 @@ func hasUnique(ctx context.Context, cfg Config, table string, want []string) (bo
 	schema, name := splitTable(table)
 	var sets [][]string
 	if cfg.Dialect == Postgres {
-		rs, err := cfg.DB.QueryContext(ctx, `SELECT array_to_string(ARRAY(SELECT lower(a.attname) FROM unnest(i.indkey) k JOIN pg_attribute a
+		rs, err := cfg.DB.QueryContext(ctx, `SELECT array_to_string(ARRAY(SELECT a.attname FROM unnest(i.indkey) k JOIN pg_attribute a
 				ON a.attrelid = i.indrelid AND a.attnum = k), ',')
 			FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace
 			WHERE i.indisunique AND i.indpred IS NULL AND c.relname = $2 AND n.nspname = COALESCE(NULLIF($1, ''), current_schema())`, schema, name)
@@ -195,7 +195,7 @@ func hasUnique(ctx context.Context, cfg Config, table string, want []string) (bo
 		}
 		rs.Close()
 		for _, n := range idx {
-			crs, err := cfg.DB.QueryContext(ctx, `SELECT lower(name) FROM pragma_index_info($1)`, n)
+			crs, err := cfg.DB.QueryContext(ctx, `SELECT name FROM pragma_index_info($1)`, n)
 			if err != nil {
 				return false, err
 			}
@@ -211,15 +211,48 @@ func hasUnique(ctx context.Context, cfg Config, table string, want []string) (bo
 			crs.Close()
 			sets = append(sets, cols)
 		}
+		// A primary key of one INTEGER column is the rowid itself, which
+		// has no index to list: the table's own pk columns are a key too.
+		pk, err := sqlitePrimaryKey(ctx, cfg, name)
+		if err != nil {
+			return false, err
+		}
+		if len(pk) > 0 {
+			sets = append(sets, pk)
+		}
 	}
 	slices.Sort(want)
 	for _, set := range sets {
+		for i := range set {
+			// Compared here, not with SQL's lower(), which leaves letters
+			// outside ASCII as they are in PostgreSQL's C locale.
+			set[i] = strings.ToLower(set[i])
+		}
 		slices.Sort(set)
 		if slices.Equal(set, want) {
 			return true, nil
 		}
 	}
 	return false, nil
+}
+
+// sqlitePrimaryKey returns a SQLite table's primary key columns, in any
+// order.
+func sqlitePrimaryKey(ctx context.Context, cfg Config, table string) ([]string, error) {
+	rs, err := cfg.DB.QueryContext(ctx, `SELECT name FROM pragma_table_info($1) WHERE pk > 0`, table)
+	if err != nil {
+		return nil, fmt.Errorf("read the primary key of %s: %w", table, err)
+	}
+	defer rs.Close()
+	var out []string
+	for rs.Next() {
+		var n string
+		if err := rs.Scan(&n); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, rs.Err()
 }
 
 // CreateTable creates a schema's table when it does not exist, with its

@@ -459,6 +459,12 @@ func (c *Reader) record(rec []string, row, line int64) (rows.Record, error) {
 	if c.rows > c.opts.MaxRows {
 		return rows.Record{}, &rows.FileError{File: c.name, Line: line, Err: fmt.Errorf("more than %d data rows", c.opts.MaxRows)}
 	}
+	// Cells past the header that hold nothing lose nothing: a spreadsheet
+	// program pads every row to its widest (a template's example row and
+	// its marker, a note beside the table), as the XLSX reader allows.
+	if len(rec) > len(c.header) && isEmpty(rec[len(c.header):]) {
+		rec = rec[:len(c.header)]
+	}
 	out := rows.Record{Row: row, Line: line, Values: rec}
 	if len(rec) != len(c.header) {
 		out.Errors = append(out.Errors, rows.FieldError{

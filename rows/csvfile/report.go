@@ -67,7 +67,7 @@ func WriteTemplate(w io.Writer, cols []rows.TemplateColumn, sheet string) error 
 		return err
 	}
 	if hasExample {
-		if err := cw.Write(example); err != nil {
+		if err := cw.Write(append(example, rows.ExampleMarker)); err != nil {
 			return err
 		}
 	}

@@ -109,7 +109,7 @@ func TestWriteTemplate(t *testing.T) {
 	if err := WriteTemplate(&buf, cols, "ignored"); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := buf.String(), "\ufeffemail,amount,note\r\nann@example.com,'-1.50,\r\n"; got != want {
+	if got, want := buf.String(), "\ufeffemail,amount,note\r\nann@example.com,'-1.50,,"+rows.ExampleMarker+"\r\n"; got != want {
 		t.Errorf("wrote %q, want %q", got, want)
 	}
 	buf.Reset()

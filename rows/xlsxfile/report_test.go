@@ -135,7 +135,7 @@ func TestWriteTemplateXLSX(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 2 || strings.Join(rows[0], "|") != "email|tier|amount" || strings.Join(rows[1], "|") != "ann@example.com|pro|'-1.50" {
+	if len(rows) != 2 || strings.Join(rows[0], "|") != "email|tier|amount" || strings.Join(rows[1], "|") != "ann@example.com|pro|'-1.50|← example row: not imported" {
 		t.Errorf("rows %q", rows)
 	}
 	dvs, err := f.GetDataValidations("Template")

@@ -31,10 +31,15 @@ func WriteTemplate(w io.Writer, cols []rows.TemplateColumn, sheet string) error 
 		return fmt.Errorf("xlsx template: %w", err)
 	}
 	header := make([]any, len(cols))
-	example := make([]any, len(cols))
+	example := make([]any, len(cols), len(cols)+1)
+	hasExample := false
 	for i, c := range cols {
 		header[i] = rows.SafeCell(c.Name)
 		example[i] = rows.SafeCell(c.Example)
+		hasExample = hasExample || c.Example != ""
+	}
+	if hasExample {
+		example = append(example, rows.ExampleMarker)
 	}
 	if err := f.SetSheetRow(sheet, "A1", &header); err != nil {
 		return fmt.Errorf("xlsx template: %w", err)

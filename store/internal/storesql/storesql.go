@@ -133,6 +133,8 @@ type BatchOptions struct {
 	Width       int               `json:"width,omitempty"`
 	Recalc      map[string]string `json:"recalc,omitzero"`
 	KindVersion int64             `json:"kind_version,omitempty"`
+	// KindDefinition is a one-off kind's definition (Batch.KindDefinition).
+	KindDefinition string `json:"kind_definition,omitempty"`
 }
 
 // storedWarnings are a batch's warnings in batches.options: a warning
