@@ -775,6 +775,10 @@ func testAPIRowsAndActions(t *testing.T, h *apiHarness) {
 	if a := h.postJSON("/v1/recalculations", adminA, map[string]any{"kind": "customers"}); a.status != http.StatusNotFound {
 		t.Errorf("recalculation of an import kind: %s", a)
 	}
+	// A filter that matches nothing creates no batch, and says so.
+	if a := h.postJSON("/v1/recalculations", adminA, map[string]any{"kind": recalcKind, "params": map[string]string{"where": "country = 'XX'"}}); a.status != http.StatusUnprocessableEntity || a.problem(t).Code != "no_match" {
+		t.Errorf("recalculation matching no row: %s", a)
+	}
 }
 
 // TestAPIUploadLimits: a body over the limit is 413 and keeps nothing; a

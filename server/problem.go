@@ -51,6 +51,7 @@ var ProblemCodes = map[string]string{
 	"report_of_batch":         "The file is the error report of a batch",
 	"file_rejected":           "The file was rejected",
 	"file_not_kept":           "The file is not kept",
+	"no_match":                "No row matches: nothing to recalculate",
 	"too_large":               "The request body is too large",
 	"unsupported_media_type":  "Unsupported Content-Type",
 	"bad_signature":           "The webhook signature does not verify",
@@ -114,6 +115,9 @@ func problemFor(err error) (p Problem, ok bool) {
 		return Problem{Status: http.StatusNotFound, Code: "not_found", Detail: err.Error()}, true
 	case errors.Is(err, batch.ErrConflict):
 		return Problem{Status: http.StatusConflict, Code: "conflict", Detail: err.Error()}, true
+	case errors.Is(err, batch.ErrNoMatch):
+		// Well-formed, and nothing to do: no batch was created.
+		return Problem{Status: http.StatusUnprocessableEntity, Code: "no_match", Detail: err.Error()}, true
 	case errors.Is(err, batch.ErrBadParams), errors.Is(err, batch.ErrNotRecalc), errors.Is(err, batch.ErrInvalidRequest):
 		return Problem{Status: http.StatusBadRequest, Code: "bad_request", Detail: err.Error()}, true
 	case errors.Is(err, filestore.ErrNotFound):
