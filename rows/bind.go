@@ -2,6 +2,7 @@ package rows
 
 import (
 	"encoding"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -32,9 +33,22 @@ var DefaultTimeLayouts = []string{"2006-01-02", time.RFC3339, "2006-01-02 15:04:
 //     system, "off" refuses serial numbers.
 //   - `bool:"ja|oui,nein|non"` (bool): more words for true, then after the
 //     comma for false, on top of true/false/yes/no/y/n/1/0.
+//   - `boolvalues:"[[\"ja\"],[\"nein\"]]"` (bool): the only words for
+//     true and for false, as a JSON array of two arrays, matched exactly
+//     (case included): a Table Schema's trueValues and falseValues.
+//   - `number:"{...}"` (numbers, Decimal): the column's own NumberOptions
+//     as JSON (NumberOptions.Tag): its number format, which replaces the
+//     file's, whether text around the number is stripped, exponents.
+//   - `strptime:"%d/%m/%y"` (time.Time): the column's date pattern in
+//     strptime syntax (Strptime), tried before the layouts; with it, no
+//     other form is guessed at (numeric dates in the file's order, month
+//     names, Excel serials).
 //   - `dateorder:"dmy"` (time.Time): the order of day and month in numeric
 //     dates when the file neither declares it (Conventions.DateOrder) nor
 //     settles it by a value only one order reads (13/02/2025).
+//   - `dateorderoption:"x-date-order"` (time.Time): the kind's own
+//     option for the order of day and month, which the message of a date
+//     that reads two ways names besides the import's.
 //   - `col:"country,upper"` (text): upper-case (or `lower`) the cell before
 //     it is checked and stored.
 //
@@ -93,6 +107,17 @@ type fieldOpts struct {
 	excel     excelSystem
 	trueWords []string // lower-case
 	falseWord []string
+	// exactBool: trueWords and falseWord are the only words, matched
+	// exactly (the boolvalues tag).
+	exactBool bool
+	// number is the column's own way of writing numbers (number tag).
+	number *NumberOptions
+	// strptime is the column's date pattern (strptime tag).
+	strptime string
+	// orderOption names where the kind declares its day/month order
+	// (dateorderoption tag: a schema's x-date-order), for the message of
+	// a date that reads two ways.
+	orderOption string
 	// order is the kind's declared day/month order (dateorder tag), used
 	// when the file neither declares nor settles one.
 	order DateOrder
@@ -209,6 +234,23 @@ func (o *fieldOpts) parse(tag reflect.StructTag) error {
 		}
 		o.order = order
 	}
+	if n, ok := tag.Lookup("number"); ok {
+		var no NumberOptions
+		if err := json.Unmarshal([]byte(n), &no); err != nil {
+			return fmt.Errorf("number tag %q: %w", n, err)
+		}
+		o.number = &no
+	}
+	o.orderOption = tag.Get("dateorderoption")
+	if p, ok := tag.Lookup("strptime"); ok {
+		if err := CheckStrptime(p); err != nil {
+			return fmt.Errorf("strptime tag: %w", err)
+		}
+		o.strptime = p
+	}
+	if b, ok := tag.Lookup("boolvalues"); ok {
+		return o.parseBoolValues(b)
+	}
 	if b, ok := tag.Lookup("bool"); ok {
 		t, f, ok := strings.Cut(b, ",")
 		if !ok {
@@ -228,6 +270,21 @@ func (o *fieldOpts) parse(tag reflect.StructTag) error {
 			}
 		}
 	}
+	return nil
+}
+
+// parseBoolValues reads the boolvalues tag: [[true words], [false words]].
+func (o *fieldOpts) parseBoolValues(tag string) error {
+	var lists [2][]string
+	if err := json.Unmarshal([]byte(tag), &lists); err != nil {
+		return fmt.Errorf("boolvalues tag %q: want a JSON array of two arrays of words: %w", tag, err)
+	}
+	for _, w := range lists[1] {
+		if slices.Contains(lists[0], w) {
+			return fmt.Errorf("boolvalues tag %q: %q is both true and false", tag, w)
+		}
+	}
+	o.exactBool, o.trueWords, o.falseWord = true, lists[0], lists[1]
 	return nil
 }
 

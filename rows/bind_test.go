@@ -597,6 +597,12 @@ type fuzzRow struct {
 	E  tier      `col:"e"`
 	BL bool      `col:"bl" bool:"ja|oui,nein|non"`
 	X  time.Time `col:"x" excel:"1904"`
+	// The options a Table Schema compiles to.
+	ND Decimal   `col:"nd" number:"{\"format\":{\"decimal\":44,\"groups\":[160]},\"strip\":true,\"exponent\":true}"`
+	NI int64     `col:"ni" number:"{\"strip\":true}"`
+	SP time.Time `col:"sp" strptime:"%d/%m/%y %I:%M %p%z" layout:"2006-01-02"`
+	EB bool      `col:"eb" boolvalues:"[[\"Ja\"],[\"false\"]]"`
+	BT bool      `col:"bt" bool:"ja,"`
 
 	Internal string
 }
@@ -618,6 +624,8 @@ func FuzzBind(f *testing.F) {
 		{"t,x", "60,0"},
 		{"t", "2958466"},
 		{"d", "-.5"},
+		{"nd,ni,sp,eb,bt", "€ 1\u00a0234,5E-2,-3 pcs,30/11/14 12:05 AM+0100,Ja,ja"},
+		{"nd,ni,sp,eb,bt", "(1),1k,31/02/69 13:00 PM,True,nein"},
 	} {
 		f.Add(seed[0], seed[1])
 	}
@@ -686,3 +694,24 @@ type cafeRow struct {
 }
 
 func reflectTypeOfCafe() reflect.Type { return reflect.TypeFor[cafeRow]() }
+
+// TestBoolTagOneSide: a bool tag may name words for true only (or false
+// only): the usual words still read, and nothing panics.
+func TestBoolTagOneSide(t *testing.T) {
+	t.Parallel()
+	type row struct {
+		A bool `col:"a" bool:"ja,"`
+		B bool `col:"b" bool:",nein"`
+	}
+	m, err := mustBinder(t, reflect.TypeFor[row]()).Map([]string{"a", "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r row
+	if errs := m.Bind(2, []string{"ja", "nein"}, &r); len(errs) > 0 || !r.A || r.B {
+		t.Errorf("bound %+v, errors %v", r, errs)
+	}
+	if errs := m.Bind(2, []string{"vielleicht", "no"}, &r); len(errs) != 1 || !strings.Contains(errs[0].Message, "ja") {
+		t.Errorf("errors %v, want one naming the word ja", errs)
+	}
+}

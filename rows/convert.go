@@ -45,7 +45,7 @@ func converter(t reflect.Type, o *fieldOpts) (convertFunc, error) {
 	case t == timeType:
 		return timeConverter(o), nil
 	case t == decimalType:
-		return decimalConverter, nil
+		return decimalConverter(o.number), nil
 	case t.Kind() == reflect.String && t.Implements(enumType):
 		return enumConverter(t)
 	case reflect.PointerTo(t).Implements(textUnmarshalerType):
@@ -57,8 +57,11 @@ func converter(t reflect.Type, o *fieldOpts) (convertFunc, error) {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
 		reflect.Float32, reflect.Float64:
-		return numberConverter(t), nil
+		return numberConverter(t, o.number), nil
 	case reflect.Bool:
+		if o.exactBool {
+			return exactBoolConverter(o.trueWords, o.falseWord), nil
+		}
 		return boolConverter(o), nil
 	}
 	return nil, fmt.Errorf("unsupported field type %s", t)
@@ -144,7 +147,10 @@ const maxPlausibleSerial = 99999
 // month-name forms in the file's day/month order, and then, unless the
 // excel tag is "off", a plain number as an Excel serial date.
 func timeConverter(o *fieldOpts) convertFunc {
-	layouts, excel := o.layouts, o.excel
+	if o.strptime != "" {
+		return patternConverter(o.strptime, o.layouts)
+	}
+	layouts, excel, option := o.layouts, o.excel, o.orderOption
 	return func(s string, v reflect.Value, cc *cellConv) error {
 		if s == "" {
 			return nil
@@ -157,7 +163,11 @@ func timeConverter(o *fieldOpts) convertFunc {
 		}
 		if tm, ok, err := parseDate(s, cc.order); ok {
 			if err != nil {
-				return &convError{code: CodeBadDate, msg: err.Error(), hints: HintsOf(err)}
+				msg := err.Error()
+				if amb := (*errAmbiguousDate)(nil); option != "" && errors.As(err, &amb) {
+					msg += fmt.Sprintf(", or declare %s: dmy or mdy", option)
+				}
+				return &convError{code: CodeBadDate, msg: msg, hints: HintsOf(err)}
 			}
 			v.Set(reflect.ValueOf(tm))
 			return nil
@@ -185,9 +195,37 @@ func timeConverter(o *fieldOpts) convertFunc {
 	}
 }
 
-// number rewrites a cell in the column's number format into the plain form
-// the parsers read, or explains why it is not a number there.
-func (cc *cellConv) plainNumber(s string) (string, error) {
+// patternConverter reads a date in the column's declared strptime
+// pattern, or else in one of layouts (the ISO forms a spreadsheet's date
+// cells are read as); nothing else, so the declared order of day and
+// month is never read the other way round.
+func patternConverter(pattern string, layouts []string) convertFunc {
+	return func(s string, v reflect.Value, _ *cellConv) error {
+		if s == "" {
+			return nil
+		}
+		tm, err := Strptime(pattern, s)
+		if err == nil {
+			v.Set(reflect.ValueOf(tm))
+			return nil
+		}
+		for _, l := range layouts {
+			if tm, lerr := time.Parse(l, s); lerr == nil {
+				v.Set(reflect.ValueOf(tm))
+				return nil
+			}
+		}
+		return &convError{code: CodeBadDate, msg: err.Error()}
+	}
+}
+
+// plainNumber rewrites a cell in the column's number format (its own, or
+// else the file's) into the plain form the parsers read, or explains why
+// it is not a number there.
+func (cc *cellConv) plainNumber(s string, no *NumberOptions) (string, error) {
+	if no != nil {
+		return no.plain(s, cc.number)
+	}
 	if cc.commas && cc.number.decimal() == '.' && NumberClueOf(s) == ClueAmbiguous && strings.Contains(s, ".") {
 		return "", &convError{code: CodeNotANumber, msg: fmt.Sprintf("%q is ambiguous: other values in this column are written with a decimal comma, where it would be %s; import with a decimal comma (or a locale that writes one) to say how the file writes numbers", s, strings.ReplaceAll(s, ".", "")),
 			hints: []Hint{{Option: OptionDecimalComma}, {Option: OptionLocale, Values: []string{"de", "fr"}}}}
@@ -199,23 +237,34 @@ func (cc *cellConv) plainNumber(s string) (string, error) {
 	return plain, nil
 }
 
-func decimalConverter(s string, v reflect.Value, cc *cellConv) error {
-	if s == "" {
+// numeric reads a number cell: an empty one is left alone, any other is
+// rewritten in the plain form (plainNumber) and handed to parse with the
+// cell as written, for messages.
+func numeric(no *NumberOptions, parse func(cell, plain string, v reflect.Value, cc *cellConv) error) convertFunc {
+	return func(s string, v reflect.Value, cc *cellConv) error {
+		if s == "" {
+			return nil
+		}
+		plain, err := cc.plainNumber(s, no)
+		if err != nil {
+			return err
+		}
+		return parse(s, plain, v, cc)
+	}
+}
+
+func decimalConverter(no *NumberOptions) convertFunc {
+	return numeric(no, func(s, plain string, v reflect.Value, cc *cellConv) error {
+		d, err := ParseDecimal(plain)
+		switch {
+		case errors.Is(err, errDecimalRange):
+			return &convError{code: CodeOutOfRange, msg: fmt.Sprintf("%q has more than %d digits", s, maxDecimalDigits)}
+		case err != nil:
+			return &convError{code: CodeNotANumber, msg: fmt.Sprintf("%q is not a number (write %s)", s, no.format(cc.number).Describe())}
+		}
+		v.Set(reflect.ValueOf(d))
 		return nil
-	}
-	plain, err := cc.plainNumber(s)
-	if err != nil {
-		return err
-	}
-	d, err := ParseDecimal(plain)
-	switch {
-	case errors.Is(err, errDecimalRange):
-		return &convError{code: CodeOutOfRange, msg: fmt.Sprintf("%q has more than %d digits", s, maxDecimalDigits)}
-	case err != nil:
-		return &convError{code: CodeNotANumber, msg: fmt.Sprintf("%q is not a number (write %s)", s, cc.number.Describe())}
-	}
-	v.Set(reflect.ValueOf(d))
-	return nil
+	})
 }
 
 // enumConverter matches a cell against the values t's Enum method lists,
@@ -251,49 +300,28 @@ func textConverter(s string, v reflect.Value, _ *cellConv) error {
 }
 
 // numberConverter parses ints, uints and floats of t's size.
-func numberConverter(t reflect.Type) convertFunc {
+func numberConverter(t reflect.Type, no *NumberOptions) convertFunc {
 	switch t.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return func(s string, v reflect.Value, cc *cellConv) error {
-			if s == "" {
-				return nil
-			}
-			plain, err := cc.plainNumber(s)
-			if err != nil {
-				return err
-			}
+		return numeric(no, func(s, plain string, v reflect.Value, _ *cellConv) error {
 			n, err := strconv.ParseInt(plain, 10, t.Bits())
 			if err != nil {
 				return numErr(s, err)
 			}
 			v.SetInt(n)
 			return nil
-		}
+		})
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return func(s string, v reflect.Value, cc *cellConv) error {
-			if s == "" {
-				return nil
-			}
-			plain, err := cc.plainNumber(s)
-			if err != nil {
-				return err
-			}
+		return numeric(no, func(s, plain string, v reflect.Value, _ *cellConv) error {
 			n, err := strconv.ParseUint(plain, 10, t.Bits())
 			if err != nil {
 				return numErr(s, err)
 			}
 			v.SetUint(n)
 			return nil
-		}
+		})
 	}
-	return func(s string, v reflect.Value, cc *cellConv) error {
-		if s == "" {
-			return nil
-		}
-		plain, err := cc.plainNumber(s)
-		if err != nil {
-			return err
-		}
+	return numeric(no, func(s, plain string, v reflect.Value, _ *cellConv) error {
 		n, err := strconv.ParseFloat(plain, t.Bits())
 		if err != nil {
 			return numErr(s, err)
@@ -305,7 +333,7 @@ func numberConverter(t reflect.Type) convertFunc {
 		}
 		v.SetFloat(n)
 		return nil
-	}
+	})
 }
 
 // boolConverter reads the usual words for true and false, and those of
@@ -313,8 +341,9 @@ func numberConverter(t reflect.Type) convertFunc {
 func boolConverter(o *fieldOpts) convertFunc {
 	trueWords, falseWords := o.trueWords, o.falseWord
 	words := "yes/no, true/false or 1/0"
-	if len(trueWords) > 0 {
-		words = trueWords[0] + "/" + falseWords[0] + ", " + words
+	// A tag may name words for true only, or for false only.
+	if extra := slices.Concat(trueWords, falseWords); len(extra) > 0 {
+		words = strings.Join(extra, ", ") + ", " + words
 	}
 	return func(s string, v reflect.Value, _ *cellConv) error {
 		if s == "" {
@@ -331,6 +360,36 @@ func boolConverter(o *fieldOpts) convertFunc {
 		}
 		return nil
 	}
+}
+
+// exactBoolConverter reads the declared words only, exactly as written:
+// a Table Schema's trueValues and falseValues ("True" is true and "YES" is
+// nothing unless a list has it).
+func exactBoolConverter(trueWords, falseWords []string) convertFunc {
+	words := fmt.Sprintf("one of %s (true) or %s (false)", quoteWords(trueWords), quoteWords(falseWords))
+	return func(s string, v reflect.Value, _ *cellConv) error {
+		switch {
+		case s == "":
+		case slices.Contains(trueWords, s):
+			v.SetBool(true)
+		case slices.Contains(falseWords, s):
+			v.SetBool(false)
+		default:
+			return &convError{code: CodeNotABool, msg: fmt.Sprintf("%q is not %s", s, words)}
+		}
+		return nil
+	}
+}
+
+func quoteWords(ws []string) string {
+	if len(ws) == 0 {
+		return "no word"
+	}
+	q := make([]string, len(ws))
+	for i, w := range ws {
+		q[i] = strconv.Quote(w)
+	}
+	return strings.Join(q, ", ")
 }
 
 // looksSerial reports whether s is a plain non-negative number, the way a

@@ -1,6 +1,7 @@
 package rows
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -226,4 +227,258 @@ func civil(y, month, day int, clock []string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("%s has no day %d", time.Month(month), day)
 	}
 	return t, nil
+}
+
+// strptimeDirectives are the strptime directives Strptime reads.
+const strptimeDirectives = "%Y %y %m %d %H %I %M %S %f %p %b %B %a %A %z %Z %%"
+
+// CheckStrptime reports why a strptime pattern cannot be read: a
+// directive Strptime does not know, or no year, month or day (which a
+// date would otherwise take from nowhere: Python's strptime makes it
+// 1900).
+func CheckStrptime(pattern string) error {
+	seen := map[byte]bool{}
+	for i := 0; i < len(pattern); i++ {
+		if pattern[i] != '%' {
+			continue
+		}
+		if i+1 == len(pattern) {
+			return fmt.Errorf("date pattern %q ends with a lone %%", pattern)
+		}
+		i++
+		if !strings.Contains(strptimeDirectives, "%"+string(pattern[i])) {
+			return fmt.Errorf("date pattern %q: %%%c is not a directive Rowfate reads (%s)", pattern, pattern[i], strptimeDirectives)
+		}
+		seen[pattern[i]] = true
+	}
+	switch {
+	case !seen['Y'] && !seen['y']:
+		return fmt.Errorf("date pattern %q has no year (%%Y or %%y)", pattern)
+	case !seen['m'] && !seen['b'] && !seen['B']:
+		return fmt.Errorf("date pattern %q has no month (%%m, %%b or %%B)", pattern)
+	case !seen['d']:
+		return fmt.Errorf("date pattern %q has no day (%%d)", pattern)
+	case seen['I'] != seen['p']:
+		return fmt.Errorf("date pattern %q: %%I (a 12-hour clock) and %%p (AM or PM) go together", pattern)
+	}
+	return nil
+}
+
+// StrptimeHasTime reports whether a pattern reads a time of day or an
+// offset, which a date without a time would drop.
+func StrptimeHasTime(pattern string) bool {
+	for _, d := range []string{"%H", "%I", "%M", "%S", "%f", "%p", "%z", "%Z"} {
+		if strings.Contains(strings.ReplaceAll(pattern, "%%", ""), d) {
+			return true
+		}
+	}
+	return false
+}
+
+// strptimeValue is what a strptime pattern read so far.
+type strptimeValue struct {
+	year, month, day, hour, min, sec, nsec int
+	pm, twelve                             bool
+	zone                                   *time.Location
+}
+
+// Strptime reads s in a strptime pattern, the syntax of C's and Python's
+// strptime that a Table Schema's date formats use (%d/%m/%y): numbers of
+// one or two digits where Python takes them (%d %m %H %I %M %S), %y as
+// POSIX says (69-99 is 1969-1999, 00-68 is 2000-2068), month and weekday
+// names in English, any case, a space in the pattern matching one or
+// more. Without %z or %Z the time is UTC; with them it is the instant
+// they name. %Z reads only UTC and GMT: a zone's abbreviation does not
+// say its offset (EST is two places).
+func Strptime(pattern, s string) (time.Time, error) {
+	fail := func(why string) (time.Time, error) {
+		return time.Time{}, fmt.Errorf("%q is not a date in the form %s: %s", s, pattern, why)
+	}
+	v := strptimeValue{month: 1, day: 1, zone: time.UTC}
+	i := 0
+	for p := 0; p < len(pattern); p++ {
+		c := pattern[p]
+		if c == ' ' {
+			n := len(s[i:]) - len(strings.TrimLeft(s[i:], " "))
+			if n == 0 {
+				return fail("a space is missing")
+			}
+			i += n
+			continue
+		}
+		if c != '%' || p+1 == len(pattern) || pattern[p+1] == '%' {
+			if i >= len(s) || s[i] != c {
+				return fail(fmt.Sprintf("%q is missing at position %d", string(c), i+1))
+			}
+			i++
+			p += strings.Count(pattern[p:min(p+2, len(pattern))], "%%")
+			continue
+		}
+		p++
+		n, err := v.directive(pattern[p], s[i:])
+		if err != nil {
+			return fail(err.Error())
+		}
+		i += n
+	}
+	if i < len(s) {
+		return fail(fmt.Sprintf("%q is left over", s[i:]))
+	}
+	return v.time(fail)
+}
+
+// directive reads one directive at the start of s; it returns how many
+// bytes it read.
+func (v *strptimeValue) directive(d byte, s string) (int, error) {
+	num := func(minDigits, maxDigits int, dst *int) (int, error) {
+		n := 0
+		for n < maxDigits && n < len(s) && s[n] >= '0' && s[n] <= '9' {
+			n++
+		}
+		if n < minDigits {
+			return 0, fmt.Errorf("%%%c wants %d to %d digits", d, minDigits, maxDigits)
+		}
+		*dst, _ = strconv.Atoi(s[:n])
+		return n, nil
+	}
+	// The numbers of one or two digits, as Python's strptime reads them.
+	short := map[byte]*int{'m': &v.month, 'd': &v.day, 'H': &v.hour, 'I': &v.hour, 'M': &v.min, 'S': &v.sec}
+	if dst, ok := short[d]; ok {
+		v.twelve = v.twelve || d == 'I'
+		return num(1, 2, dst)
+	}
+	switch d {
+	case 'Y':
+		return num(4, 4, &v.year)
+	case 'y':
+		n, err := num(2, 2, &v.year)
+		if v.year < 69 {
+			v.year += 2000
+		} else {
+			v.year += 1900
+		}
+		return n, err
+	case 'f':
+		n, err := num(1, 6, &v.nsec)
+		for k := n; k < 9; k++ {
+			v.nsec *= 10
+		}
+		return n, err
+	case 'p':
+		if len(s) >= 2 && (strings.EqualFold(s[:2], "AM") || strings.EqualFold(s[:2], "PM")) {
+			v.pm = strings.EqualFold(s[:2], "PM")
+			return 2, nil
+		}
+		return 0, errors.New("%p wants AM or PM")
+	case 'b', 'B':
+		return v.monthName(d, s)
+	case 'a', 'A':
+		return weekdayName(d, s)
+	case 'z':
+		return v.offset(s)
+	case 'Z':
+		for _, z := range []string{"UTC", "GMT"} {
+			if len(s) >= 3 && strings.EqualFold(s[:3], z) {
+				return 3, nil
+			}
+		}
+		return 0, errors.New("%Z reads UTC or GMT only: a zone's name does not say its offset (write the offset with %z)")
+	}
+	return 0, fmt.Errorf("%%%c is not a directive Rowfate reads", d)
+}
+
+// letters is the run of ASCII letters at the start of s.
+func letters(s string) string {
+	n := 0
+	for n < len(s) && (s[n] >= 'a' && s[n] <= 'z' || s[n] >= 'A' && s[n] <= 'Z') {
+		n++
+	}
+	return s[:n]
+}
+
+// monthName reads %b (Jan) or %B (January).
+func (v *strptimeValue) monthName(d byte, s string) (int, error) {
+	i, n := englishName(s, 12, func(i int) string { return time.Month(i + 1).String() }, d == 'b')
+	switch {
+	case i >= 0:
+		v.month = i + 1
+		return n, nil
+	case d == 'b':
+		return 0, errors.New("%b wants a month's three-letter English name (Jan)")
+	}
+	return 0, errors.New("%B wants a month's English name (January)")
+}
+
+// weekdayName reads %a (Mon) or %A (Monday), which says nothing the date
+// does not.
+func weekdayName(d byte, s string) (int, error) {
+	if i, n := englishName(s, 7, func(i int) string { return time.Weekday(i).String() }, d == 'a'); i >= 0 {
+		return n, nil
+	}
+	return 0, fmt.Errorf("%%%c wants a weekday's English name", d)
+}
+
+// englishName matches the letters at the start of s, in any case, with
+// one of count names (their first three letters when short): the name's
+// index and the bytes read, or -1.
+func englishName(s string, count int, name func(i int) string, short bool) (int, int) {
+	w := letters(s)
+	for i := range count {
+		n := name(i)
+		if short {
+			n = n[:3]
+		}
+		if strings.EqualFold(w, n) {
+			return i, len(w)
+		}
+	}
+	return -1, 0
+}
+
+// offset reads %z: Z, or +hhmm or +hh:mm.
+func (v *strptimeValue) offset(s string) (int, error) {
+	if strings.HasPrefix(s, "Z") {
+		return 1, nil
+	}
+	m := zoneOffset.FindStringSubmatch(s)
+	if m == nil {
+		return 0, errors.New("%z wants Z, +hhmm or +hh:mm")
+	}
+	h, _ := strconv.Atoi(m[2])
+	mi, _ := strconv.Atoi(m[3])
+	if h > 23 || mi > 59 {
+		return 0, fmt.Errorf("%s is not an offset", m[0])
+	}
+	secs := (h*60 + mi) * 60
+	if m[1] == "-" {
+		secs = -secs
+	}
+	v.zone = time.FixedZone("", secs)
+	return len(m[0]), nil
+}
+
+var zoneOffset = regexp.MustCompile(`^([+-])(\d{2}):?(\d{2})`)
+
+// time checks what was read and makes it the instant it names, in UTC.
+func (v *strptimeValue) time(fail func(string) (time.Time, error)) (time.Time, error) {
+	if v.twelve {
+		if v.hour < 1 || v.hour > 12 {
+			return fail(fmt.Sprintf("%d is not an hour of a 12-hour clock", v.hour))
+		}
+		v.hour %= 12
+		if v.pm {
+			v.hour += 12
+		}
+	}
+	if v.hour > 23 || v.min > 59 || v.sec > 59 {
+		return fail(fmt.Sprintf("%02d:%02d:%02d is not a time of day", v.hour, v.min, v.sec))
+	}
+	if v.month < 1 || v.month > 12 {
+		return fail(fmt.Sprintf("there is no month %d", v.month))
+	}
+	t := time.Date(v.year, time.Month(v.month), v.day, v.hour, v.min, v.sec, v.nsec, v.zone)
+	if t.Day() != v.day {
+		return fail(fmt.Sprintf("%s has no day %d", time.Month(v.month), v.day))
+	}
+	return t.UTC(), nil
 }

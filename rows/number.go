@@ -1,9 +1,11 @@
 package rows
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -111,9 +113,10 @@ func (e *errNumberForm) Hints() []Hint { return e.hints }
 func (f NumberFormat) Normalize(s string) (string, error) {
 	dec := f.decimal()
 	if strings.IndexFunc(s, func(r rune) bool {
-		return r == ',' || r == '.' || r == '\'' || r == '’' || r == ' ' || r == nbsp || r == narrowNBSP
+		return r == ',' || r == '.' || r == '\'' || r == '’' || r == ' ' || r == nbsp || r == narrowNBSP ||
+			r == dec || slices.Contains(f.Groups, r)
 	}) < 0 {
-		return s, nil // digits and a sign only: every format reads it alike
+		return s, nil // no separator: every format reads it alike
 	}
 	var (
 		b          strings.Builder
@@ -250,3 +253,122 @@ func NumberClueOf(s string) NumberClue {
 	}
 	return ClueDecimalComma
 }
+
+// NumberOptions are how one column writes its numbers when it says so
+// itself (the number tag; a Table Schema field's decimalChar, groupChar
+// and bareNumber), whatever the rest of the file does.
+type NumberOptions struct {
+	// Format, when set, replaces the file's number format for the column.
+	Format *NumberFormat `json:"format,omitempty"`
+	// Strip drops text before and after the number ("€ 95", "95 %"), as a
+	// Table Schema's bareNumber: false says; text that would change the
+	// number (a minus sign, brackets, a magnitude such as k) is refused
+	// rather than dropped.
+	Strip bool `json:"strip,omitempty"`
+	// Exponent reads a trailing exponent: 1.5E3 is 1500.
+	Exponent bool `json:"exponent,omitempty"`
+}
+
+// Tag writes the options as the number tag's value.
+func (o NumberOptions) Tag() string {
+	b, _ := json.Marshal(o) // a struct of runes and booleans always encodes
+	return string(b)
+}
+
+// format is the column's number format: its own, else the file's.
+func (o *NumberOptions) format(file NumberFormat) NumberFormat {
+	if o != nil && o.Format != nil {
+		return *o.Format
+	}
+	return file
+}
+
+// plain rewrites a cell into the plain form the parsers read.
+func (o *NumberOptions) plain(s string, file NumberFormat) (string, error) {
+	f := o.format(file)
+	cell := s
+	if o.Strip {
+		var err error
+		if s, err = stripNumber(s, f.decimal()); err != nil {
+			return "", &convError{code: CodeNotANumber, msg: err.Error()}
+		}
+	}
+	exp := 0
+	if o.Exponent {
+		if i := strings.LastIndexAny(s, "eE"); i > 0 {
+			n, err := strconv.Atoi(s[i+1:])
+			if err != nil || s[i+1:] == "" || n > maxExponent || n < -maxExponent {
+				return "", &convError{code: CodeNotANumber, msg: fmt.Sprintf("%q is not a number: an exponent is E and a whole number up to %d", cell, maxExponent)}
+			}
+			s, exp = s[:i], n
+		}
+	}
+	plain, err := f.Normalize(s)
+	if err != nil {
+		if o.Format == nil {
+			return "", &convError{code: CodeNotANumber, msg: err.Error(), hints: HintsOf(err)}
+		}
+		return "", &convError{code: CodeNotANumber, msg: fmt.Sprintf("%q is not a number as this column writes them (%s), which its schema declares (decimalChar, groupChar)", cell, f.Describe())}
+	}
+	if exp != 0 {
+		plain = shiftPoint(plain, exp)
+	}
+	return plain, nil
+}
+
+// maxExponent bounds an exponent: a Decimal has 18 digits, and a larger
+// one would only spell out zeros.
+const maxExponent = 40
+
+// shiftPoint moves a plain number's decimal point exp places to the right
+// (left when negative): 1.5 and 3 is 1500.
+func shiftPoint(plain string, exp int) string {
+	sign := ""
+	if plain != "" && (plain[0] == '-' || plain[0] == '+') {
+		sign, plain = plain[:1], plain[1:]
+	}
+	whole, frac, _ := strings.Cut(plain, ".")
+	digits := whole + frac
+	pos := len(whole) + exp
+	switch {
+	case pos <= 0:
+		return sign + "0." + strings.Repeat("0", -pos) + digits
+	case pos >= len(digits):
+		return sign + digits + strings.Repeat("0", pos-len(digits))
+	}
+	return sign + digits[:pos] + "." + digits[pos:]
+}
+
+// magnitudes are words after a number that multiply it: dropping them, as
+// bareNumber: false would, stores a wrong amount.
+var magnitudes = []string{"k", "K", "M", "B", "bn", "mn", "mio", "mrd", "tsd", "thousand", "thousands", "million", "millions", "billion", "billions"}
+
+// stripNumber drops the text before and after a number (a currency, a
+// percent sign): from the first digit (with a sign or decimal separator
+// right before it) to the last. Text that changes the number's value is
+// an error.
+func stripNumber(s string, dec rune) (string, error) {
+	first := strings.IndexFunc(s, isDigit)
+	if first < 0 {
+		return "", fmt.Errorf("%q is not a number: it has no digit", s)
+	}
+	last := strings.LastIndexFunc(s, isDigit) + 1
+	start := first
+	if r, n := utf8.DecodeLastRuneInString(s[:start]); r == dec {
+		start -= n
+	}
+	if start > 0 && (s[start-1] == '-' || s[start-1] == '+') {
+		start--
+	}
+	prefix, suffix := s[:start], s[last:]
+	if strings.ContainsAny(prefix+suffix, "-−–()") {
+		return "", fmt.Errorf("%q is not a number: the text around it (%q) may change its sign; write the sign right before the digits", s, strings.TrimSpace(prefix+" "+suffix))
+	}
+	word := strings.TrimSpace(strings.TrimRight(strings.TrimSpace(suffix), "."))
+	if slices.Contains(magnitudes, word) || (len(word) > 1 && slices.Contains(magnitudes, strings.ToLower(word))) {
+		return "", fmt.Errorf("%q is not a number: %q would multiply it; write the number in full", s, word)
+	}
+	return s[start:last], nil
+}
+
+func isDigit(r rune) bool { return r >= '0' && r <= '9' }

@@ -2,6 +2,7 @@ package tableschema
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-playground/validator/v10"
 
@@ -102,37 +104,14 @@ func fieldTag(f Field, s *Schema, checks *checkSet) (reflect.StructTag, error) {
 		col += ",alias=" + strings.Join(f.Aliases, "|")
 	}
 	parts := []string{`col:` + strconv.Quote(col)}
-	switch f.Type {
-	case TypeDate, TypeDatetime:
-		layouts := []string{"2006-01-02"}
-		if f.Type == TypeDatetime {
-			layouts = []string{time.RFC3339, "2006-01-02T15:04:05", "2006-01-02 15:04:05"}
-		}
-		switch f.Format {
-		case "default":
-		case "any":
-			layouts = append(layouts, rows.DefaultTimeLayouts...)
-		default:
-			l, err := goLayout(f.Format)
-			if err != nil {
-				return "", err
-			}
-			layouts = []string{l}
-		}
-		parts = append(parts, `layout:`+strconv.Quote(strings.Join(layouts, "|")))
-		if s.DateOrder != rows.DateOrderUnknown {
-			parts = append(parts, `dateorder:`+strconv.Quote(string(s.DateOrder)))
-		}
-	case TypeBoolean:
-		if len(f.TrueValues) > 0 || len(f.FalseValues) > 0 {
-			parts = append(parts, `bool:`+strconv.Quote(strings.Join(f.TrueValues, "|")+","+strings.Join(f.FalseValues, "|")))
-		}
-	}
+	parts = append(parts, typeTags(f, s)...)
 	var checksTag []string
 	if f.Constraints.Required {
 		checksTag = append(checksTag, checks.addRequired())
 	} else {
-		checksTag = append(checksTag, "omitempty")
+		// omitnil, not omitempty: a field the file left empty skips its
+		// checks, a 0 or a false the file gave does not.
+		checksTag = append(checksTag, "omitnil")
 	}
 	switch f.Format {
 	case "email":
@@ -170,43 +149,76 @@ func fieldTag(f Field, s *Schema, checks *checkSet) (reflect.StructTag, error) {
 	return reflect.StructTag(strings.Join(parts, " ")), nil
 }
 
-// strftime directives and their Go layout elements.
-var strftime = map[byte]string{'Y': "2006", 'y': "06", 'm': "01", 'd': "02", 'H': "15", 'I': "03", 'M': "04", 'S': "05",
-	'p': "PM", 'b': "Jan", 'B': "January", 'a': "Mon", 'A': "Monday", 'z': "-0700", 'Z': "MST", 'f': "000000"}
+// typeTags are the binder's tags of a field's type: its date layouts and
+// pattern, its boolean words, its number options.
+func typeTags(f Field, s *Schema) []string {
+	var parts []string
+	switch f.Type {
+	case TypeDate, TypeDatetime:
+		layouts := isoLayouts(f.Type)
+		switch f.Format {
+		case "default":
+		case "any":
+			layouts = append(layouts, rows.DefaultTimeLayouts...)
+		default:
+			// The pattern, and the ISO forms a spreadsheet's date cells
+			// are read as; nothing guessed.
+			parts = append(parts, `strptime:`+strconv.Quote(f.Format))
+		}
+		parts = append(parts, `layout:`+strconv.Quote(strings.Join(layouts, "|")))
+		if s.DateOrder != rows.DateOrderUnknown {
+			parts = append(parts, `dateorder:`+strconv.Quote(string(s.DateOrder)))
+		}
+		parts = append(parts, `dateorderoption:"x-date-order"`)
+	case TypeBoolean:
+		tv, fv := boolValues(f)
+		words, _ := json.Marshal([2][]string{tv, fv}) // strings always encode
+		parts = append(parts, `boolvalues:`+strconv.Quote(string(words)))
+	case TypeInteger, TypeNumber:
+		if o, ok := numberTag(f); ok {
+			parts = append(parts, `number:`+strconv.Quote(o.Tag()))
+		}
+	}
+	return parts
+}
 
-// goLayout turns a Table Schema date pattern (strftime: %d/%m/%Y) into a
-// Go layout.
-func goLayout(pattern string) (string, error) {
-	var b strings.Builder
-	for i := 0; i < len(pattern); i++ {
-		if pattern[i] != '%' {
-			b.WriteByte(pattern[i])
-			continue
-		}
-		if i+1 == len(pattern) {
-			return "", fmt.Errorf("date pattern %q ends with a lone %%", pattern)
-		}
-		i++
-		if pattern[i] == '%' {
-			b.WriteByte('%')
-			continue
-		}
-		el, ok := strftime[pattern[i]]
-		if !ok {
-			return "", fmt.Errorf("date pattern %q: %%%c is not a directive Rowfate reads (%%Y %%y %%m %%d %%H %%I %%M %%S %%p %%b %%B %%a %%A %%z %%Z %%f)", pattern, pattern[i])
-		}
-		b.WriteString(el)
+// isoLayouts are the forms a date or a date-time is read in by default:
+// the standard's (YYYY-MM-DD; XML Schema's date-time, with optional
+// fractions and offset), and a date-time with a space, as a spreadsheet's
+// date cells are read.
+func isoLayouts(typ string) []string {
+	if typ == TypeDatetime {
+		return []string{time.RFC3339, "2006-01-02T15:04:05", "2006-01-02 15:04:05"}
 	}
-	if !strings.Contains(pattern, "%") {
-		return "", fmt.Errorf("date format %q: want default, any, or a pattern such as %%d/%%m/%%Y", pattern)
+	return []string{"2006-01-02"}
+}
+
+// numberTag is the binder's number options of an integer or a number: its
+// own number format when it declares decimalChar or groupChar (the file's
+// otherwise), bareNumber, and a number's exponent.
+func numberTag(f Field) (rows.NumberOptions, bool) {
+	var o rows.NumberOptions
+	if f.DecimalChar != "" || f.GroupChar != "" {
+		dec, _ := utf8.DecodeRuneInString(f.decimalChar())
+		if f.Type == TypeInteger && f.GroupChar == "." {
+			dec = ',' // an integer has no decimal separator; "." groups here
+		}
+		nf := rows.NumberFormat{Decimal: dec}
+		if f.GroupChar != "" {
+			g, _ := utf8.DecodeRuneInString(f.GroupChar)
+			nf.Groups = []rune{g}
+		}
+		o.Format = &nf
 	}
-	return b.String(), nil
+	o.Strip = f.BareNumber != nil && !*f.BareNumber
+	o.Exponent = f.Type == TypeNumber
+	return o, o.Format != nil || o.Strip || o.Exponent
 }
 
 // bound reads a constraint value or a literal as the field's type; nil
 // when it does not read.
 func bound(f *Field, s string) any {
-	v, err := parseValue(f.Type, f.Format, s)
+	v, err := parseValue(f, s)
 	if err != nil {
 		return nil
 	}
@@ -215,16 +227,20 @@ func bound(f *Field, s string) any {
 
 // checkBound says why a value does not read as the field's type.
 func checkBound(f *Field, s string) error {
-	_, err := parseValue(f.Type, f.Format, s)
+	_, err := parseValue(f, s)
 	return err
 }
 
 // parseValue reads a schema's literal (a bound, an enum value, a rule's
-// value) as a value of a type, in the schema's canonical form (ISO dates,
-// a decimal point).
-func parseValue(typ, format, s string) (any, error) {
+// value) as a value of the field's type: in the schema's canonical form
+// (ISO dates, a decimal point, true or false), or as the field's own
+// rules write it (its date pattern, its boolean words, its decimalChar):
+// the standard's constraint values "MAY be primitive types as possible in
+// JSON, or represented as strings that are castable with the type and
+// format rules of the field".
+func parseValue(f *Field, s string) (any, error) {
 	s = strings.TrimSpace(s)
-	switch typ {
+	switch f.Type {
 	case TypeString:
 		return s, nil
 	case TypeInteger:
@@ -235,31 +251,49 @@ func parseValue(typ, format, s string) (any, error) {
 		return n, nil
 	case TypeNumber:
 		d, err := rows.ParseDecimal(s)
+		if err != nil && f.DecimalChar != "" {
+			d, err = rows.ParseDecimal(strings.Replace(s, f.DecimalChar, ".", 1))
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%q is not a number", s)
 		}
 		return d, nil
 	case TypeBoolean:
-		b, err := strconv.ParseBool(s)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not true or false", s)
+		tv, fv := boolValues(*f)
+		switch {
+		case s == "true" || slices.Contains(tv, s):
+			return true, nil
+		case s == "false" || slices.Contains(fv, s):
+			return false, nil
 		}
-		return b, nil
-	case TypeDate:
-		t, err := time.Parse("2006-01-02", s)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a date in the form YYYY-MM-DD", s)
-		}
-		return t, nil
-	case TypeDatetime:
-		for _, l := range []string{time.RFC3339, "2006-01-02T15:04:05", "2006-01-02"} {
-			if t, err := time.Parse(l, s); err == nil {
-				return t, nil
-			}
-		}
-		return nil, fmt.Errorf("%q is not a date-time in the form YYYY-MM-DDThh:mm:ssZ", s)
+		return nil, fmt.Errorf("%q is not true or false", s)
+	case TypeDate, TypeDatetime:
+		return parseTime(f, s)
 	}
-	return nil, fmt.Errorf("a %s has no values to compare", typ)
+	return nil, fmt.Errorf("a %s has no values to compare", f.Type)
+}
+
+// parseTime reads a date or date-time literal: ISO, or in the field's
+// pattern.
+func parseTime(f *Field, s string) (time.Time, error) {
+	layouts := []string{"2006-01-02"}
+	if f.Type == TypeDatetime {
+		layouts = []string{time.RFC3339, "2006-01-02T15:04:05", "2006-01-02"}
+	}
+	for _, l := range layouts {
+		if t, err := time.Parse(l, s); err == nil {
+			return t, nil
+		}
+	}
+	if strings.Contains(f.Format, "%") {
+		if t, err := rows.Strptime(f.Format, s); err == nil {
+			return t, nil
+		}
+	}
+	if f.Type == TypeDate {
+		return time.Time{}, fmt.Errorf("%q is not a date in the form YYYY-MM-DD", s)
+	}
+	return time.Time{}, fmt.Errorf("%q is not a date-time in the form YYYY-MM-DDThh:mm:ssZ", s)
 }
 
 // compare orders two values of one kind: -1, 0, 1.
@@ -618,7 +652,7 @@ func (c *Compiled) Set(row reflect.Value, i int, text string) error {
 			}
 		}
 	default:
-		v, err = parseValue(f.Type, f.Format, text)
+		v, err = parseValue(&f, text)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", f.Name, err)

@@ -154,12 +154,14 @@ func newCore(typ reflect.Type, custom map[string]validator.Func, codes map[strin
 		return f.Interface().(rows.Decimal).Float64()
 	}, rows.Decimal{})
 	// An Optional field is checked as its value when the file gave one,
-	// and as nothing (so omitempty skips it and required fails) when not.
+	// and as a nil pointer (so omitempty and omitnil skip it and required
+	// fails) when not. A nil pointer rather than nil: omitnil, which skips
+	// what the file did not give but checks 0 and false, needs one.
 	if opts := optionalTypes(typ); len(opts) > 0 {
 		v.RegisterCustomTypeFunc(func(f reflect.Value) any {
 			val, set := f.Interface().(rows.OptionalField).OptionalValue()
 			if !set {
-				return nil
+				return (*struct{})(nil)
 			}
 			if d, ok := val.(rows.Decimal); ok {
 				return d.Float64()
