@@ -189,6 +189,9 @@ func NewBinder(typ reflect.Type) (*Binder, error) {
 		if err := f.opts.parse(sf.Tag); err != nil {
 			return nil, fmt.Errorf("bind: %s.%s: %w", typ, sf.Name, err)
 		}
+		if (f.opts.number != nil && f.opts.number.Format != nil) || f.opts.strptime != "" {
+			f.kind = KindOwn
+		}
 		ft := sf.Type
 		if elem, ok := OptionalElem(ft); ok {
 			ft, f.optional = elem, true
@@ -338,6 +341,10 @@ const (
 	KindText   = "text"
 	KindNumber = "number"
 	KindDate   = "date"
+	// KindOwn is a column that declares how it writes its values (its
+	// own number format, its date pattern): they say nothing about the
+	// rest of the file's.
+	KindOwn = "own"
 )
 
 // Bind sets the mapped fields of dst (a pointer to the binder's struct) from

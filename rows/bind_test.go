@@ -715,3 +715,25 @@ func TestBoolTagOneSide(t *testing.T) {
 		t.Errorf("errors %v, want one naming the word ja", errs)
 	}
 }
+
+// TestColumnKindOwn: a column that declares its own number format or date
+// pattern is KindOwn, so that its values are no evidence of the file's
+// conventions (a decimal comma it declares is not the file's).
+func TestColumnKindOwn(t *testing.T) {
+	t.Parallel()
+	type row struct {
+		A Decimal   `col:"a" number:"{\"format\":{\"decimal\":44}}"`
+		B Decimal   `col:"b" number:"{\"strip\":true}"`
+		C time.Time `col:"c" strptime:"%d/%m/%Y"`
+		D time.Time `col:"d"`
+	}
+	m, err := mustBinder(t, reflect.TypeFor[row]()).Map([]string{"a", "b", "c", "d"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{KindOwn, KindNumber, KindOwn, KindDate} {
+		if got := m.ColumnKind(i); got != want {
+			t.Errorf("column %d is %s, want %s", i, got, want)
+		}
+	}
+}

@@ -1,12 +1,16 @@
 package schemakind_test
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rowfate/rowfate/batchtype"
+	"github.com/rowfate/rowfate/processors/schemakind"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/tableschema"
 )
@@ -43,7 +47,7 @@ func optionFile(cols []string, base map[string]string, cases []optionCell) (stri
 // importOptions registers a schema (of the table opts) and imports the
 // file of cases on a store: the invalid rows are the cases' errors, and
 // the other rows are written.
-func importOptions(t *testing.T, e *env, schema string, cols []string, base map[string]string, cases []optionCell) {
+func importOptions(t *testing.T, e *env, schema string, cols []string, base map[string]string, cases []optionCell) *batchtype.Batch {
 	t.Helper()
 	e.registerText(t, schema)
 	file, want := optionFile(cols, base, cases)
@@ -54,6 +58,7 @@ func importOptions(t *testing.T, e *env, schema string, cols []string, base map[
 	if n := b.Counts[rows.StateSucceeded]; n != int64(len(cases)-len(want)) {
 		t.Errorf("%d rows written, want %d (%v)", n, len(cases)-len(want), b.Counts)
 	}
+	return b
 }
 
 // stored checks values as the table holds them, read as text by expr
@@ -193,7 +198,15 @@ func TestOptionsEndToEnd(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			e := open(t)
-			importOptions(t, e, optionsSchema, cols, base, cases)
+			b := importOptions(t, e, optionsSchema, cols, base, cases)
+			// A column that declares its own decimalChar says nothing of
+			// the file's: no warning that its commas need the import's
+			// decimal comma.
+			for _, w := range b.Warnings {
+				if strings.Contains(w.Message, "amount") {
+					t.Errorf("warning %q about a column that declares its decimalChar", w.Message)
+				}
+			}
 			e.stored(t,
 				[3]string{"1", "CAST(amount AS TEXT)", "1234.56"},
 				[3]string{"1", "CAST(total AS TEXT)", "1234.50"},
@@ -230,8 +243,9 @@ func TestOptionsEndToEnd(t *testing.T) {
 
 // TestUniqueEndToEnd: the constraint unique, "If true, then all values for
 // that field MUST be unique within the data file in which it is found", is
-// kept by the table's unique index, which CreateTable creates: the row
-// with a value already written fails, on both stores.
+// kept by the table's unique index, which CreateTable creates and
+// CheckTable requires: the row with a value already written fails, on
+// both stores.
 func TestUniqueEndToEnd(t *testing.T) {
 	t.Parallel()
 	const schema = `{"x-table": "coded", "primaryKey": "id", "fields": [
@@ -248,6 +262,20 @@ func TestUniqueEndToEnd(t *testing.T) {
 			}
 			if n := e.count(t, `SELECT count(*) FROM coded WHERE code = 'A'`); n != 1 {
 				t.Errorf("%d rows with code A, want 1", n)
+			}
+
+			// A table of Rowfate's making has the index; another table
+			// without it is refused before any row is read.
+			s, err := tableschema.Parse([]byte(strings.Replace(schema, `"coded"`, `"coded2"`, 1)), "coded2.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.db.Exec(`CREATE TABLE coded2 (tenant_id text NOT NULL, id bigint NOT NULL, code text, PRIMARY KEY (tenant_id, id))`); err != nil {
+				t.Fatal(err)
+			}
+			err = schemakind.CheckTable(context.Background(), e.cfg, s)
+			if !errors.Is(err, schemakind.ErrTable) || !strings.Contains(err.Error(), "unique constraint on code") {
+				t.Errorf("check = %v, want the table refused for want of a unique index on code", err)
 			}
 
 		})

@@ -103,10 +103,42 @@ func CheckTable(ctx context.Context, cfg Config, s *tableschema.Schema) error {
 			problems = append(problems, fmt.Sprintf("no primary key or unique index on exactly (%s), which the schema's %s needs to find rows by", strings.Join(want, ", "), s.Mode))
 		}
 	}
+	if len(problems) == 0 {
+		more, err := uniqueProblems(ctx, cfg, s)
+		if err != nil {
+			return err
+		}
+		problems = append(problems, more...)
+	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%w %s: %s", ErrTable, s.Table, strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// uniqueProblems are the unique fields whose table has no unique index on
+// them: the index is what keeps the standard's unique (a row repeating a
+// value fails), so a table without one would accept the schema's unique
+// and ignore it.
+func uniqueProblems(ctx context.Context, cfg Config, s *tableschema.Schema) ([]string, error) {
+	var problems []string
+	for _, f := range s.Fields {
+		if !f.Constraints.Unique || (len(s.PrimaryKey) == 1 && s.PrimaryKey[0] == f.Name) {
+			continue
+		}
+		want := []string{strings.ToLower(f.Name)}
+		if s.Tenant {
+			want = append([]string{"tenant_id"}, want...)
+		}
+		ok, err := hasUnique(ctx, cfg, s.Table, want)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			problems = append(problems, fmt.Sprintf("no unique index on exactly (%s), which keeps the schema's unique constraint on %s", strings.Join(want, ", "), f.Name))
+		}
+	}
+	return problems, nil
 }
 
 // normalType is a declared type without its size or precision:
