@@ -295,12 +295,14 @@ func (o *NumberOptions) plain(s string, file NumberFormat) (string, error) {
 	}
 	exp := 0
 	if o.Exponent {
+		// Only E and a whole number is an exponent: "5 EUR" is text.
 		if i := strings.LastIndexAny(s, "eE"); i > 0 {
-			n, err := strconv.Atoi(s[i+1:])
-			if err != nil || s[i+1:] == "" || n > maxExponent || n < -maxExponent {
-				return "", &convError{code: CodeNotANumber, msg: fmt.Sprintf("%q is not a number: an exponent is E and a whole number up to %d", cell, maxExponent)}
+			if n, err := strconv.Atoi(s[i+1:]); err == nil {
+				if n > maxExponent || n < -maxExponent {
+					return "", &convError{code: CodeOutOfRange, msg: fmt.Sprintf("%q: an exponent beyond %d gives more digits than a number holds", cell, maxExponent)}
+				}
+				s, exp = s[:i], n
 			}
-			s, exp = s[:i], n
 		}
 	}
 	plain, err := f.Normalize(s)

@@ -193,7 +193,7 @@ func TestNumberOptions(t *testing.T) {
 		// an E followed by an optional + or - sign followed by one or more
 		// decimal digits (0-9)"
 		{name: "exponent", field: `{"name":"v","type":"number"}`,
-			cells: []string{"1.5E3", "25e-2", "1E+2", "1E"}, want: []string{"1500", "0.25", "100", "not_a_number"}},
+			cells: []string{"1.5E3", "25e-2", "1E+2", "1E", "5 EUR", "1E99"}, want: []string{"1500", "0.25", "100", "not_a_number", "not_a_number", "out_of_range"}},
 		// "The following special string values are permitted [...] NaN,
 		// INF, -INF": no column type stores them alike, so Rowfate says so.
 		{name: "NaN and INF", field: `{"name":"v","type":"number"}`,
