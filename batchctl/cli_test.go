@@ -237,7 +237,7 @@ func TestPostgresConnectionForms(t *testing.T) {
 	// The customers table, the application's, lives on the search_path.
 	kv += " search_path=" + schema
 	r := run(t, "import", "customers", fixture, "--database", kv, "--pg-schema", schema)
-	hint := " --database " + shellQuote(kv) + " --schema " + schema + "\n"
+	hint := " --database " + shellQuote(kv) + " --pg-schema " + schema + "\n"
 	if r.code != exitRows || !strings.HasSuffix(r.stdout, hint) {
 		t.Fatalf("import with a key=value string: want the hint to end with %q, got %s", hint, r)
 	}

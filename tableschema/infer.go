@@ -109,6 +109,9 @@ func Infer(r rows.Reader, o InferOptions) (*Draft, error) {
 		if f.Type == TypeString && c.most(c.emails) {
 			f.Format = "email"
 		}
+		if f.Type == TypeBoolean {
+			c.boolWords(&f)
+		}
 		if name != alias {
 			f.Aliases = []string{alias}
 		}
@@ -179,6 +182,8 @@ type colStats struct {
 	example        string
 	overflow       bool
 	emails         int
+	// trueWords and falseWords are the boolean words seen, as written.
+	trueWords, falseWords map[string]bool
 }
 
 var (
@@ -218,8 +223,12 @@ func (c *colStats) add(v string, decimalComma bool) {
 		c.reads[TypeNumber]++
 	}
 	switch strings.ToLower(v) {
-	case "true", "false", "yes", "no":
+	case "true", "yes":
 		c.reads[TypeBoolean]++
+		c.trueWords = addWord(c.trueWords, v)
+	case "false", "no":
+		c.reads[TypeBoolean]++
+		c.falseWords = addWord(c.falseWords, v)
 	}
 	if isoDate.MatchString(v) {
 		if _, err := time.Parse("2006-01-02", v); err == nil {
@@ -239,6 +248,38 @@ func (c *colStats) add(v string, decimalComma bool) {
 			c.ambiguousDates++
 		}
 	}
+}
+
+func addWord(words map[string]bool, w string) map[string]bool {
+	if words == nil {
+		words = map[string]bool{}
+	}
+	words[w] = true
+	return words
+}
+
+// boolWords declares the words a boolean column was seen with, as written,
+// when the standard's (true/True/TRUE, false/False/FALSE) do not read them
+// all: a declared list replaces the standard's.
+func (c *colStats) boolWords(f *Field) {
+	standard := true
+	for w := range c.trueWords {
+		standard = standard && slices.Contains(DefaultTrueValues, w)
+	}
+	for w := range c.falseWords {
+		standard = standard && slices.Contains(DefaultFalseValues, w)
+	}
+	if standard {
+		return
+	}
+	for w := range c.trueWords {
+		f.TrueValues = append(f.TrueValues, w)
+	}
+	for w := range c.falseWords {
+		f.FalseValues = append(f.FalseValues, w)
+	}
+	slices.Sort(f.TrueValues)
+	slices.Sort(f.FalseValues)
 }
 
 // most reports whether n of the column's values is at least 90% of them:
@@ -338,6 +379,9 @@ func Marshal(s *Schema) ([]byte, error) {
 		Constraints *constraints `json:"constraints,omitempty"`
 		TrueValues  []string     `json:"trueValues,omitempty"`
 		FalseValues []string     `json:"falseValues,omitempty"`
+		DecimalChar string       `json:"decimalChar,omitempty"`
+		GroupChar   string       `json:"groupChar,omitempty"`
+		BareNumber  *bool        `json:"bareNumber,omitempty"`
 		Example     string       `json:"example,omitempty"`
 		Aliases     []string     `json:"x-aliases,omitempty"`
 		Validate    string       `json:"x-validate,omitempty"`
@@ -371,7 +415,8 @@ func Marshal(s *Schema) ([]byte, error) {
 	}
 	for _, f := range s.Fields {
 		of := field{Name: f.Name, Type: f.Type, Title: f.Title, Description: f.Description, TrueValues: f.TrueValues,
-			FalseValues: f.FalseValues, Example: f.Example, Aliases: f.Aliases, Validate: f.Validate}
+			FalseValues: f.FalseValues, DecimalChar: f.DecimalChar, GroupChar: f.GroupChar, BareNumber: f.BareNumber,
+			Example: f.Example, Aliases: f.Aliases, Validate: f.Validate}
 		if f.Format != "default" {
 			of.Format = f.Format
 		}

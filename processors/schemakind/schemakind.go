@@ -121,6 +121,10 @@ func quote(name string) string {
 	return strings.Join(parts, ".")
 }
 
+// KeylessID is the result id of a row inserted into the table of a schema
+// without a primary key: there is no key to name it by.
+const KeylessID = "inserted"
+
 // writer writes a schema's rows.
 type writer struct {
 	s *tableschema.Schema
@@ -202,10 +206,12 @@ func tenantOf(ctx context.Context) string {
 	return batch.DefaultTenant
 }
 
-// resultID is a written row's result id: its key, or "" without one.
+// resultID is a written row's result id: its key, or KeylessID.
 func (w *writer) resultID(r reflect.Value) string {
 	if len(w.s.PrimaryKey) == 0 {
-		return ""
+		// No key names the row written: the outcome still needs an id
+		// (an empty one is a malformed answer, which the engine retries).
+		return KeylessID
 	}
 	return strings.ReplaceAll(w.c.Key(r), "\x1f", "/")
 }
