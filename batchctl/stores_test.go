@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rowfate/rowfate/internal/testdb"
@@ -47,5 +48,26 @@ func bothStores(t *testing.T, fn func(t *testing.T, s *session)) {
 			}
 			fn(t, s)
 		})
+	}
+}
+
+// TestPgSchemaEnv: $ROWFATE_PG_SCHEMA names the PostgreSQL schema of the
+// engine's tables when --pg-schema does not. Not parallel: it sets the
+// environment of the process.
+func TestPgSchemaEnv(t *testing.T) {
+	url := testdb.PostgresURL(t)
+	schema := testdb.PostgresSchemaName(t)
+	t.Setenv("ROWFATE_PG_SCHEMA", schema)
+	if r := run(t, "migrate", "--database", url); r.code != exitOK {
+		t.Fatalf("migrate: %s", r)
+	}
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(t.Context())
+	var n int
+	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'batches'`, schema).Scan(&n); err != nil || n != 1 {
+		t.Errorf("the batches table in %s: %d, %v", schema, n, err)
 	}
 }
