@@ -66,6 +66,8 @@ type RetryParams struct {
 	// States are the states to retry: failed and dead by default; unknown
 	// too, for a person who knows the effect did not happen.
 	States []rows.State
+	// Actor is who retried, for the batch's history.
+	Actor string
 }
 
 // Retry makes a batch's rows in the given states (failed and dead by

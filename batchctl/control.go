@@ -1,6 +1,7 @@
 package batchctl
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -109,17 +110,24 @@ attempt. Resuming lets workers claim them again.`,
 }
 
 func (c *cli) retryCommand() *cobra.Command {
-	var states string
+	var (
+		states string
+		o      rerunOptions
+	)
 	cmd := &cobra.Command{
 		Use:   "retry <batch>",
 		Short: "Work a batch's failed and dead rows again",
 		Long: `Make a batch's failed and dead rows (or the --state list; unknown rows
 only when you know their effect did not happen) due again, with their
-attempts reset, and reopen the batch. Effects already done are not run
-again: a kind with effect keys finds them done and takes their result.`,
+attempts reset, reopen the batch and work them, as rerun does (--no-work
+leaves them to batchctl worker). Effects already done are not run again:
+a kind with effect keys finds them done and takes their result. The retry
+is recorded in the batch's history (--actor).
+
+Exit codes as for import.`,
 		Example: `  batchctl retry 7
   batchctl retry 7 --state dead
-  batchctl retry 7 && batchctl worker --batch 7 --until-done`,
+  batchctl retry 7 --no-work && batchctl worker --batch 7 --until-done`,
 		Args: batchIDArg,
 		RunE: func(cmd *cobra.Command, a []string) error {
 			id, _ := parseBatchID(a[0])
@@ -134,27 +142,46 @@ again: a kind with effect keys finds them done and takes their result.`,
 					return usagef("--state %s: only failed, dead and unknown rows can be retried", s)
 				}
 			}
-			app, err := c.open(cmd.Context(), readWrite)
-			if err != nil {
-				return err
+			if o.workers <= 0 {
+				return usagef("--workers must be 1 or more, not %d", o.workers)
 			}
-			defer app.close()
-			if err := c.oneOffKind(cmd.Context(), app, id); err != nil {
-				return err
-			}
-			n, err := app.engine.Retry(cmd.Context(), batch.RetryParams{TenantID: c.global.tenant, BatchID: id, States: want})
-			if err != nil {
-				return err
-			}
-			if c.global.output == "json" {
-				return c.json(map[string]any{"batch_id": id, "retried": n})
-			}
-			fmt.Fprintf(c.stdout, "%d rows of batch %d are due again; work them with: batchctl worker --batch %d --until-done%s\n", n, id, id, c.hint())
-			return nil
+			return c.retry(cmd.Context(), id, want, o)
 		},
 	}
 	cmd.Flags().StringVar(&states, "state", "failed,dead", "comma-separated states to retry: failed, dead, unknown")
+	cmd.Flags().IntVar(&o.workers, "workers", 2, "concurrent workers for the batch's rows")
+	cmd.Flags().BoolVar(&o.noWork, "no-work", false, "only make the rows due; leave them for `batchctl worker`")
+	addProgressInterval(cmd.Flags().DurationVar, &o.interval)
+	o.actor.add(cmd)
 	return cmd
+}
+
+// retry makes a batch's rows in states due again, works them unless
+// o.noWork, and prints the outcome.
+func (c *cli) retry(ctx context.Context, id int64, states []rows.State, o rerunOptions) error {
+	app, err := c.open(ctx, readWrite)
+	if err != nil {
+		return err
+	}
+	defer app.close()
+	if err := c.oneOffKind(ctx, app, id); err != nil {
+		return err
+	}
+	n, err := app.engine.Retry(ctx, batch.RetryParams{TenantID: c.global.tenant, BatchID: id, States: states, Actor: o.actor.get()})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stderr, "%d rows of batch %d are due again\n", n, id)
+	b, err := app.engine.Batch(ctx, batch.BatchParams{TenantID: c.global.tenant, ID: id})
+	if err != nil {
+		return err
+	}
+	if n > 0 && !o.noWork {
+		if b, err = c.work(ctx, app, b, o.importOptions); err != nil {
+			return err
+		}
+	}
+	return c.printOutcome(b)
 }
 
 type reconcileOptions struct {

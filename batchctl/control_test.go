@@ -65,9 +65,13 @@ func TestCancelPauseRetryReconcile(t *testing.T) {
 	sqlOn(t, c.database, `UPDATE batch_rows SET state = 'unknown' WHERE batch_id = 1 AND row_no IN (4, 5)`)
 	sqlOn(t, c.database, `UPDATE batch_chunks SET n_failed = 2, n_unknown = 2, n_succeeded = n_succeeded - 4 WHERE batch_id = 1 AND chunk_no = 0`)
 	sqlOn(t, c.database, `UPDATE batch_count_groups SET n_failed = 2, n_unknown = 2, n_succeeded = n_succeeded - 4 WHERE batch_id = 1 AND group_no = 0`)
-	r = c.run("retry", "1")
-	if r.code != exitOK || !strings.HasPrefix(r.stdout, "2 rows of batch 1 are due again; work them with: batchctl worker --batch 1 --until-done --database ") {
+	// A retry works the rows itself, as a re-run does, and is history.
+	r = c.run("retry", "1", "--actor", "ann")
+	if r.code != exitRows || !strings.Contains(r.stderr, "2 rows of batch 1 are due again") || !strings.Contains(r.stdout, "succeeded  283") || !strings.Contains(r.stdout, "unknown    2") {
 		t.Fatalf("retry: %s", r)
+	}
+	if r := c.run("history", "1"); r.code != exitOK || !strings.Contains(r.stdout, "retry") || !strings.Contains(r.stdout, "ann") {
+		t.Errorf("history after a retry: %s", r)
 	}
 	if r := c.run("reconcile", "1", "--row", "4", "--as", "succeeded", "--id", "checked-by-hand"); r.code != exitOK || r.stdout != "row 4 of batch 1 is succeeded\n" {
 		t.Fatalf("reconcile --as succeeded: %s", r)
@@ -78,7 +82,8 @@ func TestCancelPauseRetryReconcile(t *testing.T) {
 	if r := c.run("reconcile", "1", "--row", "6", "--as", "failed"); r.code != exitError || !strings.Contains(r.stderr, "is succeeded, not unknown") {
 		t.Fatalf("reconcile of a row that is not unknown: %s", r)
 	}
-	if r := c.run("worker", "--batch", "1", "--until-done", "--worker-token", "dev"); r.code != exitOK || !strings.Contains(r.stdout, "worked 3 rows") {
+	// The retry worked its two rows; the row reconciled as retry is left.
+	if r := c.run("worker", "--batch", "1", "--until-done", "--worker-token", "dev"); r.code != exitOK || !strings.Contains(r.stdout, "worked 1 rows") {
 		t.Fatalf("worker after retry: %s", r)
 	}
 	var b jsonBatch
@@ -107,8 +112,14 @@ func TestWorkerCredentials(t *testing.T) {
 	c := setup(t)
 	c.run("import", "customers", fixture, "--no-work", "--tenant", "acme")
 	c.run("import", "customers", fixture, "--no-work", "--tenant", "globex")
-	if r := c.run("worker", "--until-done"); r.code != exitUsage || !strings.Contains(r.stderr, "a worker needs a credential") {
-		t.Fatalf("worker without a credential: %s", r)
+	// On a local SQLite file a worker needs no credential: it works the
+	// tenant of --tenant.
+	if r := c.run("worker", "--until-done", "--tenant", "nobody"); r.code != exitOK || !strings.Contains(r.stdout, "worked 0 rows") {
+		t.Fatalf("worker without a credential on SQLite: %s", r)
+	}
+	// On PostgreSQL, a shared database, it needs one.
+	if r := pgSession(t).run("worker", "--until-done"); r.code != exitUsage || !strings.Contains(r.stderr, "a worker needs a credential") {
+		t.Fatalf("worker without a credential on PostgreSQL: %s", r)
 	}
 	if r := c.run("worker", "--until-done", "--worker-token", "rfw_forged"); r.code != exitError || !strings.Contains(r.stderr, "not valid") || strings.Contains(r.stderr, "rfw_forged") {
 		t.Fatalf("worker with a forged token: %s", r)

@@ -121,7 +121,7 @@ func TestOneOffSchemaBatch(t *testing.T) {
 		if r := s.run("import", "products", report); r.code != exitRows || !strings.Contains(r.stderr, "re-running batch 1") {
 			t.Errorf("import of the report: %s", r)
 		}
-		if r := s.run("retry", "1"); r.code != exitOK {
+		if r := s.run("retry", "1"); r.code != exitRows || !strings.Contains(r.stderr, "0 rows of batch 1 are due again") {
 			t.Errorf("retry: %s", r)
 		}
 		if r := s.run("rerun", "1"); r.code != exitRows || !strings.Contains(r.stdout, "invalid   5") {

@@ -39,9 +39,11 @@ when, and waits). Any number of worker processes may run against one
 PostgreSQL database; leases and fencing tokens keep each row with one
 owner at a time.
 
-A worker needs a credential (--worker-token or ROWFATE_WORKER_TOKEN; make
-one with batchctl worker-token create): it works only its tenants (or the
-one --tenant names), and its name is recorded on every lease it takes. A
+On PostgreSQL, a shared database, a worker needs a credential
+(--worker-token or ROWFATE_WORKER_TOKEN; make one with batchctl
+worker-token create): it works only its tenants (or the one --tenant
+names), and its name is recorded on every lease it takes. On a local SQLite
+file it needs none and works the --tenant's batches. A
 batch of a kind this worker does not know is left to workers that know it.
 On SIGINT or SIGTERM it stops claiming, lets the rows under way finish for
 --grace, and gives the rest back without using an attempt. It checks its

@@ -209,12 +209,14 @@ func (c *cli) workerIdentity(ctx context.Context, eng *batch.Engine, token strin
 		return workerID{}, err
 	}
 	howTo := fmt.Sprintf("`batchctl worker-token create NAME%s` (add --all-tenants for a worker of every tenant)", c.hint())
+	if token == "" && !t.postgres {
+		// A SQLite file is local: whoever can write it needs no credential
+		// to work it. The worker works the tenant of --tenant, as every
+		// other command does.
+		return workerID{name: "local", tenants: []string{c.global.tenant}}, nil
+	}
 	if token == "" {
-		dev := "; --worker-token dev for development on a SQLite file"
-		if t.postgres {
-			dev = ""
-		}
-		return workerID{}, usagef("a worker needs a credential: --worker-token or ROWFATE_WORKER_TOKEN (make one with %s%s)", howTo, dev)
+		return workerID{}, usagef("a worker needs a credential on a shared database: --worker-token or ROWFATE_WORKER_TOKEN (make one with %s)", howTo)
 	}
 	id := workerID{name: "dev"}
 	if token == devToken {

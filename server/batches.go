@@ -473,7 +473,7 @@ func (s *Server) retry(w http.ResponseWriter, r *http.Request, p Principal) erro
 	if _, err := s.batch(r, p); err != nil {
 		return err
 	}
-	n, err := s.cfg.Engine.Retry(r.Context(), batch.RetryParams{TenantID: p.TenantID, BatchID: id, States: req.States})
+	n, err := s.cfg.Engine.Retry(r.Context(), batch.RetryParams{TenantID: p.TenantID, BatchID: id, States: req.States, Actor: p.Actor()})
 	if err != nil {
 		return err
 	}

@@ -357,6 +357,9 @@ type RowsRetryParams struct {
 	// States are the states to retry: failed, dead (and unknown, for a
 	// person who knows the effect did not happen).
 	States []rows.State
+	// Actor is recorded in the batch's history with the states and the
+	// number of rows made due.
+	Actor string
 }
 
 // RowSettleParams are the parameters of Store.RowSettle: a person, or a

@@ -443,6 +443,19 @@ func (s *Store) RowsRetry(ctx context.Context, p driver.RowsRetryParams) (int64,
 		if err := s.queueTurns(ctx, q, p.BatchID, p.TenantID); err != nil {
 			return err
 		}
+		// Who made which rows due again is the batch's history, like a
+		// re-run's: a retry runs effects again.
+		detail, err := json.Marshal(map[string]any{"states": states, "rows": n})
+		if err != nil {
+			return err
+		}
+		actor := p.Actor
+		if actor == "" {
+			actor = "unknown"
+		}
+		if _, err := q.Exec(ctx, s.r.historyInsert, p.TenantID, p.BatchID, 0, "retry", actor, string(detail)); err != nil {
+			return fmt.Errorf("record history: %w", err)
+		}
 		if _, err := s.afterChange(ctx, q, p.BatchID, batchtype.EventRetried, evs); err != nil {
 			return err
 		}
