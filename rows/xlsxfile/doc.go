@@ -19,8 +19,9 @@
 //
 // The Writer streams a typed sheet with a frozen header; WriteErrorReport
 // marks the cells an error names; WriteTemplate offers dropdowns for
-// columns with fixed values. Text cells go through rows.SafeCell, which the
-// Reader takes off again.
+// columns with fixed values. Text cells are written as text: a workbook
+// never evaluates one, so they carry no rows.SafeCell apostrophe (the
+// Reader still takes one off, for files written with it).
 //
 // Format adapts all of it to the format-neutral vocabulary of package rows
 // for package fileformat.

@@ -427,14 +427,14 @@ func TestXLSXWriterRoundTrip(t *testing.T) {
 	}
 	raw := buf.Bytes()
 
-	// What the file holds: the apostrophe against formulas, except in the
-	// raw column and for numbers; a frozen, bold header.
+	// What the file holds: text as text, never with SafeCell's apostrophe
+	// (a workbook does not evaluate a text cell); a frozen, bold header.
 	f, err := excelize.OpenReader(bytes.NewReader(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	for cell, want := range map[string]string{"A2": `'=HYPERLINK("x")`, "F2": "+44 20", "F3": "'@home", "B2": "-12.5"} {
+	for cell, want := range map[string]string{"A2": `=HYPERLINK("x")`, "F2": "+44 20", "F3": "@home", "B2": "-12.5"} {
 		if got, _ := f.GetCellValue("Export", cell, excelize.Options{RawCellValue: true}); got != want {
 			t.Errorf("%s holds %q, want %q", cell, got, want)
 		}

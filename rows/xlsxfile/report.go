@@ -24,8 +24,9 @@ const xlsxMaxComments = 20_000
 // rows.ReportErrorColumn (every message of the row). The header is bold and
 // frozen; each cell an error names is filled red and carries a comment with
 // its message (the first 20,000; the rest are only filled); an error of the
-// whole row marks the error cell. Text goes through rows.SafeCell, which
-// the readers undo, so the fixed file imports as typed. The sheet, named
+// whole row marks the error cell. Text is written as text, without
+// rows.SafeCell's apostrophe (see Writer), so the fixed file imports as
+// typed. The sheet, named
 // "Errors", is written streaming. The title (when not "") is the
 // document's subject, which Reader returns in SourceInfo.Subject. It
 // returns the number of rows written.
@@ -140,17 +141,17 @@ func (s *reportSheet) write(r rows.ReportRow) error {
 		if i < len(r.Values) {
 			v = r.Values[i]
 		}
-		if xlsxCheckText(rows.SafeCell(v)) != nil {
+		if xlsxCheckText(v) != nil {
 			v = xlsxFitText(v) // keep the row; the cell shows what it can
 		}
-		c := excelize.Cell{Value: rows.SafeCell(v)}
+		c := excelize.Cell{Value: v}
 		if _, ok := notes[i]; ok {
 			c.StyleID = s.bad
 		}
 		s.cells[i] = c
 	}
 	s.cells[len(s.header)] = excelize.Cell{Value: r.Row}
-	errCell := excelize.Cell{Value: rows.SafeCell(strings.Join(msgs, "; "))}
+	errCell := excelize.Cell{Value: strings.Join(msgs, "; ")}
 	if _, ok := notes[s.errCol()]; ok {
 		errCell.StyleID = s.bad
 	}
@@ -197,7 +198,7 @@ func xlsxFitText(s string) string {
 		if r >= 0x10000 {
 			w = 2
 		}
-		if n+w > xlsxMaxCellChars-2 { // room for rows.SafeCell's apostrophe and "…"
+		if n+w > xlsxMaxCellChars-1 { // room for "…"
 			b.WriteRune('…')
 			break
 		}

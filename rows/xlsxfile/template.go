@@ -34,8 +34,8 @@ func WriteTemplate(w io.Writer, cols []rows.TemplateColumn, sheet string) error 
 	example := make([]any, len(cols), len(cols)+1)
 	hasExample := false
 	for i, c := range cols {
-		header[i] = rows.SafeCell(c.Name)
-		example[i] = rows.SafeCell(c.Example)
+		header[i] = c.Name
+		example[i] = c.Example
 		hasExample = hasExample || c.Example != ""
 	}
 	if hasExample {

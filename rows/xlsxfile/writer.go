@@ -39,7 +39,10 @@ type WriterOptions struct {
 // Writer writes one sheet of an XLSX workbook streaming (excelize's
 // StreamWriter): a header row in bold, frozen so it stays in view, then
 // one row per WriteRow, typed (numbers, booleans, dates) and with text cells
-// through rows.SafeCell unless a cell is Raw. Memory stays flat: the sheet
+// as they are: a workbook never evaluates a text cell (a formula is a cell
+// of another kind), so they need none of the apostrophe rows.SafeCell puts
+// in front of = + - @ for CSV, which a spreadsheet would show ('-42).
+// Memory stays flat: the sheet
 // spills to TmpDir as it grows, and the workbook is zipped to the
 // destination by Close.
 type Writer struct {
@@ -111,7 +114,7 @@ func (x *Writer) start(header []string) error {
 	}
 	cells := make([]any, len(header))
 	for i, h := range header {
-		cells[i] = excelize.Cell{StyleID: head, Value: rows.SafeCell(h)}
+		cells[i] = excelize.Cell{StyleID: head, Value: h}
 	}
 	x.row = 1
 	return x.sw.SetRow("A1", cells, excelize.RowOpts{StyleID: head})
@@ -174,7 +177,7 @@ func (x *Writer) WriteRow(cells []rows.Cell) error {
 				v.StyleID = x.stamp
 			}
 		default:
-			s := c.Safe()
+			s := c.Text
 			if s == "" {
 				break
 			}
