@@ -96,6 +96,7 @@ type convertFunc func(s string, v reflect.Value, cc *cellConv) error
 type cellConv struct {
 	number NumberFormat
 	order  DateOrder
+	date   DateFormat // the file's declared date format
 	// commas: other values of this column have decimal commas although
 	// the file's format has a decimal point.
 	commas bool

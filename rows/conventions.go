@@ -1,7 +1,7 @@
 package rows
 
 // Conventions are how one file writes what a cell alone cannot say: the
-// number format, the order of day and month, and which file column feeds
+// number format, the order of day and month, what compact dates mean, and which file column feeds
 // which of the kind's columns when their names differ. They are decided
 // once per file (declared by the user, or settled by the file's own
 // values) and kept with its batch, so that every later read of its rows
@@ -16,6 +16,11 @@ type Conventions struct {
 	// DateOrderRow is the row whose date settled DateOrder (it reads no
 	// other way); 0 when the order was declared.
 	DateOrderRow int64 `json:"date_order_row,omitempty"`
+	// DateFormat is what the file's compact dates mean (070125 is
+	// ddmmyy, or Excel serials): declared, never settled from the file;
+	// undeclared, such a date is refused with the forms that would read
+	// it. A batch stored before it existed reads as undeclared.
+	DateFormat DateFormat `json:"date_format,omitempty"`
 	// Renames map file columns onto the kind's columns (--map).
 	Renames []Rename `json:"renames,omitempty"`
 	// CommaColumns are columns (as the file spells them) in which some

@@ -143,9 +143,11 @@ func casedConverter(inner convertFunc, upper bool) convertFunc {
 // compact date or a mistake, not the year 2584.
 const maxPlausibleSerial = 99999
 
-// timeConverter tries the field's layouts in order, then the numeric and
-// month-name forms in the file's day/month order, and then, unless the
-// excel tag is "off", a plain number as an Excel serial date.
+// timeConverter tries the field's layouts in order, then the file's
+// declared date format (DateFormat: undeclared, a compact date of six or
+// eight digits is refused), then the numeric and month-name forms in the
+// file's day/month order, and then, unless the excel tag is "off", a plain
+// number as an Excel serial date.
 func timeConverter(o *fieldOpts) convertFunc {
 	if o.strptime != "" {
 		return patternConverter(o.strptime, o.layouts)
@@ -160,6 +162,13 @@ func timeConverter(o *fieldOpts) convertFunc {
 				v.Set(reflect.ValueOf(tm))
 				return nil
 			}
+		}
+		if tm, done, err := cc.date.read(s, excel); done {
+			if err != nil {
+				return err
+			}
+			v.Set(reflect.ValueOf(tm))
+			return nil
 		}
 		if tm, ok, err := parseDate(s, cc.order); ok {
 			if err != nil {

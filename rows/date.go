@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -481,4 +482,174 @@ func (v *strptimeValue) time(fail func(string) (time.Time, error)) (time.Time, e
 		return fail(fmt.Sprintf("%s has no day %d", time.Month(v.month), v.day))
 	}
 	return t.UTC(), nil
+}
+
+// DateFormat is what a file's compact dates mean, when its date columns
+// write digits only (070125, 20250107): they are declared, never guessed
+// (the import option date_format). A named compact form — ddmmyy,
+// yymmdd, mmddyy, ddmmyyyy, yyyymmdd, mmddyyyy — reads exactly that many
+// digits; serial reads plain numbers as Excel serial dates (the 1900
+// system, or the column's excel tag); anything with a % is a strptime
+// pattern (Strptime), such as %d.%m.%Y. A two-digit year follows the
+// POSIX rule: 69-99 is 1969-1999, 00-68 is 2000-2068.
+//
+// It applies to every date column of the file, after the column's own
+// layouts; a column with its own pattern (the strptime tag, a Table
+// Schema field's format) reads its pattern only. Without it, a cell of
+// six or eight digits in a date column is a bad_date whose hints name the
+// forms that would read it: such a cell is a compact date in some order
+// or a mistake, never an Excel serial (as one, 070125 would be the year
+// 2091).
+type DateFormat string
+
+// The date formats that are not patterns.
+const (
+	// DateFormatUndeclared: compact dates are refused, naming the forms.
+	DateFormatUndeclared DateFormat = ""
+	// DateFormatSerial: plain numbers are Excel serial dates.
+	DateFormatSerial DateFormat = "serial"
+)
+
+// compactForms are the named compact forms in the order a hint lists them,
+// by their number of digits.
+var compactForms = map[int][]DateFormat{
+	6: {"ddmmyy", "yymmdd", "mmddyy"},
+	8: {"ddmmyyyy", "yyyymmdd", "mmddyyyy"},
+}
+
+// ParseDateFormat reads a date format as a user types it: a compact form
+// (case does not matter), serial, or a strptime pattern.
+func ParseDateFormat(s string) (DateFormat, error) {
+	s = strings.TrimSpace(s)
+	if strings.Contains(s, "%") {
+		if err := CheckStrptime(s); err != nil {
+			return "", err
+		}
+		return DateFormat(s), nil
+	}
+	f := DateFormat(strings.ToLower(s))
+	if f == DateFormatUndeclared || f == DateFormatSerial || f.compact() {
+		return f, nil
+	}
+	return "", fmt.Errorf("date format %q: want ddmmyy, yymmdd, mmddyy, ddmmyyyy, yyyymmdd, mmddyyyy, serial or a strptime pattern such as %%d.%%m.%%Y", s)
+}
+
+func (f DateFormat) compact() bool {
+	return slices.Contains(compactForms[len(f)], f)
+}
+
+func (f DateFormat) pattern() bool { return strings.Contains(string(f), "%") }
+
+// allDigits reports whether s is ASCII digits only, at least one.
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// readCompact reads s, all digits, in the compact form f.
+func (f DateFormat) readCompact(s string) (time.Time, error) {
+	if len(s) != len(f) || !allDigits(s) {
+		return time.Time{}, fmt.Errorf("%q is not a date in the form %s (%d digits)", s, f, len(f))
+	}
+	var y, mo, d int
+	for i := 0; i < len(f); i += 2 {
+		n, _ := strconv.Atoi(s[i : i+2])
+		switch f[i] {
+		case 'd':
+			d = n
+		case 'm':
+			mo = n
+		case 'y':
+			y = y*100 + n
+		}
+	}
+	if strings.Count(string(f), "y") == 2 {
+		y = posixYear(y)
+	}
+	t, err := civil(y, mo, d, nil)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is not a date in the form %s: %v", s, f, err)
+	}
+	return t, nil
+}
+
+// posixYear is a two-digit year as POSIX strptime reads it: 69-99 is
+// 1969-1999, 00-68 is 2000-2068.
+func posixYear(yy int) int {
+	if yy < 69 {
+		return 2000 + yy
+	}
+	return 1900 + yy
+}
+
+// read reads s, which no layout of its column read, under the file's
+// declared date format. done is false when the format leaves s to the
+// usual forms (numeric dates in the file's order, month names, Excel
+// serials); err is a bad_date conversion error.
+func (f DateFormat) read(s string, excel excelSystem) (t time.Time, done bool, err error) {
+	switch {
+	case f.pattern():
+		t, err := Strptime(string(f), s)
+		if err != nil {
+			return time.Time{}, true, &convError{code: CodeBadDate, msg: err.Error() + " (the file's declared date format)"}
+		}
+		return t, true, nil
+	case f == DateFormatSerial:
+		if !looksSerial(s) {
+			return time.Time{}, false, nil
+		}
+		n, err := strconv.ParseFloat(s, 64)
+		if err == nil {
+			t, err = ExcelSerialTime(n, excel == excel1904)
+		}
+		if err != nil {
+			return time.Time{}, true, &convError{code: CodeBadDate, msg: fmt.Sprintf("%q: %v", s, err)}
+		}
+		return t, true, nil
+	case f.compact():
+		if !looksSerial(s) { // digits, perhaps with a point
+			return time.Time{}, false, nil
+		}
+		t, err := f.readCompact(s)
+		if err != nil {
+			return time.Time{}, true, &convError{code: CodeBadDate, msg: err.Error() + " (the file's declared date format)"}
+		}
+		return t, true, nil
+	}
+	if forms := compactForms[len(s)]; forms != nil && allDigits(s) {
+		return time.Time{}, true, undeclaredCompact(s, forms)
+	}
+	return time.Time{}, false, nil
+}
+
+// undeclaredCompact is the error of a compact date without a declared
+// format: the readings it has, and the forms that give them as hints.
+func undeclaredCompact(s string, forms []DateFormat) error {
+	var readings []string
+	var values []string
+	for _, f := range forms {
+		if t, err := f.readCompact(s); err == nil {
+			readings = append(readings, fmt.Sprintf("%s as %s", t.Format("2006-01-02"), f))
+			values = append(values, string(f))
+		}
+	}
+	if len(values) == 0 {
+		return &convError{code: CodeBadDate, msg: fmt.Sprintf("%q is not a date: it is no compact date (%s) and it is not read as an Excel serial date", s, joinForms(forms))}
+	}
+	return &convError{code: CodeBadDate,
+		msg: fmt.Sprintf("%q is a compact date whose form the file does not declare (it would be %s): import with the date format that says how it is written, or write it as YYYY-MM-DD",
+			s, strings.Join(readings, ", ")),
+		hints: []Hint{{Option: OptionDateFormat, Values: values}}}
+}
+
+func joinForms(forms []DateFormat) string {
+	out := make([]string, len(forms))
+	for i, f := range forms {
+		out[i] = string(f)
+	}
+	return strings.Join(out, ", ")
 }

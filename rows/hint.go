@@ -20,6 +20,10 @@ const (
 	// OptionDateOrder is the order of day and month in numeric dates;
 	// Values are the orders to choose from (dmy, mdy).
 	OptionDateOrder Option = "date_order"
+	// OptionDateFormat is what a file's compact dates (070125) mean;
+	// Values are the forms that would read the value (ddmmyy, yymmdd,
+	// ...).
+	OptionDateFormat Option = "date_format"
 	// OptionMap maps a file's column onto a kind's column; Values is
 	// "FILE COLUMN=KIND COLUMN".
 	OptionMap Option = "map"

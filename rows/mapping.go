@@ -76,7 +76,7 @@ func (b *Binder) MapFile(header []string, conv Conventions) (*Mapping, error) {
 	seen := map[string]int{}
 	for i, h := range header {
 		m.cell[i] = -1
-		m.conv[i] = cellConv{number: conv.Number, order: conv.DateOrder}
+		m.conv[i] = cellConv{number: conv.Number, order: conv.DateOrder, date: conv.DateFormat}
 		k := NormalizeHeader(h)
 		if k == "" {
 			// A column without a name is the kind's only when the kind
