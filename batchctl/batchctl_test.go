@@ -396,12 +396,6 @@ func TestImportRejected(t *testing.T) {
 		path   func(t *testing.T) string
 		reason string // what stderr says after the file name
 	}{
-		{"missing file", func(t *testing.T) string {
-			return filepath.Join(t.TempDir(), "nope.csv")
-		}, ": no such file or directory\n"},
-		{"directory", func(t *testing.T) string {
-			return t.TempDir()
-		}, ": is a directory, not a file\n"},
 		{"empty file", func(t *testing.T) string {
 			return writeFile(t, "empty.csv", nil)
 		}, ": no header row: the file is empty\n"},
@@ -435,6 +429,22 @@ func TestImportRejected(t *testing.T) {
 				t.Errorf("a rejected file left batches behind: %+v", bs)
 			}
 		})
+	}
+}
+
+// TestImportNoSuchFile: a path that cannot be opened is a usage error
+// (exit 2), not a rejected file (exit 4), which a script would read as the
+// client's bad file.
+func TestImportNoSuchFile(t *testing.T) {
+	t.Parallel()
+	c := setup(t)
+	missing := filepath.Join(t.TempDir(), "nope.csv")
+	if r := c.run("import", "customers", missing); r.code != exitUsage || !strings.Contains(r.stderr, missing+": no such file or directory") {
+		t.Errorf("a missing file: %s", r)
+	}
+	dir := t.TempDir()
+	if r := c.run("import", "customers", dir); r.code != exitUsage || !strings.Contains(r.stderr, dir+" is a directory, not a file") {
+		t.Errorf("a directory: %s", r)
 	}
 }
 

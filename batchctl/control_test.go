@@ -30,7 +30,7 @@ func sqlOn(t *testing.T, path, stmt string) {
 func TestCancelPauseRetryReconcile(t *testing.T) {
 	t.Parallel()
 	c := setup(t)
-	if r := c.run("import", "customers", fixture, "--no-work"); r.code != exitRows {
+	if r := c.run("import", "customers", fixture, "--no-work"); r.code != exitOK {
 		t.Fatalf("import: %s", r)
 	}
 	// Pause: a worker claims nothing.
@@ -163,7 +163,7 @@ func markUnknown(t *testing.T, c *session, rowNos string, n int) {
 func TestReconcileAll(t *testing.T) {
 	t.Parallel()
 	c := setup(t)
-	if r := c.run("import", "customers", fixture, "--no-work"); r.code != exitRows {
+	if r := c.run("import", "customers", fixture, "--no-work"); r.code != exitOK {
 		t.Fatalf("import: %s", r)
 	}
 	if r := c.run("worker", "--until-done", "--worker-token", "dev"); r.code != exitOK {
@@ -271,7 +271,7 @@ func TestReconcileWebhook(t *testing.T) {
 	t.Setenv("ROWFATE_WEBHOOK_URL", srv.URL+"/customers")
 	t.Setenv("ROWFATE_WEBHOOK_STATUS_URL", srv.URL+"/status")
 	c := setup(t)
-	if r := c.run("import", "customers-webhook", fixture, "--no-work"); r.code != exitRows {
+	if r := c.run("import", "customers-webhook", fixture, "--no-work"); r.code != exitOK {
 		t.Fatalf("import: %s", r)
 	}
 	if r := c.run("worker", "--until-done", "--worker-token", "dev"); r.code != exitOK {

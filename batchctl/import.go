@@ -337,15 +337,19 @@ func interrupted(ctx context.Context, err error, left string) error {
 	return err
 }
 
-// openInput opens a file to read, as a *rows.FileError when it cannot be.
+// openInput opens a file to read.
+//
+// A file that cannot be opened is a usage error (exit 2), not a rejected
+// file (exit 4): a script must not read a mistyped path as the client's
+// bad file.
 func openInput(path string) (*os.File, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, &rows.FileError{File: path, Err: unwrapPath(err)}
+		return nil, usagef("%s: %v", path, unwrapPath(err))
 	}
 	if st, err := f.Stat(); err == nil && st.IsDir() {
 		f.Close()
-		return nil, &rows.FileError{File: path, Err: errors.New("is a directory, not a file")}
+		return nil, usagef("%s is a directory, not a file", path)
 	}
 	return f, nil
 }

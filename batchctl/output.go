@@ -17,8 +17,14 @@ import (
 // problemStates are the states a user has to look at.
 var problemStates = []rows.State{rows.StateInvalid, rows.StateFailed, rows.StateDead, rows.StateUnknown}
 
-// batchExit is the exit code a batch's outcome maps to.
+// batchExit is the exit code a batch's outcome maps to: 3 only for a
+// batch that finished (or was cancelled) with problem rows. A batch still
+// running has no outcome yet, so `import --no-work && batchctl worker`
+// goes on to the worker.
 func batchExit(b *batchtype.Batch) int {
+	if b.Status == batchtype.StatusRunning {
+		return exitOK
+	}
 	for _, s := range problemStates {
 		if b.Counts[s] > 0 {
 			return exitRows

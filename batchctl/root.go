@@ -210,6 +210,11 @@ func (c *cli) rootCommand() *cobra.Command {
 		},
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return c.prepare(cmd) },
 	}
+	// --version prints what batchctl version prints.
+	root.Version = buildVersion()
+	if schema, err := schemaVersions(); err == nil {
+		root.SetVersionTemplate(fmt.Sprintf("batchctl %s (%s)\nschema: sqlite %d, postgres %d\n", buildVersion(), runtimeVersion(), schema["sqlite"], schema["postgres"]))
+	}
 	f := root.PersistentFlags()
 	f.StringVar(&c.global.database, "database", "", "postgres://... or a libpq key=value string for PostgreSQL, or a SQLite file (.db, .sqlite, file:PATH)\n(default $DATABASE_URL, then ./rowfate.db)")
 	f.StringVar(&c.global.tenant, "tenant", batch.DefaultTenant, "tenant that owns the batches")
@@ -235,7 +240,7 @@ func (c *cli) rootCommand() *cobra.Command {
 		cmd.GroupID = "batches"
 		root.AddCommand(cmd)
 	}
-	for _, cmd := range []*cobra.Command{c.workerCommand(), c.serveCommand(), c.tokenCommand(), c.workerTokenCommand(), c.migrateCommand(), c.kindsCommand(), c.kindCommand(), c.schemaCommand()} {
+	for _, cmd := range []*cobra.Command{c.workerCommand(), c.serveCommand(), c.tokenCommand(), c.workerTokenCommand(), c.migrateCommand(), c.kindsCommand(), c.kindCommand(), c.schemaCommand(), c.versionCommand()} {
 		cmd.GroupID = "admin"
 		root.AddCommand(cmd)
 	}
@@ -249,6 +254,7 @@ func (c *cli) rootCommand() *cobra.Command {
 // help flag and the help and completion commands cobra adds on execution.
 func usage(root *cobra.Command) string {
 	root.InitDefaultHelpFlag()
+	root.InitDefaultVersionFlag()
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
 	return root.UsageString()

@@ -37,7 +37,7 @@ func (c *session) workerToken(name string, args ...string) string {
 func TestDevTokenRefusedOnPostgres(t *testing.T) {
 	t.Parallel()
 	c := postgresSession(t)
-	if r := c.run("import", "customers", fixture, "--no-work"); r.code != exitRows {
+	if r := c.run("import", "customers", fixture, "--no-work"); r.code != exitOK {
 		t.Fatalf("import --no-work: %s", r)
 	}
 	r := c.run("worker", "--until-done", "--worker-token", "dev")
