@@ -150,7 +150,7 @@ Exit codes as for import.`,
 	}
 	cmd.Flags().StringVar(&states, "state", "failed,dead", "comma-separated states to retry: failed, dead, unknown")
 	cmd.Flags().IntVar(&o.workers, "workers", 2, "concurrent workers for the batch's rows")
-	cmd.Flags().BoolVar(&o.noWork, "no-work", false, "only make the rows due; leave them for `batchctl worker`")
+	cmd.Flags().BoolVar(&o.noWork, "no-work", false, "only make the rows due; leave them for batchctl worker")
 	addProgressInterval(cmd.Flags().DurationVar, &o.interval)
 	o.actor.add(cmd)
 	return cmd

@@ -37,6 +37,9 @@ func TestCancelPauseRetryReconcile(t *testing.T) {
 	if r := c.run("pause", "1"); r.code != exitOK {
 		t.Fatalf("pause: %s", r)
 	}
+	if r := c.run("status", "1"); r.code != exitOK || !strings.HasPrefix(r.stdout, "batch 1  paused  ") {
+		t.Fatalf("status of a paused batch: %s", r)
+	}
 	r := c.run("worker", "--until-done", "--worker-token", "dev", "-o", "json")
 	var stats map[string]any
 	if err := json.Unmarshal([]byte(r.stdout), &stats); err != nil || stats["rows"] != float64(0) {

@@ -82,6 +82,16 @@ func (c *cli) errorsReport(cmd *cobra.Command, id int64, o errorsOptions) error 
 		abort()
 		return err
 	}
+	if n == 0 && !toStdout {
+		// Nothing to fix: a report of no rows would only be imported back
+		// as a re-run that changes nothing.
+		abort()
+		if c.global.output == "json" {
+			return c.json(map[string]any{"batch_id": id, "file": nil, "rows": 0})
+		}
+		fmt.Fprintf(c.stderr, "batch %d has no problem rows: nothing to fix, no file written\n", id)
+		return nil
+	}
 	if err := commit(); err != nil {
 		return err
 	}

@@ -116,7 +116,7 @@ or unknown; 4 the file was rejected (nothing was written).`,
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.workers, "workers", 2, "concurrent workers for the batch's rows")
-	f.BoolVar(&o.noWork, "no-work", false, "only import; leave the valid rows for `batchctl worker`")
+	f.BoolVar(&o.noWork, "no-work", false, "only import; leave the valid rows for batchctl worker")
 	f.BoolVar(&o.dryRun, "dry-run", false, "validate every row and report; write nothing, run no processor")
 	f.BoolVar(&o.strict, "strict", false, "reject the file if it has a column the kind does not know, or lacks one of its optional columns")
 	f.BoolVar(&o.newBatch, "new-batch", false, "import as a new batch: a file this tenant already imported as this kind with the same options (whose batch is returned otherwise), or an error report of a batch (re-run otherwise)")

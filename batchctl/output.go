@@ -38,7 +38,11 @@ func (c *cli) printBatch(w io.Writer, b *batchtype.Batch, hints bool) error {
 	if c.global.output == "json" {
 		return jsonTo(w, toBatchJSON(b))
 	}
-	fmt.Fprintf(w, "batch %d  %s  %s  (%s, tenant %s)\n", b.ID, b.Status, b.SourceName, b.Kind, b.TenantID)
+	status := string(b.Status)
+	if b.Paused && b.Status == batchtype.StatusRunning {
+		status = "paused" // running, but no worker claims its rows
+	}
+	fmt.Fprintf(w, "batch %d  %s  %s  (%s, tenant %s)\n", b.ID, status, b.SourceName, b.Kind, b.TenantID)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	for _, s := range rows.States {
 		if n := b.Counts[s]; n > 0 {

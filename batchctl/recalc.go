@@ -48,7 +48,7 @@ Exit codes otherwise as for import.`,
 	f := cmd.Flags()
 	f.StringArrayVar(&o.where, "where", nil, "filter of the query, such as 'country=DE or amount>=100' (repeatable: each is parenthesised and joined with and)")
 	f.IntVar(&o.workers, "workers", 2, "concurrent workers for the batch's rows")
-	f.BoolVar(&o.noWork, "no-work", false, "only create the batch; leave its rows for `batchctl worker`")
+	f.BoolVar(&o.noWork, "no-work", false, "only create the batch; leave its rows for batchctl worker")
 	f.DurationVar(&o.interval, "progress-interval", 2*time.Second, "on a non-terminal, print a progress line at most this often (0: none)")
 	return cmd
 }

@@ -91,7 +91,7 @@ Exit codes as for import.`,
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.workers, "workers", 2, "concurrent workers for the batch's rows")
-	f.BoolVar(&o.noWork, "no-work", false, "only re-parse; leave the valid rows for `batchctl worker`")
+	f.BoolVar(&o.noWork, "no-work", false, "only re-parse; leave the valid rows for batchctl worker")
 	f.DurationVar(&o.interval, "progress-interval", 2*time.Second, "on a non-terminal, print a progress line at most this often (0: none)")
 	o.read.add(f)
 	o.actor.add(cmd)

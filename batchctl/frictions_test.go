@@ -1,0 +1,62 @@
+package batchctl
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// TestVersion: version and --version print the build's version and the
+// schema version it expects of a database, and open nothing.
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	r := run(t, "version")
+	if r.code != exitOK || !regexp.MustCompile(`^batchctl .+ \(go.+\)\nschema: sqlite [1-9]\d*, postgres [1-9]\d*\n$`).MatchString(r.stdout) {
+		t.Fatalf("version: %s", r)
+	}
+	if f := run(t, "--version"); f.code != exitOK || f.stdout != r.stdout {
+		t.Errorf("--version: %s, want the stdout of version:\n%s", f, r.stdout)
+	}
+}
+
+// TestFlagUsageTakesNoBacktick: pflag reads a `word` in a flag's usage as
+// the name of its argument, so a boolean flag documented with one was
+// shown as taking an argument (--no-work batchctl worker).
+func TestFlagUsageTakesNoBacktick(t *testing.T) {
+	t.Parallel()
+	var walk func(cmd *cobra.Command)
+	walk = func(cmd *cobra.Command) {
+		cmd.Flags().VisitAll(func(f *pflag.Flag) {
+			if strings.Contains(f.Usage, "`") {
+				t.Errorf("%s --%s: a backtick in %q", cmd.CommandPath(), f.Name, f.Usage)
+			}
+		})
+		for _, sub := range cmd.Commands() {
+			walk(sub)
+		}
+	}
+	walk((&cli{}).rootCommand())
+}
+
+// TestErrorsWithoutProblemRows: the report of a batch with no problem
+// rows says so and writes no file.
+func TestErrorsWithoutProblemRows(t *testing.T) {
+	t.Parallel()
+	c := setup(t)
+	good := writeFile(t, "good.csv", []byte("email,name,country,signup_date,amount\na@example.com,Ann,FR,2020-01-02,10\n"))
+	if r := c.run("import", "customers", good); r.code != exitOK {
+		t.Fatalf("import: %s", r)
+	}
+	out := filepath.Join(t.TempDir(), "errors.csv")
+	if r := c.run("errors", "1", "-f", out); r.code != exitOK || !strings.Contains(r.stderr, "batch 1 has no problem rows: nothing to fix, no file written") {
+		t.Errorf("errors: %s", r)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("a report of no rows was written (stat: %v)", err)
+	}
+}
