@@ -60,3 +60,13 @@ func TestErrorsWithoutProblemRows(t *testing.T) {
 		t.Errorf("a report of no rows was written (stat: %v)", err)
 	}
 }
+
+// TestInferHeaderRowHelp: schema infer has no kind whose columns would
+// find the header, and its help says what it does instead.
+func TestInferHeaderRowHelp(t *testing.T) {
+	t.Parallel()
+	r := run(t, "schema", "infer", "--help")
+	if r.code != exitOK || strings.Contains(r.stdout, "kind's required columns") || !strings.Contains(r.stdout, "the first row that is not empty") {
+		t.Errorf("schema infer --help: %s", r)
+	}
+}

@@ -287,6 +287,8 @@ the file's rows the draft would reject, and the first reasons.`,
 	f.StringVarP(&o.out, "file", "f", "", "write the draft to this file (default: standard output)")
 	f.IntVar(&o.rows, "rows", 100_000, "read at most this many rows")
 	o.read.add(f)
+	// There is no kind yet whose columns would find the header.
+	f.Lookup("header-row").Usage = "1-based row of the header (default: the first row that is not empty)"
 	cmd := &cobra.Command{
 		Use:     "schema",
 		Short:   "Table Schema tools: infer",
