@@ -70,3 +70,19 @@ func TestInferHeaderRowHelp(t *testing.T) {
 		t.Errorf("schema infer --help: %s", r)
 	}
 }
+
+// TestTemplateJSON: template -o json prints the kind's columns as data
+// (it printed nothing).
+func TestTemplateJSON(t *testing.T) {
+	t.Parallel()
+	c := setup(t)
+	var cols []struct {
+		Name     string `json:"name"`
+		Example  string `json:"example"`
+		Required bool   `json:"required"`
+	}
+	c.runJSON(exitOK, &cols, "template", "customers", "-o", "json")
+	if len(cols) != 5 || cols[0].Name != "email" || !cols[0].Required || cols[0].Example != "ada@example.com" {
+		t.Errorf("template -o json: %+v", cols)
+	}
+}

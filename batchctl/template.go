@@ -13,7 +13,8 @@ func (c *cli) templateCommand() *cobra.Command {
 when the kind has one, an example row. As XLSX (--file ending in .xlsx, or
 --format xlsx) the header is frozen, required columns are marked and
 columns with fixed values offer them as a dropdown. It changes nothing (a
-kind stored from a Table Schema is read from the database).`,
+kind stored from a Table Schema is read from the database). -o json prints
+the columns instead: name, example, required, fixed values, note.`,
 		Example: `  batchctl template customers -f customers.xlsx
   batchctl template customers > customers.csv`,
 		Args: args(1, "<kind>"),
@@ -25,6 +26,15 @@ kind stored from a Table Schema is read from the database).`,
 			}
 			if !reg.Has(kind) {
 				return usagef("unknown kind %q; known kinds: %s", kind, kindNames(reg.Kinds()))
+			}
+			if c.global.output == "json" {
+				// The template's columns as data, for a program that builds
+				// its own form or file.
+				cols, err := reg.TemplateColumns(kind)
+				if err != nil {
+					return err
+				}
+				return c.json(toTemplateJSON(cols))
 			}
 			format, err := o.resolve()
 			if err != nil {

@@ -322,3 +322,21 @@ func toWarningsJSON(ws []batchtype.Warning) []warningJSON {
 	}
 	return out
 }
+
+// templateColumnJSON is a template's column as `template -o json` prints
+// it: what the file's header cell, example cell, note and dropdown say.
+type templateColumnJSON struct {
+	Name     string   `json:"name"`
+	Example  string   `json:"example"`
+	Required bool     `json:"required"`
+	Enum     []string `json:"enum,omitempty"`
+	Note     string   `json:"note,omitempty"`
+}
+
+func toTemplateJSON(cols []rows.TemplateColumn) []templateColumnJSON {
+	out := make([]templateColumnJSON, len(cols))
+	for i, c := range cols {
+		out[i] = templateColumnJSON{Name: c.Name, Example: c.Example, Required: c.Required, Enum: c.Enum, Note: c.Note}
+	}
+	return out
+}
