@@ -1,6 +1,7 @@
 package batchctl
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -84,5 +85,26 @@ func TestTemplateJSON(t *testing.T) {
 	c.runJSON(exitOK, &cols, "template", "customers", "-o", "json")
 	if len(cols) != 5 || cols[0].Name != "email" || !cols[0].Required || cols[0].Example != "ada@example.com" {
 		t.Errorf("template -o json: %+v", cols)
+	}
+}
+
+// TestErrorsAsJSON: with -o json, a failed command's error is one JSON
+// object on stderr, with its exit code and the options that settle it.
+func TestErrorsAsJSON(t *testing.T) {
+	t.Parallel()
+	c := setup(t)
+	r := c.run("status", "7", "-o", "json")
+	var e struct {
+		Command string `json:"command"`
+		Error   string `json:"error"`
+		Exit    int    `json:"exit"`
+	}
+	if err := json.Unmarshal([]byte(r.stderr), &e); err != nil || r.code != exitError || e.Exit != exitError || e.Command != "batchctl status" || e.Error == "" {
+		t.Errorf("status of no batch -o json: %v: %s", err, r)
+	}
+	missing := filepath.Join(t.TempDir(), "nope.csv")
+	r = c.run("import", "customers", missing, "-o", "json")
+	if err := json.Unmarshal([]byte(r.stderr), &e); err != nil || r.code != exitUsage || e.Exit != exitUsage {
+		t.Errorf("import of no file -o json: %v: %s", err, r)
 	}
 }

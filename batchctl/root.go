@@ -129,7 +129,9 @@ func exitWith(code int) error {
 	return &exitCode{code}
 }
 
-// report prints err for cmd and maps it to the exit code, in one place.
+// report prints err for cmd and maps it to the exit code, in one place:
+// as lines on stderr, or with -o json as one JSON object on stderr (a
+// script reads the same fields whatever went wrong).
 func (c *cli) report(ctx context.Context, cmd *cobra.Command, err error) int {
 	var (
 		ue *usageError
@@ -149,27 +151,42 @@ func (c *cli) report(ctx context.Context, cmd *cobra.Command, err error) int {
 	if cmd != nil {
 		name = cmd.CommandPath()
 	}
-	fmt.Fprintf(c.stderr, "%s: %v\n", name, err)
-	if hints := rows.HintsOf(err); len(hints) > 0 {
-		fmt.Fprintf(c.stderr, "settle it with %s\n", flagsText(hints))
+	hints := rows.HintsOf(err)
+	var notes []string
+	if len(hints) > 0 {
+		notes = append(notes, "settle it with "+flagsText(hints))
 	}
 	if (errors.Is(err, batch.ErrRowLocked) || errors.Is(err, batch.ErrBatchBusy)) && strings.Contains(err.Error(), "unknown outcome") {
 		// The engine says what to do in words; the CLI names its command.
-		fmt.Fprintf(c.stderr, "reconcile with `batchctl reconcile BATCH` (see `batchctl reconcile --help`)\n")
+		notes = append(notes, "reconcile with `batchctl reconcile BATCH` (see `batchctl reconcile --help`)")
 	}
+	code := exitError
 	switch {
 	case ie != nil:
-		return exitInterrupted
+		code = exitInterrupted
 	case errors.As(err, &ue):
-		fmt.Fprintf(c.stderr, "run `%s --help` for usage\n", name)
-		return exitUsage
+		notes = append(notes, fmt.Sprintf("run `%s --help` for usage", name))
+		code = exitUsage
 	case errors.As(err, &fe):
-		fmt.Fprintln(c.stderr, "the file was rejected; nothing was written")
-		return exitRejected
+		notes = append(notes, "the file was rejected; nothing was written")
+		code = exitRejected
 	case errors.Is(err, batch.ErrUnknownKind):
-		return exitUsage
+		code = exitUsage
 	}
-	return exitError
+	if c.global.output == "json" {
+		out := errorJSON{Command: name, Error: err.Error(), Exit: code, Hints: hints, Notes: notes}
+		if fe != nil {
+			out.File, out.Line = fe.File, fe.Line
+		}
+		if jerr := jsonTo(c.stderr, out); jerr == nil {
+			return code
+		}
+	}
+	fmt.Fprintf(c.stderr, "%s: %v\n", name, err)
+	for _, n := range notes {
+		fmt.Fprintln(c.stderr, n)
+	}
+	return code
 }
 
 const rootLong = `batchctl imports CSV and XLSX files into batches with per-row outcomes,

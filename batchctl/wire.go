@@ -340,3 +340,14 @@ func toTemplateJSON(cols []rows.TemplateColumn) []templateColumnJSON {
 	}
 	return out
 }
+
+// errorJSON is a failed command's error as -o json prints it on stderr.
+type errorJSON struct {
+	Command string      `json:"command"`
+	Error   string      `json:"error"`
+	Exit    int         `json:"exit"`
+	File    string      `json:"file,omitempty"`
+	Line    int64       `json:"line,omitempty"`
+	Hints   []rows.Hint `json:"hints,omitempty"`
+	Notes   []string    `json:"notes,omitempty"`
+}
