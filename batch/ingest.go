@@ -48,8 +48,8 @@ type ImportParams struct {
 	// without one of its optional columns (batchctl --strict).
 	Strict bool
 	// IdempotencyKey makes the import happen once: a second import with
-	// the same key and the same content returns the first batch (Reused);
-	// the same key with other content is ErrKeyReused. Without one, the
+	// the same key, content and options returns the first batch (Reused);
+	// the same key with other content or other options is ErrKeyReused. Without one, the
 	// key is the import's own (see NewBatch).
 	IdempotencyKey string
 	// Once is what every import without NewBatch does now; it is kept
@@ -172,6 +172,7 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, 
 		Warnings:       src.warnings,
 		Conventions:    src.conv,
 		IdempotencyKey: key,
+		OptionsDigest:  optionsDigest(p),
 		MaxAttempts:    k.settings().maxAttempts,
 		KindVersion:    k.version(),
 		KindDefinition: k.definition(),
@@ -270,7 +271,7 @@ func (e *Engine) committedAnyway(ctx context.Context, p ImportParams, src *sourc
 	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
 		b, err := e.store.BatchFind(lctx, driver.BatchFindParams{TenantID: p.TenantID, IdempotencyKey: key})
 		switch {
-		case err == nil && b.SourceDigest == src.digest && b.Kind == p.Kind && b.Status != "ingesting":
+		case err == nil && b.SourceDigest == src.digest && b.Kind == p.Kind && b.OptionsDigest == optionsDigest(p) && b.Status != "ingesting":
 			e.logger.WarnContext(ctx, "the import's commit was not acknowledged, but its batch exists", "batch_id", b.ID, "source", p.SourceName)
 			e.bell.ring()
 			return b
@@ -369,6 +370,10 @@ func (e *Engine) earlier(ctx context.Context, p ImportParams, src *source, key s
 			return nil, fmt.Errorf("import %s: %w", p.SourceName, err)
 		case b.SourceDigest != src.digest || b.Kind != p.Kind:
 			return nil, fmt.Errorf("import %s: %w: batch %d was imported with key %q from other content", p.SourceName, ErrKeyReused, b.ID, key)
+		case b.OptionsDigest != optionsDigest(p):
+			// The same file read another way makes other rows: answering
+			// the batch of the first options would say they were taken.
+			return nil, fmt.Errorf("import %s: %w: batch %d was imported with key %q and other options", p.SourceName, ErrKeyReused, b.ID, key)
 		}
 		b.Reused = true
 		return b, nil
@@ -391,15 +396,26 @@ func (e *Engine) earlier(ctx context.Context, p ImportParams, src *source, key s
 // with it are found too.
 func sameImportKey(p ImportParams, digest string) string {
 	key := "once:" + p.Kind + ":" + digest
+	if d := optionsDigest(p); d != "" {
+		key += ":" + d
+	}
+	return key
+}
+
+// optionsDigest is a digest of the options of an import that change what
+// its rows become, "" when it has none: stored with the batch
+// (Batch.OptionsDigest), so that a caller's idempotency key used again
+// with other options is refused, and part of the import's own key.
+func optionsDigest(p ImportParams) string {
 	opts := importOptions{Encoding: p.Read.Encoding, Delimiter: p.Read.Delimiter, Sheet: p.Read.Sheet, HeaderRow: p.Read.HeaderRow,
 		KeepFormulaQuote: p.Read.KeepFormulaQuote, Conventions: p.Conventions, Strict: p.Strict}
 	b, err := json.Marshal(opts)
 	zero, _ := json.Marshal(importOptions{})
 	if err != nil || string(b) == string(zero) {
-		return key
+		return ""
 	}
 	sum := sha256.Sum256(b)
-	return key + ":" + hex.EncodeToString(sum[:8])
+	return hex.EncodeToString(sum[:8])
 }
 
 // importOptions are the options of an import that change what its rows

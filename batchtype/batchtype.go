@@ -35,8 +35,14 @@ type Batch struct {
 	Kind         string
 	SourceName   string
 	SourceDigest string // hex sha256 of the source bytes
-	Status       Status
-	Header       []string
+	// OptionsDigest is a digest of the options an import was given that
+	// change what its rows become (how the file is read, its declared
+	// conventions, strict); "" when it was given none. An import with its
+	// idempotency key and other options is refused, as one with other
+	// content is.
+	OptionsDigest string
+	Status        Status
+	Header        []string
 	// Counts are the batch totals: the sum of its count groups', each
 	// overwritten from its chunks, and theirs from their rows.
 	Counts rows.Counts

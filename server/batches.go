@@ -122,8 +122,8 @@ type createRequest struct {
 // createBatch imports a file: POST /v1/batches as multipart/form-data (a
 // part named file, and kind), or as JSON with a preview's upload or the
 // rows. The Idempotency-Key header makes the import happen once: the same
-// key with the same content answers the same batch (200), with other
-// content 409.
+// key with the same content and options answers the same batch (200),
+// with other content or other options 409.
 func (s *Server) createBatch(w http.ResponseWriter, r *http.Request, p Principal) error {
 	var (
 		req createRequest

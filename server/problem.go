@@ -45,7 +45,7 @@ var ProblemCodes = map[string]string{
 	"method_not_allowed":      "Method not allowed",
 	"unknown_kind":            "No such kind",
 	"conflict":                "The resource changed meanwhile",
-	"idempotency_key_reused":  "The Idempotency-Key was used with other content",
+	"idempotency_key_reused":  "The Idempotency-Key was used with other content or other options",
 	"batch_busy":              "The batch has rows being worked or of unknown outcome",
 	"row_locked":              "The row cannot be changed",
 	"report_of_batch":         "The file is the error report of a batch",

@@ -75,6 +75,8 @@ type BatchIngestParams struct {
 	// IdempotencyKey, when set, is unique per tenant: a second batch with
 	// it is ErrConflict.
 	IdempotencyKey string
+	// OptionsDigest is stored with the batch (Batch.OptionsDigest).
+	OptionsDigest string
 	// MaxAttempts is the kind's attempt limit: a claim moves a row that has
 	// used them all to dead. Defaults to 5.
 	MaxAttempts int

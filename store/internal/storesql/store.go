@@ -149,7 +149,8 @@ func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*b
 	if err != nil {
 		return nil, err
 	}
-	opts := BatchOptions{Warnings: storedWarnings(p.Warnings), Conventions: p.Conventions, Recalc: p.Recalc, KindVersion: p.KindVersion, KindDefinition: p.KindDefinition}
+	opts := BatchOptions{Warnings: storedWarnings(p.Warnings), Conventions: p.Conventions, Recalc: p.Recalc, KindVersion: p.KindVersion, KindDefinition: p.KindDefinition,
+		OptionsDigest: p.OptionsDigest}
 	options, err := json.Marshal(opts)
 	if err != nil {
 		return nil, err
@@ -385,7 +386,7 @@ func scanBatch(r interface{ Scan(...any) error }) (*batchtype.Batch, error) {
 		return nil, fmt.Errorf("batch %d options: %w", b.ID, err)
 	}
 	b.Warnings, b.ErrorCounts, b.Conventions, b.Width, b.Recalc = []batchtype.Warning(opts.Warnings), opts.ErrorCounts, opts.Conventions, opts.Width, opts.Recalc
-	b.KindVersion, b.KindDefinition = opts.KindVersion, opts.KindDefinition
+	b.KindVersion, b.KindDefinition, b.OptionsDigest = opts.KindVersion, opts.KindDefinition, opts.OptionsDigest
 	return &b, nil
 }
 

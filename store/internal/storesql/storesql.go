@@ -135,6 +135,8 @@ type BatchOptions struct {
 	KindVersion int64             `json:"kind_version,omitempty"`
 	// KindDefinition is a one-off kind's definition (Batch.KindDefinition).
 	KindDefinition string `json:"kind_definition,omitempty"`
+	// OptionsDigest is the import's (Batch.OptionsDigest).
+	OptionsDigest string `json:"options_digest,omitempty"`
 }
 
 // storedWarnings are a batch's warnings in batches.options: a warning
