@@ -29,6 +29,10 @@ type FileOptions struct {
 	DecimalComma bool
 	// DateOrder is dmy or mdy.
 	DateOrder string
+	// DateFormat is what compact dates (070125) mean: ddmmyy, yymmdd,
+	// mmddyy, ddmmyyyy, yyyymmdd, mmddyyyy, serial (Excel serial
+	// numbers), or a strptime pattern such as %d.%m.%Y (rows.DateFormat).
+	DateFormat string
 	// Renames map file columns onto the kind's columns.
 	Renames []rows.Rename
 }
@@ -74,6 +78,9 @@ func (o FileOptions) Apply(p *ImportParams) error {
 	}
 	if c.DateOrder, err = rows.ParseDateOrder(o.DateOrder); err != nil {
 		return &OptionError{"date_order", err}
+	}
+	if c.DateFormat, err = rows.ParseDateFormat(o.DateFormat); err != nil {
+		return &OptionError{"date_format", err}
 	}
 	for _, r := range o.Renames {
 		if r.From == "" || r.To == "" {

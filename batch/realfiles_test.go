@@ -82,7 +82,7 @@ var realOutcomes = map[string]realOutcome{
 	"dates_forms.csv": {records: 5, valid: 5,
 		stored: []string{"f1@example.com:DE:1:2025-12-31", "f2@example.com:DE:1:2025-12-30", "f3@example.com:DE:1:2025-12-29", "f4@example.com:DE:1:2025-12-28", "f5@example.com:DE:1:2025-12-27"}},
 	"compact_date.csv": {records: 2, valid: 1, invalid: 1,
-		codes: map[int64]string{2: "bad_date"}, message: map[int64]string{2: "year 2584"},
+		codes: map[int64]string{2: "bad_date"}, message: map[int64]string{2: "compact date whose form the file does not declare"},
 		stored: []string{"s2@example.com:DE:1:2025-01-01"}},
 	"country_case.csv": {records: 3, valid: 2, invalid: 1,
 		codes: map[int64]string{4: "iso3166_1_alpha2"}, message: map[int64]string{4: `"XX" is not a country code`},
