@@ -15,12 +15,76 @@ import (
 // zero value is the plain form every program reads: a decimal point and
 // no thousands separators, so "1,50" and "1.234,56" are not numbers rather
 // than guesses.
+//
+// Its JSON writes the separators as strings ({"decimal":",","groups":["."]});
+// it also reads them as the character codes batches stored before 0.9
+// ({"decimal":44,"groups":[46]}).
 type NumberFormat struct {
 	// Decimal is the decimal separator, '.' or ','. Zero means '.'.
-	Decimal rune `json:"decimal,omitempty"`
+	Decimal rune
 	// Groups are the thousands separators the file may use; none by
 	// default.
-	Groups []rune `json:"groups,omitempty"`
+	Groups []rune
+}
+
+// numberFormatJSON is NumberFormat's JSON: separators as strings.
+type numberFormatJSON struct {
+	Decimal string   `json:"decimal,omitempty"`
+	Groups  []string `json:"groups,omitempty"`
+}
+
+// MarshalJSON writes the separators as strings.
+func (f NumberFormat) MarshalJSON() ([]byte, error) {
+	var out numberFormatJSON
+	if f.Decimal != 0 {
+		out.Decimal = string(f.Decimal)
+	}
+	for _, g := range f.Groups {
+		out.Groups = append(out.Groups, string(g))
+	}
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON reads separators written as strings, or as character codes.
+func (f *NumberFormat) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Decimal json.RawMessage   `json:"decimal"`
+		Groups  []json.RawMessage `json:"groups"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*f = NumberFormat{}
+	one := func(m json.RawMessage) (rune, error) {
+		var s string
+		if err := json.Unmarshal(m, &s); err == nil {
+			r := []rune(s)
+			if len(r) != 1 {
+				return 0, fmt.Errorf("number format: separator %q is not one character", s)
+			}
+			return r[0], nil
+		}
+		var n int32
+		if err := json.Unmarshal(m, &n); err != nil {
+			return 0, fmt.Errorf("number format: separator %s is neither a character nor a character code", m)
+		}
+		return n, nil
+	}
+	if len(raw.Decimal) > 0 && string(raw.Decimal) != "null" {
+		r, err := one(raw.Decimal)
+		if err != nil {
+			return err
+		}
+		f.Decimal = r
+	}
+	for _, m := range raw.Groups {
+		r, err := one(m)
+		if err != nil {
+			return err
+		}
+		f.Groups = append(f.Groups, r)
+	}
+	return nil
 }
 
 // Non-breaking spaces, which spreadsheets and French number formats put
