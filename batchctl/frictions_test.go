@@ -108,3 +108,30 @@ func TestErrorsAsJSON(t *testing.T) {
 		t.Errorf("import of no file -o json: %v: %s", err, r)
 	}
 }
+
+// TestCompletionOffersValues: the shell completion offers batch ids, kinds, states and
+// locales, not only commands and flags.
+func TestCompletionOffersValues(t *testing.T) {
+	t.Parallel()
+	c := setup(t)
+	if r := c.run("import", "customers", fixture); r.code != exitRows {
+		t.Fatalf("import: %s", r)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"__complete", "status", ""}, "1\tcustomers finished"},
+		{[]string{"__complete", "rerun", ""}, "1\tcustomers"},
+		{[]string{"__complete", "import", ""}, "customers\t"},
+		{[]string{"__complete", "rows", "1", "--state", ""}, "\ninvalid\n"},
+		{[]string{"__complete", "import", "customers", "f.csv", "--locale", ""}, "\nde\n"},
+		{[]string{"__complete", "import", "customers", "f.csv", "--date-order", ""}, "dmy\nmdy\n"},
+	} {
+		// The word completed is the last: --database goes before it.
+		args := append([]string{tc.args[0], "--database", c.database}, tc.args[1:]...)
+		if r := run(t, args...); r.code != exitOK || !strings.Contains("\n"+r.stdout, tc.want) {
+			t.Errorf("%v: want %q in %s", tc.args, tc.want, r)
+		}
+	}
+}

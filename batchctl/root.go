@@ -262,6 +262,7 @@ func (c *cli) rootCommand() *cobra.Command {
 		root.AddCommand(cmd)
 	}
 	root.AddCommand(c.webhookCommand())
+	c.completions(root)
 	root.SetHelpCommandGroupID("admin")
 	root.SetCompletionCommandGroupID("admin")
 	return root

@@ -114,6 +114,20 @@ var localeAliases = map[string]string{
 	"de-ch": "ch", "fr-ch": "ch", "it-ch": "ch", "rm": "ch",
 }
 
+// Locales lists the locale names --locale takes, sorted: the four number
+// formats and their common spellings.
+func Locales() []string {
+	out := make([]string, 0, len(locales)+len(localeAliases))
+	for l := range locales {
+		out = append(out, l)
+	}
+	for l := range localeAliases {
+		out = append(out, l)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // DecimalComma is the number format of --decimal-comma: a decimal comma,
 // and a point or a space between groups of thousands.
 var DecimalComma = NumberFormat{Decimal: ',', Groups: []rune{'.', ' ', nbsp, narrowNBSP}}
