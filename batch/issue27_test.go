@@ -2,6 +2,7 @@ package batch_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -45,6 +46,63 @@ func TestIdempotencyKeyWithOtherOptions(t *testing.T) {
 		}
 		if _, err := imp("k-2", rows.DMY); !errors.Is(err, batch.ErrKeyReused) {
 			t.Fatalf("k-2 with a date order: %v, want ErrKeyReused", err)
+		}
+	})
+}
+
+// TestRerunWithCorrectedLocale: a batch imported without its locale, all
+// invalid, is re-run with the locale, without a file and with one: every
+// row succeeds, the batch keeps the new conventions (its workers read the
+// rows with them) and its history the old and the new (issue 27, item 6).
+func TestRerunWithCorrectedLocale(t *testing.T) {
+	t.Parallel()
+	de := rows.NumberFormat{Decimal: ',', Groups: []rune{'.'}}
+	forEachEngine(t, func(t *testing.T, bd *bundle) {
+		e := customersEngine(t, bd)
+		ctx := context.Background()
+		for _, withFile := range []bool{false, true} {
+			b, err := importAndWorkParams(t, e, "../fixtures/real/locale_de.csv", batch.ImportParams{NewBatch: true})
+			if err != nil || b.Counts[rows.StateInvalid] != 3 || b.Counts.Total() != 3 {
+				t.Fatalf("import without the locale: %+v, %v; want 3 invalid rows", b, err)
+			}
+			p := batch.RerunParams{BatchID: b.ID, Actor: "ann", Conventions: rows.Conventions{Number: de}}
+			if withFile {
+				f := openFixture(t, "../fixtures/real/locale_de.csv")
+				p.Source, p.SourceName = f, "locale_de.csv"
+			}
+			res, err := e.Rerun(ctx, p)
+			if err != nil || res.Valid != 3 || res.Invalid != 0 {
+				t.Fatalf("file %v: re-run with the locale: %+v, %v", withFile, res, err)
+			}
+			if _, err := e.Work(ctx, batch.WorkParams{BatchID: b.ID, TenantIDs: []string{b.TenantID}, UntilDone: true}); err != nil {
+				t.Fatal(err)
+			}
+			got, err := e.Batch(ctx, batch.BatchParams{TenantID: b.TenantID, ID: b.ID})
+			if err != nil || got.Counts[rows.StateSucceeded] != 3 || got.Counts.Total() != 3 {
+				t.Fatalf("file %v: after the re-run: %+v, %v; want every row succeeded", withFile, got, err)
+			}
+			if got.Conventions.Number.Decimal != ',' || len(got.Conventions.CommaColumns) != 0 {
+				t.Errorf("file %v: the batch keeps %+v, want the German number format", withFile, got.Conventions)
+			}
+			for _, want := range []string{"de1@example.com:DE:1234.56:2022-01-02", "de2@example.com:DE:0.5:2022-01-02", "de3@example.com:DE:12500:2022-01-02"} {
+				email, _, _ := strings.Cut(want, ":")
+				if got := storedCustomer(t, bd, email); got != want {
+					t.Errorf("file %v: stored %q, want %q", withFile, got, want)
+				}
+			}
+			h, err := e.History(ctx, batch.HistoryParams{TenantID: b.TenantID, BatchID: b.ID})
+			if err != nil || len(h) != 1 || h[0].Action != "rerun" {
+				t.Fatalf("file %v: history %+v, %v", withFile, h, err)
+			}
+			var d struct {
+				Conventions struct{ Old, New rows.Conventions }
+			}
+			if err := json.Unmarshal(h[0].Detail, &d); err != nil {
+				t.Fatal(err)
+			}
+			if d.Conventions.Old.Number.Decimal == ',' || len(d.Conventions.Old.CommaColumns) != 1 || d.Conventions.New.Number.Decimal != ',' {
+				t.Errorf("file %v: the history records %s, want the old conventions and the new", withFile, h[0].Detail)
+			}
 		}
 	})
 }

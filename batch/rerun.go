@@ -33,8 +33,11 @@ type RerunParams struct {
 	SourceName string
 	Format     Format
 	Read       rows.ReadOptions
-	// Conventions declared for the file; what they leave open is the
-	// batch's, then settled from the file.
+	// Conventions declared for the re-run (a locale, a date order, a
+	// mapping): what they declare replaces the batch's, for the file and
+	// for every stored row parsed again, and is kept with the batch (its
+	// workers read the rows with it) and in its history with the old.
+	// What they leave open is the batch's (then settled from the file).
 	Conventions rows.Conventions
 	// Actor is who re-runs, for the history. Defaults to "unknown".
 	Actor string
@@ -114,7 +117,9 @@ func (e *Engine) Rerun(ctx context.Context, p RerunParams) (*RerunResult, error)
 	if err := e.rerunnable(ctx, b); err != nil {
 		return nil, err
 	}
-	mb, err := k.mapHeader(b.Header, b.Conventions)
+	conv := b.Conventions
+	declared(&conv, p.Conventions)
+	mb, err := k.mapHeader(b.Header, fitRenames(conv, b.Header))
 	if err != nil {
 		return nil, fmt.Errorf("re-run batch %d: its header no longer maps onto kind %s: %w", b.ID, b.Kind, err)
 	}
@@ -122,7 +127,7 @@ func (e *Engine) Rerun(ctx context.Context, p RerunParams) (*RerunResult, error)
 	if err != nil {
 		return nil, err
 	}
-	plan := &rerunPlan{e: e, b: b, k: k, mb: mb, st: st, header: b.Header, res: &RerunResult{}}
+	plan := &rerunPlan{e: e, b: b, k: k, mb: mb, st: st, header: b.Header, conv: conv, res: &RerunResult{}}
 	if p.Source == nil {
 		err = plan.revalidate(ctx)
 	} else {
@@ -204,7 +209,11 @@ type rerunPlan struct {
 	mb     *rows.Mapping
 	st     *stored
 	header []string
-	res    *RerunResult
+	// conv are the batch's conventions with the re-run's declared ones
+	// laid over them: the stored rows are checked, and later worked,
+	// under them.
+	conv rows.Conventions
+	res  *RerunResult
 	// replace and add are the rows to parse again and to add, in the
 	// batch's layout, before the checks.
 	replace []candidate
@@ -236,9 +245,8 @@ func (pl *rerunPlan) revalidate(ctx context.Context) error {
 
 // fromFile plans the rows of a corrected file.
 func (pl *rerunPlan) fromFile(ctx context.Context, p RerunParams) error {
-	conv := pl.b.Conventions
+	conv := pl.conv
 	conv.CommaColumns = nil // settled again from this file
-	declared(&conv, p.Conventions)
 	ip := ImportParams{TenantID: pl.b.TenantID, Kind: pl.b.Kind, SourceName: p.SourceName, Source: p.Source,
 		Format: p.Format, Read: p.Read, Conventions: conv}
 	src, err := prepare(ctx, pl.k, ip)
@@ -296,17 +304,36 @@ func (pl *rerunPlan) fromFile(ctx context.Context, p RerunParams) error {
 	return nil
 }
 
-// declared lays the conventions a re-run declares over the batch's.
+// declared lays the conventions a re-run declares over the batch's. A
+// declared number format also drops the columns flagged for decimal
+// commas under the old one.
 func declared(conv *rows.Conventions, d rows.Conventions) {
 	if d.Number.Decimal != 0 || len(d.Number.Groups) > 0 {
-		conv.Number = d.Number
+		conv.Number, conv.CommaColumns = d.Number, nil
 	}
 	if d.DateOrder != rows.DateOrderUnknown {
 		conv.DateOrder, conv.DateOrderRow = d.DateOrder, 0
 	}
+	if d.DateFormat != "" {
+		conv.DateFormat = d.DateFormat
+	}
 	if len(d.Renames) > 0 {
 		conv.Renames = d.Renames
 	}
+}
+
+// fitRenames returns conv with only the renames of columns header has: a
+// re-run's mapping may name a column of its file that the batch's header
+// lacks (the file's rows are mapped with all of them).
+func fitRenames(conv rows.Conventions, header []string) rows.Conventions {
+	var kept []rows.Rename
+	for _, r := range conv.Renames {
+		if slices.ContainsFunc(header, func(h string) bool { return rows.NormalizeHeader(h) == rows.NormalizeHeader(r.From) }) {
+			kept = append(kept, r)
+		}
+	}
+	conv.Renames = kept
+	return conv
 }
 
 // ReportOf returns the batch an error report names, by its title
@@ -386,8 +413,9 @@ func (pl *rerunPlan) layout(mf *rows.Mapping, fileHeader []string) func(values, 
 // the re-run.
 func (pl *rerunPlan) commit(ctx context.Context, p RerunParams) (*RerunResult, error) {
 	mb := pl.mb
+	conv := fitRenames(pl.conv, pl.header)
 	if len(pl.header) != len(pl.b.Header) {
-		m, err := pl.k.mapHeader(pl.header, pl.b.Conventions)
+		m, err := pl.k.mapHeader(pl.header, conv)
 		if err != nil {
 			return nil, fmt.Errorf("re-run batch %d: %w", pl.b.ID, err)
 		}
@@ -458,6 +486,9 @@ func (pl *rerunPlan) commit(ctx context.Context, p RerunParams) (*RerunResult, e
 		return nil, err
 	}
 	params.Detail = detail
+	if err := pl.conventions(&params, conv); err != nil {
+		return nil, err
+	}
 	b, err := pl.e.store.BatchRerun(ctx, params)
 	if err != nil {
 		return nil, fmt.Errorf("re-run batch %d: %w", pl.b.ID, err)
@@ -466,6 +497,30 @@ func (pl *rerunPlan) commit(ctx context.Context, p RerunParams) (*RerunResult, e
 	pl.e.logger.InfoContext(ctx, "batch re-run", "batch_id", b.ID, "reparsed", pl.res.Reparsed, "added", pl.res.Added, "kept", pl.res.Kept)
 	pl.e.bell.ring()
 	return pl.res, nil
+}
+
+// conventions sets the batch's new conventions on a re-run that changes
+// them, and records the old and the new in its history's detail.
+func (pl *rerunPlan) conventions(params *driver.BatchRerunParams, conv rows.Conventions) error {
+	old, err := json.Marshal(pl.b.Conventions)
+	if err != nil {
+		return err
+	}
+	changed, err := json.Marshal(conv)
+	if err != nil {
+		return err
+	}
+	if string(old) == string(changed) {
+		return nil
+	}
+	params.Conventions = &conv
+	var detail map[string]any
+	if err := json.Unmarshal(params.Detail, &detail); err != nil {
+		return err
+	}
+	detail["conventions"] = map[string]json.RawMessage{"old": old, "new": changed}
+	params.Detail, err = json.Marshal(detail)
+	return err
 }
 
 // relabel moves a file row's read errors to the row it replaces.

@@ -50,7 +50,10 @@ func (c *cli) rerunCommand() *cobra.Command {
 reviewed, and work the rows that are now valid.
 
 Without a file, the stored rows are validated again under the kind's
-current rules (after the rules changed). With a file (a corrected error
+current rules (after the rules changed), and under the conventions given
+here: --locale, --decimal-comma, --date-order and --map
+replace the batch's (a batch imported without its locale is fixed by a
+re-run with it). The batch keeps them, and its history the old ones. With a file (a corrected error
 report, or a corrected copy of the whole file), its rows replace the
 batch's: matched by the report's row column when the file is this batch's
 error report, else by the kind's natural key (customers: email), else by
@@ -72,7 +75,8 @@ Exit codes as for import.`,
 		Example: `  batchctl rerun 7                     # the kind's rules changed
   batchctl errors 7 -f errors.csv && batchctl rerun 7 errors.csv
   batchctl import customers errors.csv  # the same: a report names its batch
-  batchctl rerun 7 fixed.xlsx --sheet Data --no-work`,
+  batchctl rerun 7 fixed.xlsx --sheet Data --no-work
+  batchctl rerun 7 --locale de          # imported without its locale`,
 		Args: func(cmd *cobra.Command, a []string) error {
 			if len(a) < 1 || len(a) > 2 {
 				return usagef("rerun needs <batch> and optionally a [file], got %d arguments", len(a))
@@ -342,6 +346,9 @@ func describeDetail(e batchtype.HistoryEntry) string {
 		Valid    int64
 		Invalid  int64
 		Kept     int64
+		// Conventions are a re-run's old and new ones, when it changed
+		// them.
+		Conventions *struct{ Old, New rows.Conventions }
 	}
 	if err := json.Unmarshal(e.Detail, &d); err != nil {
 		return string(e.Detail)
@@ -375,9 +382,21 @@ func describeDetail(e batchtype.HistoryEntry) string {
 		if src == "" {
 			src = "stored rows"
 		}
-		return fmt.Sprintf("%s: %d parsed again, %d added, %d valid, %d invalid, %d kept", src, d.Reparsed, d.Added, d.Valid, d.Invalid, d.Kept)
+		line := fmt.Sprintf("%s: %d parsed again, %d added, %d valid, %d invalid, %d kept", src, d.Reparsed, d.Added, d.Valid, d.Invalid, d.Kept)
+		if c := d.Conventions; c != nil {
+			line += fmt.Sprintf("; conventions were %q, now %q", conventionsOrDefault(c.Old), conventionsOrDefault(c.New))
+		}
+		return line
 	}
 	return string(e.Detail)
+}
+
+// conventionsOrDefault describes conventions for the history.
+func conventionsOrDefault(c rows.Conventions) string {
+	if s := describeConventions(c); s != "" {
+		return s
+	}
+	return "the defaults"
 }
 
 // history reads a batch's whole history, page by page.

@@ -525,12 +525,14 @@ func (s *Server) rerun(w http.ResponseWriter, r *http.Request, p Principal) erro
 	if _, err := s.batch(r, p); err != nil {
 		return err
 	}
+	// The options go with the stored rows too: a batch imported without
+	// its locale is fixed by a re-run with it.
+	ip := batch.ImportParams{Read: params.Read}
+	if err := opts.apply(&ip); err != nil {
+		return err
+	}
+	params.Read, params.Conventions = ip.Read, ip.Conventions
 	if up != nil {
-		ip := batch.ImportParams{Read: params.Read}
-		if err := opts.apply(&ip); err != nil {
-			return err
-		}
-		params.Read, params.Conventions = ip.Read, ip.Conventions
 		f, err := s.openUpload(p.TenantID, up, "send the file again")
 		if err != nil {
 			return err

@@ -655,6 +655,9 @@ type BatchRerunParams struct {
 	// KindVersion, when set, becomes the batch's (Batch.KindVersion): the
 	// rows were validated again under that version of a stored kind.
 	KindVersion int64
+	// Conventions, when set, become the batch's (Batch.Conventions): the
+	// re-run declared another locale, date order or mapping.
+	Conventions *rows.Conventions
 }
 
 // ErrBatchBusy is returned by a re-run of a batch with rows under a

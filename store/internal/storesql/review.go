@@ -177,8 +177,8 @@ func (s *Store) BatchRerun(ctx context.Context, p driver.BatchRerunParams) (*bat
 }
 
 // rerunBatchFields writes what a re-run changes of the batch itself: its
-// header, widened by a file with more of the kind's columns, and its
-// counts of field errors.
+// header, widened by a file with more of the kind's columns, its counts
+// of field errors and its conventions.
 func (s *Store) rerunBatchFields(ctx context.Context, q Querier, p driver.BatchRerunParams) error {
 	if p.Header != nil {
 		h, err := json.Marshal(p.Header)
@@ -189,7 +189,7 @@ func (s *Store) rerunBatchFields(ctx context.Context, q Querier, p driver.BatchR
 			return fmt.Errorf("widen header: %w", err)
 		}
 	}
-	if p.ErrorCounts == nil && p.KindVersion == 0 {
+	if p.ErrorCounts == nil && p.KindVersion == 0 && p.Conventions == nil {
 		return nil
 	}
 	var raw string
@@ -205,6 +205,9 @@ func (s *Store) rerunBatchFields(ctx context.Context, q Querier, p driver.BatchR
 	}
 	if p.KindVersion != 0 {
 		opts.KindVersion = p.KindVersion
+	}
+	if p.Conventions != nil {
+		opts.Conventions = *p.Conventions
 	}
 	b, err := json.Marshal(opts)
 	if err != nil {

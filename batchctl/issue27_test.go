@@ -1,0 +1,30 @@
+package batchctl
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestRerunWithLocale: rerun --locale fixes a batch imported without its
+// locale: every row succeeds, and the history says which conventions the
+// batch had and has (issue 27, item 6).
+func TestRerunWithLocale(t *testing.T) {
+	t.Parallel()
+	c := setup(t)
+	file := "../fixtures/real/locale_de.csv"
+	squash := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	if r := c.run("import", "customers", file); r.code != exitRows || !strings.Contains(squash(r.stdout), "invalid 3 total 3") {
+		t.Fatalf("import without the locale: %s", r)
+	}
+	r := c.run("rerun", "1", "--locale", "de", "--actor", "ann")
+	if r.code != exitOK || !strings.Contains(r.stderr, "3 valid, 0 invalid") || !strings.Contains(squash(r.stdout), "succeeded 3 total 3") {
+		t.Fatalf("rerun --locale de: %s", r)
+	}
+	if r := c.run("status", "1"); !strings.Contains(r.stdout, "numbers as") {
+		t.Errorf("status does not show the new number format: %s", r)
+	}
+	r = c.run("history", "1")
+	if r.code != exitOK || !strings.Contains(r.stdout, " rerun ") || !strings.Contains(r.stdout, "; conventions were ") || !strings.Contains(r.stdout, `now "read numbers as`) {
+		t.Errorf("history lacks the old and new conventions: %s", r)
+	}
+}
