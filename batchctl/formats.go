@@ -24,6 +24,7 @@ type readFlags struct {
 	locale       string
 	decimalComma bool
 	dateOrder    string
+	dateFormat   string
 	renames      []string
 }
 
@@ -35,6 +36,7 @@ func (f *readFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.locale, "locale", "", "number format of the file: en (1,234.56), de (1.234,56), fr (1 234,56), ch (1'234.56), or a language-region such as de-AT")
 	fs.BoolVar(&f.decimalComma, "decimal-comma", false, "numbers are written with a decimal comma (0,5; 1.234,56; 1 234,56)")
 	fs.StringVar(&f.dateOrder, "date-order", "", "order of day and month in dates such as 01/02/2025: dmy or mdy (default: settled by the file's dates; never guessed)")
+	fs.StringVar(&f.dateFormat, "date-format", "", "what dates written as digits only mean (070125, 20250107): ddmmyy, yymmdd, mmddyy, ddmmyyyy, yyyymmdd, mmddyyyy, serial (Excel serial numbers), or a pattern such as %d.%m.%Y; a two-digit year 69-99 is 19yy, 00-68 20yy (default: six or eight digits are refused, never guessed)")
 	fs.StringArrayVar(&f.renames, "map", nil, "map a file column to the kind's column: --map 'Amount (EUR)=amount' (repeatable)")
 }
 
@@ -47,7 +49,7 @@ func (f *readFlags) declared() (encoding, delimiter bool) {
 // apply checks the flags and sets them on p.
 func (f *readFlags) apply(p *batch.ImportParams) error {
 	o := batch.FileOptions{Encoding: f.encoding, Delimiter: f.delimiter, Sheet: f.sheet, HeaderRow: f.headerRow,
-		Locale: f.locale, DecimalComma: f.decimalComma, DateOrder: f.dateOrder}
+		Locale: f.locale, DecimalComma: f.decimalComma, DateOrder: f.dateOrder, DateFormat: f.dateFormat}
 	for _, m := range f.renames {
 		from, to, ok := strings.Cut(m, "=")
 		if !ok || strings.TrimSpace(from) == "" || strings.TrimSpace(to) == "" {
