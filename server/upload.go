@@ -145,6 +145,9 @@ type ImportOptions struct {
 	DecimalComma bool   `json:"decimal_comma,omitempty"`
 	// DateOrder is dmy or mdy.
 	DateOrder string `json:"date_order,omitempty"`
+	// DateFormat is what compact dates mean: ddmmyy, yymmdd, mmddyy,
+	// ddmmyyyy, yyyymmdd, mmddyyyy, serial or a strptime pattern.
+	DateFormat string `json:"date_format,omitempty"`
 	// Map renames file columns onto the kind's: {"Amount (EUR)": "amount"}.
 	Map map[string]string `json:"map,omitempty"`
 	// Strict rejects a file with a column the kind does not know or
@@ -162,7 +165,7 @@ type ImportOptions struct {
 func optionsFromForm(f *form) (ImportOptions, error) {
 	o := ImportOptions{
 		Encoding: f.value("encoding"), Delimiter: f.value("delimiter"), Sheet: f.value("sheet"),
-		Locale: f.value("locale"), DateOrder: f.value("date_order"),
+		Locale: f.value("locale"), DateOrder: f.value("date_order"), DateFormat: f.value("date_format"),
 	}
 	if v := f.value("header_row"); v != "" {
 		if _, err := fmt.Sscan(v, &o.HeaderRow); err != nil {
@@ -191,7 +194,7 @@ func optionsFromForm(f *form) (ImportOptions, error) {
 // apply checks the options and sets them on p.
 func (o ImportOptions) apply(p *batch.ImportParams) error {
 	fo := batch.FileOptions{Encoding: o.Encoding, Delimiter: o.Delimiter, Sheet: o.Sheet, HeaderRow: o.HeaderRow,
-		Locale: o.Locale, DecimalComma: o.DecimalComma, DateOrder: o.DateOrder}
+		Locale: o.Locale, DecimalComma: o.DecimalComma, DateOrder: o.DateOrder, DateFormat: o.DateFormat}
 	froms := make([]string, 0, len(o.Map))
 	for from := range o.Map {
 		froms = append(froms, from)
