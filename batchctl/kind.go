@@ -219,7 +219,7 @@ func (c *cli) kindShow(ctx context.Context, name string, version int64) error {
 		if version > 0 {
 			return fmt.Errorf("kind %s has no version %d", name, version)
 		}
-		return fmt.Errorf("no stored kind %s (batchctl kinds%s lists them)", name, c.hint())
+		return fmt.Errorf("no stored kind %s (list them: batchctl kinds%s)", name, c.hint())
 	}
 	if err != nil {
 		return err
@@ -241,7 +241,7 @@ func (c *cli) kindRemove(ctx context.Context, name string) error {
 	}
 	defer a.close()
 	if err := a.engine.KindRemove(ctx, batch.KindRemoveParams{Name: name}); errors.Is(err, batch.ErrNotFound) {
-		return fmt.Errorf("no stored kind %s (batchctl kinds%s lists them)", name, c.hint())
+		return fmt.Errorf("no stored kind %s (list them: batchctl kinds%s)", name, c.hint())
 	} else if err != nil {
 		return err
 	}

@@ -47,7 +47,7 @@ func (c *cli) kindAddRecalc(ctx context.Context, path string, data []byte) error
 	}
 	sd, err := a.engine.KindGet(ctx, batch.KindGetParams{Name: def.Kind})
 	if errors.Is(err, batch.ErrNotFound) || (err == nil && sd.Format == schemarecalc.Format) {
-		return usagef("%s: kind %s is not a stored schema kind: add its Table Schema first (batchctl kind add %s.schema.json%s)", path, def.Kind, def.Kind, c.hint())
+		return usagef("%s: kind %s is not a stored schema kind: add its Table Schema first (batchctl kind add FILE%s, with x-name %s)", path, def.Kind, c.hint(), def.Kind)
 	}
 	if err != nil {
 		return err
