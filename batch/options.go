@@ -90,5 +90,6 @@ func (o FileOptions) Apply(p *ImportParams) error {
 	c.Renames = o.Renames
 	p.Read = rows.ReadOptions{Encoding: o.Encoding, Delimiter: d, Sheet: o.Sheet, HeaderRow: o.HeaderRow, TmpDir: p.Read.TmpDir}
 	p.Conventions = c
+	p.Read.Number = c.Number // a workbook's typed numbers are written in it
 	return nil
 }

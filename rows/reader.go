@@ -149,6 +149,12 @@ type ReadOptions struct {
 	// formula character. By default readers remove it, so that a file
 	// written with SafeCell reads as the values it was written from.
 	KeepFormulaQuote bool
+	// Number is the file's declared number format (Conventions.Number). A
+	// workbook writes a cell it stores as a number with its decimal
+	// separator, so that the cell reads as the number it holds under the
+	// file's locale, as its text cells do: a locale applies to text, a
+	// typed cell keeps its value. Defaults to a decimal point.
+	Number NumberFormat
 	// MaxLineBytes caps one record of a text file as read; a longer one
 	// rejects the file. 0 is the format's default.
 	MaxLineBytes int

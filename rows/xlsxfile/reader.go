@@ -90,6 +90,11 @@ type Options struct {
 	// character, as the CSV reader's option of that name does: by default it is
 	// removed, so a file written with rows.SafeCell reads as its values.
 	KeepFormulaQuote bool
+	// Decimal is the decimal separator a cell stored as a number is
+	// written with: the file's declared number format's, so that a typed
+	// number reads as itself under a locale with a decimal comma, which
+	// applies to the text cells. Defaults to a point.
+	Decimal rune
 }
 
 // spill size of excelize's UnzipXMLSizeLimit: sheets and shared strings
@@ -114,6 +119,7 @@ func OptionsFrom(o rows.ReadOptions) *Options {
 		TmpDir:           o.TmpDir,
 		MaxCellBytes:     o.MaxCellBytes,
 		KeepFormulaQuote: o.KeepFormulaQuote,
+		Decimal:          o.Number.Decimal,
 	}
 }
 
@@ -149,7 +155,8 @@ func (o *Options) withDefaults() *xlsxOpts {
 // Reader reads one sheet of an XLSX workbook a row at a time with
 // excelize's streaming Rows iterator. Cells are read as their raw values
 // with their types: numbers as stored (no thousands separators, no rounding
-// by the display format), booleans as "true" and "false", dates and times
+// by the display format; the decimal separator is Options.Decimal),
+// booleans as "true" and "false", dates and times
 // converted from Excel serial numbers in the workbook's date system (1900
 // or 1904, by rows.ExcelSerialTime) to 2006-01-02, 15:04:05 or
 // 2006-01-02 15:04:05, formulas as their cached values. Row numbers are the
@@ -454,6 +461,9 @@ func (x *Reader) typed(r *xlsxRow) []rows.FieldError {
 				}
 			}
 			v = xlsxNumberText(v)
+			if d := x.o.Decimal; d != 0 && d != '.' {
+				v = strings.Replace(v, ".", string(d), 1)
+			}
 		}
 		if len(v) > x.o.MaxCellBytes {
 			errs = append(errs, rows.FieldError{Row: r.n, Column: x.column(i), Code: rows.CodeCellTooLong,
