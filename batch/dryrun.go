@@ -92,7 +92,14 @@ func (r *Registry) DryRun(ctx context.Context, p ImportParams) (*DryRunResult, e
 			}
 		}
 	}
+	if p.MaxInvalid.IsZero() {
+		p.MaxInvalid = k.settings().maxInvalid
+	}
 	res.SkippedEmpty = cr.SkippedEmpty()
 	res.ErrorTotal, res.ErrorCounts = chk.tally.Total(), chk.tally.Counts()
+	if invalid := res.Counts[rows.StateInvalid]; p.MaxInvalid.Exceeded(invalid, invalid+res.Counts[rows.StateValid]) {
+		// What the import would do: refuse the file.
+		return nil, tooManyInvalid(p.SourceName, invalid, invalid+res.Counts[rows.StateValid], p.MaxInvalid)
+	}
 	return res, nil
 }

@@ -67,7 +67,9 @@ type DynamicKind struct {
 	// (its target table exists and has the right columns): an error
 	// refuses the file with nothing written.
 	CheckFunc func(ctx context.Context) error
-	// ChunkSize, MaxAttempts, Timeout and BackoffFunc are as in Kind.
+	// ChunkSize, MaxAttempts, Timeout, BackoffFunc and MaxInvalid are as
+	// in Kind.
+	MaxInvalid  Threshold
 	ChunkSize   int
 	MaxAttempts int
 	Timeout     time.Duration
@@ -92,7 +94,7 @@ func RegisterDynamic(r *Registry, k DynamicKind) error {
 	if err != nil {
 		return fmt.Errorf("register kind %q: %w", k.Name, err)
 	}
-	s := kindSettings{chunkSize: k.ChunkSize, maxAttempts: k.MaxAttempts, timeout: k.Timeout, backoff: k.BackoffFunc}
+	s := kindSettings{chunkSize: k.ChunkSize, maxAttempts: k.MaxAttempts, timeout: k.Timeout, backoff: k.BackoffFunc, maxInvalid: k.MaxInvalid}
 	s.defaults()
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -64,6 +64,11 @@ type ImportParams struct {
 	// new batch; without it, such an import is a *ReportError, and the
 	// caller re-runs that batch with the file (Engine.Rerun).
 	NewBatch bool
+	// MaxInvalid rejects the file whole, nothing written, when more of its
+	// rows than this are invalid (ErrTooManyInvalid, a *rows.FileError):
+	// a client file that is 40% wrong is sent back, not half imported.
+	// The zero value is no bound.
+	MaxInvalid Threshold
 }
 
 // ReportError is the error of an import of an error report that names one
@@ -164,6 +169,14 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, 
 	chk := newRowChecker(k, m)
 	var trimmed int64 // rows whose unread cells were not kept
 	seq := ingestRows(ctx, r, src, m, chk, int64(k.settings().chunkSize), &trimmed)
+	var accept func(int64) error
+	if p.MaxInvalid.IsZero() {
+		p.MaxInvalid = k.settings().maxInvalid
+	}
+	if !p.MaxInvalid.IsZero() {
+		bound := &invalidBound{max: p.MaxInvalid, name: p.SourceName}
+		seq, accept = bound.count(seq), bound.accept
+	}
 	b, err := e.store.BatchIngest(ctx, driver.BatchIngestParams{
 		TenantID:       p.TenantID,
 		Kind:           p.Kind,
@@ -178,6 +191,7 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, 
 		KindDefinition: k.definition(),
 		Rows:           seq,
 		DuplicateKey:   chk.duplicateKey(),
+		AcceptFunc:     accept,
 		SummaryFunc: func() driver.IngestSummary {
 			sum := driver.IngestSummary{SourceDigest: src.digest, SkippedEmpty: r.SkippedEmpty(), ErrorCounts: chk.tally.Counts(), Width: src.width}
 			if trimmed > 0 {
@@ -258,6 +272,41 @@ func ingestRows(ctx context.Context, r rows.Reader, src *source, m *rows.Mapping
 			}
 		}
 	}
+}
+
+// invalidBound counts an ingest's invalid rows against
+// ImportParams.MaxInvalid: those the rows carry, then the duplicates the
+// store finds when every row is written (accept).
+type invalidBound struct {
+	max            Threshold
+	name           string
+	invalid, total int64
+}
+
+// count passes seq's rows on, counting them.
+func (b *invalidBound) count(seq iter.Seq2[driver.IngestRow, error]) iter.Seq2[driver.IngestRow, error] {
+	return func(yield func(driver.IngestRow, error) bool) {
+		for row, err := range seq {
+			if err == nil {
+				b.total++
+				if row.State == rows.StateInvalid {
+					b.invalid++
+				}
+			}
+			if !yield(row, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// accept fails the ingest, so that nothing of it is kept, when the
+// invalid rows and the duplicates pass the bound.
+func (b *invalidBound) accept(duplicates int64) error {
+	if bad := b.invalid + duplicates; b.max.Exceeded(bad, b.total) {
+		return tooManyInvalid(b.name, bad, b.total, b.max)
+	}
+	return nil
 }
 
 // committedAnyway looks, after an ingest failed, for the batch the ingest
@@ -407,7 +456,7 @@ func sameImportKey(p ImportParams, digest string) string {
 // (Batch.OptionsDigest), so that a caller's idempotency key used again
 // with other options is refused, and part of the import's own key.
 func optionsDigest(p ImportParams) string {
-	opts := importOptions{Encoding: p.Read.Encoding, Delimiter: p.Read.Delimiter, Sheet: p.Read.Sheet, HeaderRow: p.Read.HeaderRow,
+	opts := importOptions{Encoding: p.Read.Encoding, Delimiter: p.Read.Delimiter, Quote: p.Read.Quote, Escape: p.Read.Escape, Sheet: p.Read.Sheet, HeaderRow: p.Read.HeaderRow,
 		KeepFormulaQuote: p.Read.KeepFormulaQuote, Conventions: p.Conventions, Strict: p.Strict}
 	b, err := json.Marshal(opts)
 	zero, _ := json.Marshal(importOptions{})
@@ -423,6 +472,8 @@ func optionsDigest(p ImportParams) string {
 type importOptions struct {
 	Encoding         string           `json:"encoding"`
 	Delimiter        rune             `json:"delimiter"`
+	Quote            rune             `json:"quote,omitempty"`
+	Escape           rune             `json:"escape,omitempty"`
 	Sheet            string           `json:"sheet"`
 	HeaderRow        int64            `json:"header_row"`
 	KeepFormulaQuote bool             `json:"keep_formula_quote"`

@@ -58,6 +58,9 @@ type Kind[T any] struct {
 	// ChunkSize is the number of rows per chunk, the unit of leasing and of
 	// counting. Defaults to 1000.
 	ChunkSize int
+	// MaxInvalid is the kind's bound on a file's invalid rows, for an
+	// import that sets none (ImportParams.MaxInvalid). Optional.
+	MaxInvalid Threshold
 	// MaxAttempts bounds retries; a row whose last attempt fails is dead.
 	// Defaults to 5.
 	MaxAttempts int
@@ -192,6 +195,7 @@ type rowWorker interface {
 }
 
 type kindSettings struct {
+	maxInvalid  Threshold
 	chunkSize   int
 	maxAttempts int
 	timeout     time.Duration
@@ -638,7 +642,7 @@ func Register[T any](r *Registry, k Kind[T]) error {
 	if err != nil {
 		return fmt.Errorf("register kind %q: %w", k.Name, err)
 	}
-	s := kindSettings{chunkSize: k.ChunkSize, maxAttempts: k.MaxAttempts, timeout: k.Timeout, runGrace: k.RunGrace, backoff: k.BackoffFunc}
+	s := kindSettings{chunkSize: k.ChunkSize, maxAttempts: k.MaxAttempts, timeout: k.Timeout, runGrace: k.RunGrace, backoff: k.BackoffFunc, maxInvalid: k.MaxInvalid}
 	s.defaults()
 	reg := &registered[T]{k: k, pipeline: p, s: s}
 	reg.tx, _ = k.Processor.(TxProcessor[T])

@@ -97,6 +97,11 @@ type BatchIngestParams struct {
 	// statement before the batch is accepted, so an importer's memory
 	// does not grow with the file; it adds them to the error counts.
 	DuplicateKey DuplicateKey
+	// AcceptFunc, when set, is called once every row is written and the
+	// duplicates are found, with how many rows were made invalid as
+	// duplicates, before the batch is accepted: an error fails the ingest
+	// (nothing is kept), as an error of Rows does.
+	AcceptFunc func(duplicates int64) error
 }
 
 // DuplicateKey is how a duplicate_key row error names the key: the column

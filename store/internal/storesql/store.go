@@ -177,12 +177,19 @@ func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*b
 		}
 		opts.ErrorCounts, opts.Width = sum.ErrorCounts, sum.Width
 		opts.Warnings = append(opts.Warnings, sum.Warnings...)
+		var dups int64
 		if k := p.DuplicateKey; k.Name != "" {
 			n, err := q.Exec(ctx, s.q.markDuplicates, id, k.Column, k.Field, k.Name)
 			if err != nil {
 				return fmt.Errorf("find duplicate keys: %w", err)
 			}
+			dups = n
 			opts.ErrorCounts = addErrorCount(opts.ErrorCounts, rows.ErrorCount{Column: k.Column, Code: rows.CodeDuplicateKey, Count: n})
+		}
+		if p.AcceptFunc != nil {
+			if err := p.AcceptFunc(dups); err != nil {
+				return err
+			}
 		}
 		final, err := json.Marshal(opts)
 		if err != nil {
