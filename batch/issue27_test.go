@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -103,6 +104,70 @@ func TestRerunWithCorrectedLocale(t *testing.T) {
 			if d.Conventions.Old.Number.Decimal == ',' || len(d.Conventions.Old.CommaColumns) != 1 || d.Conventions.New.Number.Decimal != ',' {
 				t.Errorf("file %v: the history records %s, want the old conventions and the new", withFile, h[0].Detail)
 			}
+		}
+	})
+}
+
+// TestLookAlikeColumnStopsTheImport: a column that looks like a column of
+// the kind the file lacks ("Amount (EUR)" for amount) stops the import
+// and the dry run before anything is written, naming both options that
+// settle it; mapped, it is imported; ignored, the file imports without it
+// and the amount stored before is left as it was (issue 27, item 1).
+func TestLookAlikeColumnStopsTheImport(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, bd *bundle) {
+		e := customersEngine(t, bd)
+		ctx := context.Background()
+		if _, err := importAndWorkParams(t, e, "../fixtures/real/partial_full.csv", batch.ImportParams{}); err != nil {
+			t.Fatal(err)
+		}
+		file := "email,name,country,signup_date,Amount (EUR)\nann@example.com,Ann,FR,2021-03-04,77.00\n"
+		params := func(conv rows.Conventions) batch.ImportParams {
+			return batch.ImportParams{Kind: "customers", SourceName: "eur.csv", Source: strings.NewReader(file), Conventions: conv}
+		}
+		check := func(what string, err error) {
+			t.Helper()
+			var fe *rows.FileError
+			if !errors.As(err, &fe) || !errors.Is(err, rows.ErrBadHeader) ||
+				!strings.Contains(err.Error(), `column "Amount (EUR)" looks like the kind's column "amount", which the file lacks`) {
+				t.Fatalf("%s: %v, want a *rows.FileError about the look-alike column", what, err)
+			}
+			if got := fmt.Sprint(rows.HintsOf(err)); got != "[{map [Amount (EUR)=amount]} {ignore [Amount (EUR)]}]" {
+				t.Errorf("%s: hints %s", what, got)
+			}
+		}
+		_, err := e.Import(ctx, params(rows.Conventions{}))
+		check("import", err)
+		_, err = e.DryRun(ctx, params(rows.Conventions{}))
+		check("dry run", err)
+		if bs, err := e.Batches(ctx, batch.BatchesParams{}); err != nil || len(bs) != 1 {
+			t.Fatalf("a refused file left batches: %d, %v", len(bs), err)
+		}
+
+		b, err := e.Import(ctx, params(rows.Conventions{Ignore: []string{"amount (eur)"}}))
+		if err != nil || b.Counts[rows.StateValid] != 1 {
+			t.Fatalf("import with the column ignored: %+v, %v", b, err)
+		}
+		if _, err := e.Work(ctx, batch.WorkParams{BatchID: b.ID, TenantIDs: []string{b.TenantID}, UntilDone: true}); err != nil {
+			t.Fatal(err)
+		}
+		if got := storedCustomer(t, bd, "ann@example.com"); got != "ann@example.com:FR:10.5:2021-03-04" {
+			t.Errorf("ignored, the column changed the amount: %s", got)
+		}
+		b, err = e.Import(ctx, params(rows.Conventions{Renames: []rows.Rename{{From: "Amount (EUR)", To: "amount"}}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Work(ctx, batch.WorkParams{BatchID: b.ID, TenantIDs: []string{b.TenantID}, UntilDone: true}); err != nil {
+			t.Fatal(err)
+		}
+		if got := storedCustomer(t, bd, "ann@example.com"); got != "ann@example.com:FR:77:2021-03-04" {
+			t.Errorf("mapped, the amount is %s", got)
+		}
+		// A column to ignore must be one of the file's.
+		_, err = e.Import(ctx, params(rows.Conventions{Ignore: []string{"Amount (USD)"}}))
+		if !errors.Is(err, rows.ErrBadHeader) || !strings.Contains(err.Error(), `"Amount (USD)" is not one of the file's`) {
+			t.Errorf("ignoring a column the file lacks: %v", err)
 		}
 	})
 }

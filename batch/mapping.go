@@ -17,7 +17,8 @@ type HeaderMapping struct {
 	// Error is a header the kind rejects (duplicate names, a rename of a
 	// column the file lacks); "" when the header maps.
 	Error string
-	// Suggestions are unknown columns that look like missing ones.
+	// Suggestions are unknown columns that look like missing ones: an
+	// import rejects the file until each is mapped or ignored.
 	Suggestions []rows.Suggestion
 }
 
@@ -33,7 +34,7 @@ func (m *HeaderMapping) Rejected() bool {
 	if m == nil {
 		return false
 	}
-	return m.Error != "" || slices.ContainsFunc(m.Missing, func(c MissingColumn) bool { return c.Required })
+	return m.Error != "" || len(m.Suggestions) > 0 || slices.ContainsFunc(m.Missing, func(c MissingColumn) bool { return c.Required })
 }
 
 // HeaderMapping maps a header onto a kind's columns as an import would,

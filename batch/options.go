@@ -3,6 +3,7 @@ package batch
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/rows/fileformat"
@@ -35,6 +36,10 @@ type FileOptions struct {
 	DateFormat string
 	// Renames map file columns onto the kind's columns.
 	Renames []rows.Rename
+	// Ignore are file columns the kind does not read, as the header spells
+	// them: a column that looks like one of the kind's, which stops an
+	// import, is ignored when named here.
+	Ignore []string
 }
 
 // OptionError is a FileOptions value Apply refused, naming the option as
@@ -88,6 +93,12 @@ func (o FileOptions) Apply(p *ImportParams) error {
 		}
 	}
 	c.Renames = o.Renames
+	for _, col := range o.Ignore {
+		if strings.TrimSpace(col) == "" {
+			return &OptionError{"ignore", errors.New("want the name of a column of the file")}
+		}
+		c.Ignore = append(c.Ignore, strings.TrimSpace(col))
+	}
 	p.Read = rows.ReadOptions{Encoding: o.Encoding, Delimiter: d, Sheet: o.Sheet, HeaderRow: o.HeaderRow, TmpDir: p.Read.TmpDir}
 	p.Conventions = c
 	p.Read.Number = c.Number // a workbook's typed numbers are written in it

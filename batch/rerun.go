@@ -320,6 +320,9 @@ func declared(conv *rows.Conventions, d rows.Conventions) {
 	if len(d.Renames) > 0 {
 		conv.Renames = d.Renames
 	}
+	if len(d.Ignore) > 0 {
+		conv.Ignore = d.Ignore
+	}
 }
 
 // fitRenames returns conv with only the renames of columns header has: a

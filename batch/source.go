@@ -174,6 +174,9 @@ func (s *source) profile(ctx context.Context) error {
 	if err := s.strict(r, m); err != nil {
 		return err
 	}
+	if err := s.nearMisses(r, m); err != nil {
+		return err
+	}
 	ev := evidence{commas: map[int]int64{}, filled: map[int]int64{}}
 	example := s.k.example()
 	for {
@@ -272,9 +275,6 @@ func (s *source) settle(r rows.Reader, m *rows.Mapping, ev evidence) error {
 	if len(m.Unknown) > 0 {
 		s.warn("unknown columns ignored: %s", joinQuoted(m.Unknown))
 	}
-	for _, sg := range m.Suggestions {
-		s.warnHints([]rows.Hint{sg.Hint()}, "%s", sg)
-	}
 	if n := len(s.examples); n > 0 {
 		rowsList := make([]int64, 0, n)
 		for row := range s.examples {
@@ -305,6 +305,34 @@ func (s *source) strict(r rows.Reader, m *rows.Mapping) error {
 		msg += "; " + sg.String()
 		hints = append(hints, sg.Hint())
 	}
+	return &rows.FileError{File: s.p.SourceName, Line: headerLine(r), Err: rows.WithHints(fmt.Errorf("%w: %s", rows.ErrBadHeader, msg), hints...)}
+}
+
+// nearMisses rejects a file with a column that looks like a column of the
+// kind the file lacks ("Amount (EUR)" beside the others, amount missing):
+// imported, its values would be dropped and the rows succeed without
+// them. The user settles it either way: maps the column onto the kind's,
+// or says to ignore it. A column to ignore must be one of the file's.
+func (s *source) nearMisses(r rows.Reader, m *rows.Mapping) error {
+	header := r.Header()
+	for _, c := range s.conv.Ignore {
+		if !slices.ContainsFunc(header, func(h string) bool { return rows.NormalizeHeader(h) == rows.NormalizeHeader(c) }) {
+			return &rows.FileError{File: s.p.SourceName, Line: headerLine(r),
+				Err: fmt.Errorf("%w: the column to ignore %q is not one of the file's (its columns: %s)", rows.ErrBadHeader, c, joinQuoted(header))}
+		}
+	}
+	if len(m.Suggestions) == 0 {
+		return nil
+	}
+	var (
+		msgs  []string
+		hints []rows.Hint
+	)
+	for _, sg := range m.Suggestions {
+		msgs = append(msgs, fmt.Sprintf("column %q looks like the kind's column %q, which the file lacks", sg.Header, sg.Column))
+		hints = append(hints, sg.Hints()...)
+	}
+	msg := strings.Join(msgs, "; ") + ": map it onto that column, or ignore it"
 	return &rows.FileError{File: s.p.SourceName, Line: headerLine(r), Err: rows.WithHints(fmt.Errorf("%w: %s", rows.ErrBadHeader, msg), hints...)}
 }
 

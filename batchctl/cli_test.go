@@ -326,18 +326,26 @@ func TestRealFileFlags(t *testing.T) {
 	if r.code != exitOK || !strings.Contains(r.stdout, `matched  "Amount (EUR)" -> amount`) {
 		t.Errorf("preview --map: %s", r)
 	}
-	r = c.run("import", "customers", real+"amount_eur.csv")
+	// A look-alike column stops the import, naming both flags that settle
+	// it (issue 27, item 1); the dry run says the same.
+	for _, dry := range [][]string{nil, {"--dry-run"}} {
+		r = c.run(append([]string{"import", "customers", real + "amount_eur.csv"}, dry...)...)
+		if r.code != exitRejected || !strings.Contains(r.stderr, `--map 'Amount (EUR)=amount' or --ignore 'Amount (EUR)'`) {
+			t.Errorf("a look-alike column %v: %s", dry, r)
+		}
+	}
+	r = c.run("import", "customers", real+"amount_eur.csv", "--ignore", "Amount (EUR)")
 	if r.code != exitOK {
 		t.Fatalf("first import: %s", r)
 	}
 	id := strings.Fields(r.stdout)[1]
 	for _, once := range [][]string{nil, {"--once"}} {
-		r = c.run(append([]string{"import", "customers", real + "amount_eur.csv"}, once...)...)
+		r = c.run(append([]string{"import", "customers", real + "amount_eur.csv", "--ignore", "Amount (EUR)"}, once...)...)
 		if r.code != exitOK || !strings.Contains(r.stderr, "already imported as batch "+id+" with the same options") || !strings.HasPrefix(r.stdout, "batch "+id+" ") {
 			t.Errorf("the same file again %v: %s", once, r)
 		}
 	}
-	r = c.run("import", "customers", real+"amount_eur.csv", "--new-batch")
+	r = c.run("import", "customers", real+"amount_eur.csv", "--ignore", "Amount (EUR)", "--new-batch")
 	if r.code != exitOK || strings.HasPrefix(r.stdout, "batch "+id+" ") || !strings.Contains(r.stdout, "already imported as batch "+id) {
 		t.Errorf("--new-batch: %s", r)
 	}

@@ -26,6 +26,7 @@ type readFlags struct {
 	dateOrder    string
 	dateFormat   string
 	renames      []string
+	ignore       []string
 }
 
 func (f *readFlags) add(fs *pflag.FlagSet) {
@@ -38,6 +39,7 @@ func (f *readFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.dateOrder, "date-order", "", "order of day and month in dates such as 01/02/2025: dmy or mdy (default: settled by the file's dates; never guessed)")
 	fs.StringVar(&f.dateFormat, "date-format", "", "what dates written as digits only mean (070125, 20250107): ddmmyy, yymmdd, mmddyy, ddmmyyyy, yyyymmdd, mmddyyyy, serial (Excel serial numbers), or a pattern such as %d.%m.%Y; a two-digit year 69-99 is 19yy, 00-68 20yy (default: six or eight digits are refused, never guessed)")
 	fs.StringArrayVar(&f.renames, "map", nil, "map a file column to the kind's column: --map 'Amount (EUR)=amount' (repeatable)")
+	fs.StringArrayVar(&f.ignore, "ignore", nil, "a file column the kind does not read, although its name looks like one of the kind's columns (which stops the import): --ignore 'Amount (EUR)' (repeatable)")
 }
 
 // declared reports whether the user declared the encoding and delimiter,
@@ -57,6 +59,7 @@ func (f *readFlags) apply(p *batch.ImportParams) error {
 		}
 		o.Renames = append(o.Renames, rows.Rename{From: strings.TrimSpace(from), To: strings.TrimSpace(to)})
 	}
+	o.Ignore = f.ignore
 	err := o.Apply(p)
 	var oe *batch.OptionError
 	if errors.As(err, &oe) {

@@ -15,7 +15,7 @@ func flagOf(h rows.Hint) string {
 	switch {
 	case len(h.Values) == 0:
 		return flag
-	case h.Option == rows.OptionMap:
+	case h.Option == rows.OptionMap || h.Option == rows.OptionIgnore:
 		return flag + " " + shellQuote(strings.Join(h.Values, ""))
 	}
 	return flag + " " + strings.Join(h.Values, "|")

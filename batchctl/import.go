@@ -28,7 +28,7 @@ type importOptions struct {
 	newBatch bool
 	// maxInvalid is --max-invalid: N or P%.
 	maxInvalid string
-	read     readFlags
+	read       readFlags
 	// interval is --progress-interval.
 	interval time.Duration
 	// schema is a Table Schema file defining the kind for this import

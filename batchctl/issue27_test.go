@@ -28,3 +28,28 @@ func TestRerunWithLocale(t *testing.T) {
 		t.Errorf("history lacks the old and new conventions: %s", r)
 	}
 }
+
+// TestLookAlikeColumnFlags: a look-alike column stops the import (exit 4)
+// naming --map and --ignore; preview says so with exit 4; --ignore
+// imports the file without it (issue 27, item 1).
+func TestLookAlikeColumnFlags(t *testing.T) {
+	t.Parallel()
+	c := setup(t)
+	file := "../fixtures/real/amount_eur.csv"
+	flags := `--map 'Amount (EUR)=amount' or --ignore 'Amount (EUR)'`
+	if r := c.run("import", "customers", file); r.code != exitRejected || !strings.Contains(r.stderr, flags) || !strings.Contains(r.stderr, "nothing was written") {
+		t.Errorf("import: %s", r)
+	}
+	if r := c.run("preview", file, "--kind", "customers"); r.code != exitRejected || !strings.Contains(r.stdout, "the file would be rejected") || !strings.Contains(r.stdout, flags) {
+		t.Errorf("preview: %s", r)
+	}
+	if r := c.run("preview", file, "--kind", "customers", "--ignore", "Amount (EUR)"); r.code != exitOK {
+		t.Errorf("preview --ignore: %s", r)
+	}
+	if r := c.run("import", "customers", file, "--ignore", "Amount (EUR)"); r.code != exitOK {
+		t.Errorf("import --ignore: %s", r)
+	}
+	if r := c.run("import", "customers", file, "--ignore", " "); r.code != exitUsage {
+		t.Errorf("--ignore without a column: %s", r)
+	}
+}

@@ -168,7 +168,8 @@ func (c *cli) printPreview(res *previewResult, read *readFlags) {
 		fmt.Fprintf(w, "  unknown  %q (ignored)\n", u)
 	}
 	for _, sg := range k.Suggestions {
-		fmt.Fprintf(w, "  hint     %s\n", withFlags(sg.String(), []rows.Hint{sg.Hint()}))
+		fmt.Fprintf(w, "  hint     %s\n", withFlags(fmt.Sprintf("%q looks like %q, which the file lacks: the file would be rejected until it is mapped onto that column or ignored",
+			sg.Header, sg.Column), sg.Hints()))
 	}
 	for _, m := range k.Missing {
 		if m.Required {

@@ -31,3 +31,42 @@ func TestMaxInvalid(t *testing.T) {
 		}
 	})
 }
+
+// TestErrorCountsAfterReview: "errors by column" is derived from the rows
+// again after a row is edited or skipped, on both stores (issue 27: it
+// stayed as it was at the import).
+func TestErrorCountsAfterReview(t *testing.T) {
+	t.Parallel()
+	bothStores(t, func(t *testing.T, s *session) {
+		if r := s.run("import", "customers", fixture); r.code != exitRows {
+			t.Fatalf("import: %s", r)
+		}
+		var page []jsonRow
+		s.runJSON(exitOK, &page, "rows", "1", "--state", "invalid", "-o", "json", "--limit", "100")
+		var skip, fix int64
+		for _, row := range page {
+			if len(row.Errors) != 1 {
+				continue
+			}
+			switch row.Errors[0].Code {
+			case "not_a_number":
+				skip = row.RowNo
+			case "email":
+				fix = row.RowNo
+			}
+		}
+		if skip == 0 || fix == 0 {
+			t.Fatalf("no rows to review in %+v", page)
+		}
+		if r := s.run("row", "skip", "1", itoa(int(skip)), "--reason", "test"); r.code != exitOK {
+			t.Fatalf("row skip: %s", r)
+		}
+		if r := s.run("row", "set", "1", itoa(int(fix)), "email=fixed@example.com"); r.code != exitOK {
+			t.Fatalf("row set: %s", r)
+		}
+		r := s.run("status", "1")
+		if strings.Contains(r.stdout, "not_a_number") || !strings.Contains(r.stdout, "email        email                 3") {
+			t.Errorf("errors by column after the review: %s", r)
+		}
+	})
+}

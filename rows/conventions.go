@@ -23,6 +23,11 @@ type Conventions struct {
 	DateFormat DateFormat `json:"date_format,omitempty"`
 	// Renames map file columns onto the kind's columns (--map).
 	Renames []Rename `json:"renames,omitempty"`
+	// Ignore are columns of the file (as the header spells them) the user
+	// says the kind does not read (--ignore): a column that looks like a
+	// kind's column the file lacks is ignored, rather than stopping the
+	// import, only when named here.
+	Ignore []string `json:"ignore,omitempty"`
 	// CommaColumns are columns (as the file spells them) in which some
 	// values are written with a decimal comma although the file's number
 	// format has a decimal point: a value there such as 12.500, a decimal

@@ -27,6 +27,9 @@ const (
 	// OptionMap maps a file's column onto a kind's column; Values is
 	// "FILE COLUMN=KIND COLUMN".
 	OptionMap Option = "map"
+	// OptionIgnore says a file's column is not the kind's; Values is the
+	// column, as the header spells it.
+	OptionIgnore Option = "ignore"
 )
 
 // Hint is an import option that would settle what an error is about,

@@ -31,7 +31,8 @@ type Mapping struct {
 	// the caller sees and Map does not.
 	Unnamed []int
 	// Suggestions pair unknown header cells with missing columns they
-	// look like ("Amount (EUR)" and amount).
+	// look like ("Amount (EUR)" and amount); a cell the conventions
+	// ignore (Conventions.Ignore) is in Unknown, but has none.
 	Suggestions []Suggestion
 }
 
@@ -49,6 +50,12 @@ func (s Suggestion) String() string {
 // Hint is the mapping that would settle it.
 func (s Suggestion) Hint() Hint {
 	return Hint{Option: OptionMap, Values: []string{s.Header + "=" + s.Column}}
+}
+
+// Hints are the options that settle it, either of which will: map the
+// column onto the kind's, or ignore it.
+func (s Suggestion) Hints() []Hint {
+	return []Hint{s.Hint(), {Option: OptionIgnore, Values: []string{s.Header}}}
 }
 
 // ErrBadHeader is wrapped by every header problem returned by Map.
@@ -122,6 +129,9 @@ func (b *Binder) MapFile(header []string, conv Conventions) (*Mapping, error) {
 		}
 	}
 	m.Suggestions = b.suggest(m.Unknown, used)
+	m.Suggestions = slices.DeleteFunc(m.Suggestions, func(s Suggestion) bool {
+		return slices.ContainsFunc(conv.Ignore, func(c string) bool { return NormalizeHeader(c) == NormalizeHeader(s.Header) })
+	})
 	return m, nil
 }
 

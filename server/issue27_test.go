@@ -44,3 +44,38 @@ func TestAPIRerunWithLocale(t *testing.T) {
 		t.Fatalf("rerun with the locale: %s", a)
 	}
 }
+
+// TestAPILookAlikeColumn: a column that looks like a column of the kind
+// the file lacks is 422 file_rejected with the options that settle it as
+// data (map, ignore); the preview says the file would be rejected; with
+// ignore the file imports (issue 27, item 1).
+func TestAPILookAlikeColumn(t *testing.T) {
+	t.Parallel()
+	h := sqliteAPI(t, apiOptions{})
+	file := []byte("email,name,country,signup_date,Amount (EUR)\nann@example.com,Ann,FR,2021-03-04,77.00\n")
+	a := h.upload("/v1/batches", adminA, map[string]string{"kind": "customers"}, "eur.csv", file)
+	if a.status != http.StatusUnprocessableEntity {
+		t.Fatalf("a look-alike column: %s", a)
+	}
+	if p := a.problem(t); p.Code != "file_rejected" || fmt.Sprint(p.Hints) != "[{map [Amount (EUR)=amount]} {ignore [Amount (EUR)]}]" {
+		t.Errorf("problem %+v, want file_rejected with the hints map and ignore", p)
+	}
+	var pv struct {
+		Mapping struct {
+			Suggestions []struct{ Header, Column string }
+		}
+		Counts map[string]int64
+	}
+	pa := h.upload("/v1/batches/preview", adminA, map[string]string{"kind": "customers"}, "eur.csv", file)
+	pa.decode(t, &pv)
+	if pa.status != http.StatusOK || len(pv.Mapping.Suggestions) != 1 || len(pv.Counts) != 0 {
+		t.Errorf("preview: %s", pa)
+	}
+	b := h.batchOf(h.upload("/v1/batches", adminA, map[string]string{"kind": "customers", "ignore": "Amount (EUR)"}, "eur.csv", file), http.StatusCreated)
+	if b.Counts["valid"] != 1 {
+		t.Errorf("imported with the column ignored: %+v", b)
+	}
+	if st, _ := h.batches(adminA, ""); len(st) != 1 {
+		t.Errorf("%d batches, want the one imported with ignore", len(st))
+	}
+}

@@ -30,6 +30,10 @@ type Problem struct {
 	// BatchID names the batch a conflict is about (a replayed webhook, an
 	// error report of another batch).
 	BatchID int64 `json:"batch_id,omitempty"`
+	// Hints are the import options that would settle a rejected file
+	// (file_rejected): a column that looks like the kind's is mapped or
+	// ignored.
+	Hints []rows.Hint `json:"hints,omitempty"`
 }
 
 // ProblemTypePrefix starts every Problem's Type.
@@ -102,7 +106,7 @@ func problemFor(err error) (p Problem, ok bool) {
 		return Problem{Status: http.StatusConflict, Code: "report_of_batch", BatchID: re.BatchID,
 			Detail: fmt.Sprintf("%s is the error report of batch %d: re-run that batch with it (POST /v1/batches/%d/rerun), or import it as a new batch (new_batch=true)", re.SourceName, re.BatchID, re.BatchID)}, true
 	case errors.As(err, &fe):
-		return Problem{Status: http.StatusUnprocessableEntity, Code: "file_rejected", Detail: err.Error()}, true
+		return Problem{Status: http.StatusUnprocessableEntity, Code: "file_rejected", Detail: err.Error(), Hints: rows.HintsOf(err)}, true
 	case errors.Is(err, batch.ErrUnknownKind):
 		return Problem{Status: http.StatusNotFound, Code: "unknown_kind", Detail: err.Error()}, true
 	case errors.Is(err, batch.ErrKeyReused):

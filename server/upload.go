@@ -150,6 +150,10 @@ type ImportOptions struct {
 	DateFormat string `json:"date_format,omitempty"`
 	// Map renames file columns onto the kind's: {"Amount (EUR)": "amount"}.
 	Map map[string]string `json:"map,omitempty"`
+	// Ignore are file columns the kind does not read: a column that looks
+	// like one of the kind's columns, which stops the import, is ignored
+	// when named here.
+	Ignore []string `json:"ignore,omitempty"`
 	// Strict rejects a file with a column the kind does not know or
 	// without one of its optional columns.
 	Strict bool `json:"strict,omitempty"`
@@ -188,6 +192,7 @@ func optionsFromForm(f *form) (ImportOptions, error) {
 		}
 		o.Map[strings.TrimSpace(from)] = strings.TrimSpace(to)
 	}
+	o.Ignore = f.fields["ignore"]
 	return o, nil
 }
 
@@ -203,6 +208,7 @@ func (o ImportOptions) apply(p *batch.ImportParams) error {
 	for _, from := range froms {
 		fo.Renames = append(fo.Renames, rows.Rename{From: strings.TrimSpace(from), To: strings.TrimSpace(o.Map[from])})
 	}
+	fo.Ignore = o.Ignore
 	if err := fo.Apply(p); err != nil {
 		return badRequestf("option %v", err)
 	}

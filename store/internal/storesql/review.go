@@ -19,6 +19,10 @@ type reviewStatements struct {
 	busy, reopen, replace, dropFailedEffects, insertChunksFrom string
 	editRow, skipRow, historyInsert, historyList               string
 	setHeader, getOptions, setOptions                          string
+	// errorCounts counts the field errors of a batch's invalid rows by
+	// column and code: the batch's "errors by column", derived from its
+	// rows after a review changed one.
+	errorCounts string
 }
 
 // rerunPart is how many rows one statement of a re-run replaces: a JSON
@@ -58,14 +62,69 @@ func newReviewStatements(d *Dialect) reviewStatements {
 		skipRow: d.Expand(`UPDATE {t}batch_rows
 			SET state = 'skipped', errors = $4, next_attempt_at = NULL, reviewed = true, updated_at = {now}
 			WHERE batch_id = $1 AND row_no = $2 AND tenant_id = $3 AND state = $5`),
-		setHeader:  d.Expand(`UPDATE {t}batches SET header = $2 WHERE id = $1`),
-		getOptions: d.Expand(`SELECT options FROM {t}batches WHERE id = $1`),
-		setOptions: d.Expand(`UPDATE {t}batches SET options = $2 WHERE id = $1`),
+		setHeader:   d.Expand(`UPDATE {t}batches SET header = $2 WHERE id = $1`),
+		getOptions:  d.Expand(`SELECT options FROM {t}batches WHERE id = $1`),
+		setOptions:  d.Expand(`UPDATE {t}batches SET options = $2 WHERE id = $1`),
+		errorCounts: errorCountsQuery(d),
 		historyInsert: d.Expand(`INSERT INTO {t}batch_history (tenant_id, batch_id, row_no, action, actor, detail, created_at)
 			VALUES ($1, $2, $3, $4, $5, $6, {now})`),
 		historyList: d.Expand(`SELECT id, COALESCE(row_no, 0), action, actor, detail, created_at FROM {t}batch_history
 			WHERE tenant_id = $1 AND batch_id = $2 AND id > $3 ORDER BY id LIMIT $4`),
 	}
+}
+
+// errorCountsQuery is reviewStatements.errorCounts in d's JSON functions.
+func errorCountsQuery(d *Dialect) string {
+	if payloadType(d) == "text" {
+		return d.Expand(`SELECT COALESCE(json_extract(e.value, '$.column'), ''), COALESCE(json_extract(e.value, '$.code'), ''), count(*)
+			FROM {t}batch_rows r, json_each(r.errors) e
+			WHERE r.batch_id = $1 AND r.state = 'invalid' AND r.errors IS NOT NULL GROUP BY 1, 2`)
+	}
+	return d.Expand(`SELECT COALESCE(e->>'column', ''), COALESCE(e->>'code', ''), count(*)
+		FROM {t}batch_rows r CROSS JOIN LATERAL jsonb_array_elements(r.errors) e
+		WHERE r.batch_id = $1 AND r.state = 'invalid' AND r.errors IS NOT NULL GROUP BY 1, 2`)
+}
+
+// recountErrors derives a batch's error counts from its invalid rows and
+// keeps them in its options, so that "errors by column" says what is left
+// after a review.
+func (s *Store) recountErrors(ctx context.Context, q Querier, batchID int64) error {
+	rs, err := q.Query(ctx, s.r.errorCounts, batchID)
+	if err != nil {
+		return fmt.Errorf("count errors: %w", err)
+	}
+	var tally rows.ErrorTally
+	for rs.Next() {
+		var c rows.ErrorCount
+		var code string
+		if err := rs.Scan(&c.Column, &code, &c.Count); err != nil {
+			rs.Close()
+			return fmt.Errorf("count errors: %w", err)
+		}
+		c.Code = rows.Code(code)
+		tally.AddCount(c)
+	}
+	rs.Close()
+	if err := rs.Err(); err != nil {
+		return fmt.Errorf("count errors: %w", err)
+	}
+	var raw string
+	if err := q.QueryRow(ctx, s.r.getOptions, batchID).Scan(&raw); err != nil {
+		return fmt.Errorf("read options: %w", err)
+	}
+	var opts BatchOptions
+	if err := json.Unmarshal([]byte(raw), &opts); err != nil {
+		return fmt.Errorf("batch %d options: %w", batchID, err)
+	}
+	opts.ErrorCounts = tally.Counts()
+	b, err := json.Marshal(opts)
+	if err != nil {
+		return err
+	}
+	if _, err := q.Exec(ctx, s.r.setOptions, batchID, string(b)); err != nil {
+		return fmt.Errorf("write options: %w", err)
+	}
+	return nil
 }
 
 // payloadType is the type a JSON record's nested JSON takes: the type of
@@ -327,6 +386,11 @@ func (s *Store) RowReview(ctx context.Context, p driver.RowReviewParams) error {
 		}
 		if err := s.recount(ctx, q, p.BatchID, chunk, false); err != nil {
 			return err
+		}
+		if state == string(rows.StateInvalid) || p.State == rows.StateInvalid {
+			if err := s.recountErrors(ctx, q, p.BatchID); err != nil {
+				return err
+			}
 		}
 		if _, err := q.Exec(ctx, s.r.historyInsert, p.TenantID, p.BatchID, p.RowNo, p.Action, p.Actor, string(detail)); err != nil {
 			return fmt.Errorf("record history: %w", err)
