@@ -797,6 +797,15 @@ func TestAPIUploadLimits(t *testing.T) {
 	if a := h.upload("/v1/batches", adminA, map[string]string{"kind": "customers"}, "nohdr.csv", []byte("a,b\n1,2\n")); a.status != http.StatusUnprocessableEntity {
 		t.Errorf("no customers header: %s", a)
 	}
+	// More invalid rows than max_invalid allows: rejected whole.
+	bad := []byte("email,name,country,signup_date,amount\nnot-an-email,Ann,FR,2020-01-02,1\nb@example.com,Bo,FR,2020-01-02,1\n")
+	if a := h.upload("/v1/batches", adminA, map[string]string{"kind": "customers", "max_invalid": "0"}, "bad.csv", bad); a.status != http.StatusUnprocessableEntity ||
+		a.problem(t).Code != "file_rejected" || !strings.Contains(a.problem(t).Detail, "1 of 2 rows are invalid") {
+		t.Errorf("max_invalid 0: %s", a)
+	}
+	if a := h.upload("/v1/batches", adminA, map[string]string{"kind": "customers", "max_invalid": "many"}, "bad.csv", bad); a.status != http.StatusBadRequest {
+		t.Errorf("max_invalid many: %s", a)
+	}
 	if a := h.upload("/v1/batches/preview", adminA, map[string]string{"kind": "customers"}, "photo.csv", png); a.status != http.StatusOK || !strings.Contains(string(a.body), `"rejected"`) {
 		t.Errorf("preview of a PNG: %s", a)
 	}

@@ -157,6 +157,9 @@ type ImportOptions struct {
 	// Strict rejects a file with a column the kind does not know or
 	// without one of its optional columns.
 	Strict bool `json:"strict,omitempty"`
+	// MaxInvalid rejects the file, nothing written, when more than N
+	// ("10") or P% ("2.5%") of its rows are invalid.
+	MaxInvalid string `json:"max_invalid,omitempty"`
 	// NewBatch imports the file as a new batch: without it, a file the
 	// tenant already imported as the kind with the same options answers
 	// that batch (200), and an error report of a batch is refused
@@ -170,6 +173,7 @@ func optionsFromForm(f *form) (ImportOptions, error) {
 	o := ImportOptions{
 		Encoding: f.value("encoding"), Delimiter: f.value("delimiter"), Sheet: f.value("sheet"),
 		Locale: f.value("locale"), DateOrder: f.value("date_order"), DateFormat: f.value("date_format"),
+		MaxInvalid: f.value("max_invalid"),
 	}
 	if v := f.value("header_row"); v != "" {
 		if _, err := fmt.Sscan(v, &o.HeaderRow); err != nil {
@@ -214,6 +218,11 @@ func (o ImportOptions) apply(p *batch.ImportParams) error {
 	}
 	p.Strict = o.Strict
 	p.NewBatch = o.NewBatch
+	max, err := batch.ParseThreshold(o.MaxInvalid)
+	if err != nil {
+		return badRequestf("option max_invalid: %v", err)
+	}
+	p.MaxInvalid = max
 	return nil
 }
 
