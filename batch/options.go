@@ -20,6 +20,12 @@ type FileOptions struct {
 	Encoding string
 	// Delimiter is a text file's field delimiter: one character, or tab.
 	Delimiter string
+	// Quote is a text file's quote character: " (the default) or '.
+	Quote string
+	// Escape is the character that escapes a quote inside a quoted cell
+	// of a text file, as in \": \ or another one punctuation character.
+	// Defaults to none: quotes are doubled.
+	Escape string
 	// Sheet is a workbook's sheet, by name or 1-based position.
 	Sheet string
 	// HeaderRow is the 1-based row of the header.
@@ -62,6 +68,14 @@ func (o FileOptions) Apply(p *ImportParams) error {
 	if err != nil {
 		return &OptionError{"delimiter", err}
 	}
+	q, err := quoteChar(o.Quote, true)
+	if err != nil {
+		return &OptionError{"quote", err}
+	}
+	esc, err := quoteChar(o.Escape, false)
+	if err != nil {
+		return &OptionError{"escape", err}
+	}
 	if _, err := fileformat.Encoding(o.Encoding); err != nil {
 		return &OptionError{"encoding", err}
 	}
@@ -99,8 +113,30 @@ func (o FileOptions) Apply(p *ImportParams) error {
 		}
 		c.Ignore = append(c.Ignore, strings.TrimSpace(col))
 	}
-	p.Read = rows.ReadOptions{Encoding: o.Encoding, Delimiter: d, Sheet: o.Sheet, HeaderRow: o.HeaderRow, TmpDir: p.Read.TmpDir}
+	p.Read = rows.ReadOptions{Encoding: o.Encoding, Delimiter: d, Quote: q, Escape: esc, Sheet: o.Sheet, HeaderRow: o.HeaderRow, TmpDir: p.Read.TmpDir}
 	p.Conventions = c
 	p.Read.Number = c.Number // a workbook's typed numbers are written in it
 	return nil
+}
+
+// quoteChar reads a quote character (quote) or an escape character as
+// users type it: the character, or its name; "" is 0, the default.
+func quoteChar(s string, quote bool) (rune, error) {
+	switch s {
+	case "":
+		return 0, nil
+	case "double":
+		s = `"`
+	case "single", "apostrophe":
+		s = "'"
+	case "backslash":
+		s = `\`
+	}
+	if quote && s != `"` && s != "'" {
+		return 0, fmt.Errorf("%q: want \" or '", s)
+	}
+	if len(s) != 1 || s[0] <= ' ' || s[0] >= 0x7F || s[0] >= '0' && s[0] <= '9' || (s[0]|0x20) >= 'a' && (s[0]|0x20) <= 'z' {
+		return 0, fmt.Errorf("%q: want one punctuation character, such as \\", s)
+	}
+	return rune(s[0]), nil
 }

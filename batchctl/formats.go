@@ -19,6 +19,8 @@ import (
 type readFlags struct {
 	encoding     string
 	delimiter    string
+	quote        string
+	escape       string
 	sheet        string
 	headerRow    int64
 	locale       string
@@ -32,6 +34,8 @@ type readFlags struct {
 func (f *readFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.encoding, "encoding", "", "CSV character set: utf-8, utf-16, utf-16le, utf-16be, windows-1252 (default: detect)")
 	fs.StringVar(&f.delimiter, "delimiter", "", "CSV field delimiter: , ; tab | or any one character (default: sniff)")
+	fs.StringVar(&f.quote, "quote", "", `CSV quote character: " or ' (default: ")`)
+	fs.StringVar(&f.escape, "escape", "", `CSV character that escapes a quote inside a quoted cell, such as \ (default: none, quotes are doubled)`)
 	fs.StringVar(&f.sheet, "sheet", "", "XLSX sheet name or 1-based position (default: the first visible sheet)")
 	fs.Int64Var(&f.headerRow, "header-row", 0, "1-based row of the header (default: the first of the first 20 rows with the kind's required columns)")
 	fs.StringVar(&f.locale, "locale", "", "number format of the file: en (1,234.56), de (1.234,56), fr (1 234,56), ch (1'234.56), or a language-region such as de-AT")
@@ -50,7 +54,7 @@ func (f *readFlags) declared() (encoding, delimiter bool) {
 
 // apply checks the flags and sets them on p.
 func (f *readFlags) apply(p *batch.ImportParams) error {
-	o := batch.FileOptions{Encoding: f.encoding, Delimiter: f.delimiter, Sheet: f.sheet, HeaderRow: f.headerRow,
+	o := batch.FileOptions{Encoding: f.encoding, Delimiter: f.delimiter, Quote: f.quote, Escape: f.escape, Sheet: f.sheet, HeaderRow: f.headerRow,
 		Locale: f.locale, DecimalComma: f.decimalComma, DateOrder: f.dateOrder, DateFormat: f.dateFormat}
 	for _, m := range f.renames {
 		from, to, ok := strings.Cut(m, "=")

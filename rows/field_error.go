@@ -40,6 +40,15 @@ const (
 	// CodeKeyReused is a row whose effect key was claimed before with
 	// another payload.
 	CodeKeyReused Code = "key_reused"
+	// CodeUnreadableLine is a line of a text file that cannot be read as
+	// a row with certainty (a quote that never closes, or neither doubled
+	// nor a cell's end): the row's one cell is the line's raw text, and
+	// the file goes on at the next line.
+	CodeUnreadableLine Code = "unreadable_line"
+	// CodeSecondTable is a row of a text file that belongs to a second
+	// table further down the file (the header repeated, or a table of
+	// another shape after a blank line), not to the file's table.
+	CodeSecondTable Code = "second_table"
 )
 
 // FieldError explains why one field (or the whole row, when Column is empty)

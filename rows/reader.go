@@ -20,6 +20,18 @@ type Record struct {
 	Errors []FieldError `json:"errors,omitempty"`
 }
 
+// Unreadable reports whether the record is a line that could not be read
+// as cells (CodeUnreadableLine): its one value is the line's raw text,
+// which no column's rules apply to.
+func (r Record) Unreadable() bool {
+	for _, fe := range r.Errors {
+		if fe.Code == CodeUnreadableLine {
+			return true
+		}
+	}
+	return false
+}
+
 // Reader streams the records of one file. Next returns io.EOF after the last
 // record; any other error is a *FileError that rejects the whole file.
 //
@@ -61,6 +73,11 @@ type SourceInfo struct {
 	// still counted as the file's row 1. Delimiter is the one it names
 	// unless ReadOptions.Delimiter declared another.
 	SepLine bool `json:"sep_line,omitempty"`
+	// Quote is a text file's quote character when it is not ", and
+	// Escape the character that escapes a quote in a quoted cell, when
+	// there is one: declared (ReadOptions.Quote, Escape) or detected.
+	Quote  string `json:"quote,omitempty"`
+	Escape string `json:"escape,omitempty"`
 	// Sheets lists a workbook's sheets in tab order.
 	Sheets []string `json:"sheets,omitempty"`
 	// Sheet is the workbook sheet read.
@@ -115,6 +132,13 @@ type ReadOptions struct {
 	// Delimiter is a delimited text file's field delimiter. Defaults to
 	// sniffing it.
 	Delimiter rune
+	// Quote is a delimited text file's quote character: " or '.
+	// Defaults to ".
+	Quote rune
+	// Escape is the character that escapes the next one inside a quoted
+	// cell of a delimited text file (\, as in \"). Defaults to none:
+	// quotes are doubled.
+	Escape rune
 	// Sheet picks a workbook's sheet by name or by 1-based position.
 	// Defaults to the first visible worksheet.
 	Sheet string

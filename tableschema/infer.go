@@ -68,7 +68,7 @@ func Infer(r rows.Reader, o InferOptions) (*Draft, error) {
 		o.EnumMax = 10
 	}
 	header := r.Header()
-	cols, n, err := readStats(r, len(header), o)
+	cols, n, bad, err := readStats(r, len(header), o)
 	if err != nil {
 		return nil, err
 	}
@@ -78,6 +78,9 @@ func Infer(r rows.Reader, o InferOptions) (*Draft, error) {
 	}
 	s.DecimalComma = o.DecimalComma
 	d := &Draft{Schema: s}
+	if len(bad) > 0 {
+		d.Notes = append(d.Notes, fmt.Sprintf("%d lines could not be read as CSV and were left out (the first is row %d): their text is no evidence of any column's type", len(bad), bad[0]))
+	}
 	used := map[string]bool{}
 	times := map[string]int{}
 	var kept []*colStats
@@ -145,20 +148,26 @@ func Infer(r rows.Reader, o InferOptions) (*Draft, error) {
 }
 
 // readStats reads up to o.MaxRows rows into each column's stats and says
-// how many it read.
-func readStats(r rows.Reader, width int, o InferOptions) ([]*colStats, int, error) {
+// how many it read, and the rows of the lines it left out because they
+// could not be read as cells (each one).
+func readStats(r rows.Reader, width int, o InferOptions) ([]*colStats, int, []int64, error) {
 	cols := make([]*colStats, width)
 	for i := range cols {
 		cols[i] = &colStats{distinct: map[string]int{}, reads: map[string]int{}}
 	}
 	n := 0
+	var bad []int64
 	for n < o.MaxRows {
 		rec, err := r.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, nil, err
+		}
+		if rec.Unreadable() {
+			bad = append(bad, rec.Row)
+			continue
 		}
 		n++
 		for i := range cols {
@@ -169,7 +178,7 @@ func readStats(r rows.Reader, width int, o InferOptions) ([]*colStats, int, erro
 			cols[i].add(v, o.DecimalComma)
 		}
 	}
-	return cols, n, nil
+	return cols, n, bad, nil
 }
 
 // colStats is what Infer saw of a column.

@@ -89,6 +89,9 @@ func (d *Dynamic) Type() reflect.Type { return d.typ }
 // pointer to a new struct) and all its errors.
 func (d *Dynamic) Run(ctx context.Context, m *rows.Mapping, rec rows.Record) (reflect.Value, []rows.FieldError) {
 	ptr := reflect.New(d.typ)
+	if rec.Unreadable() {
+		return ptr, append([]rows.FieldError(nil), rec.Errors...) // no cells to check
+	}
 	st := d.begin(m, rec)
 	// 1. Bind.
 	d.bind(st, m, rec, ptr.Interface())

@@ -252,6 +252,9 @@ func (p *core) Binder() *rows.Binder { return p.binder }
 // its errors. A panic in a kind's hook becomes a field error of this row.
 func (p *Pipeline[T]) Run(ctx context.Context, m *rows.Mapping, rec rows.Record) (T, []rows.FieldError) {
 	var t T
+	if rec.Unreadable() {
+		return t, append([]rows.FieldError(nil), rec.Errors...) // no cells to check
+	}
 	st := p.begin(m, rec)
 	// 1. Bind.
 	p.bind(st, m, rec, &t)

@@ -3,7 +3,6 @@ package csvfile
 import (
 	"bufio"
 	"bytes"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
@@ -25,6 +24,13 @@ type Options struct {
 	// Comma is the field delimiter. Defaults to sniffing among , ; tab and
 	// | (see SniffDelimiter).
 	Comma rune
+	// Quote is the character that quotes a cell: " or '. A quote inside a
+	// quoted cell is doubled, or escaped with Escape. Defaults to ".
+	Quote rune
+	// Escape, when set, escapes the next character inside a quoted cell
+	// (\" for a quote, \\ for itself), as MySQL and some exports write.
+	// Defaults to none: quotes are doubled, as RFC 4180 has it.
+	Escape rune
 	// MaxLineBytes caps one record as read: a physical line, or all the
 	// lines of a record whose quoted cell spans several. A longer record
 	// is a file error, which bounds the memory a hostile file (or one
@@ -74,6 +80,8 @@ func OptionsFrom(o rows.ReadOptions) *Options {
 	return &Options{
 		Encoding:         o.Encoding,
 		Comma:            o.Delimiter,
+		Quote:            o.Quote,
+		Escape:           o.Escape,
 		MaxLineBytes:     o.MaxLineBytes,
 		MaxCellBytes:     o.MaxCellBytes,
 		KeepFormulaQuote: o.KeepFormulaQuote,
@@ -90,6 +98,15 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if c.Comma != 0 && !validDelim(c.Comma) {
 		return c, fmt.Errorf("bad delimiter %q", c.Comma)
+	}
+	if c.Quote != 0 && (!validQuote(c.Quote) || c.Quote == c.Comma) {
+		return c, fmt.Errorf("bad quote %q: want \" or '", c.Quote)
+	}
+	if c.Escape == c.Quote || c.Quote == 0 && c.Escape == '"' {
+		c.Escape = 0 // a doubled quote is the default already
+	}
+	if c.Escape != 0 && (c.Escape >= utf8.RuneSelf || c.Escape == c.Comma || c.Escape == '\r' || c.Escape == '\n') {
+		return c, fmt.Errorf("bad escape character %q: want one such as \\", c.Escape)
 	}
 	if c.HeaderRow < 0 {
 		return c, fmt.Errorf("bad header row %d: rows are counted from 1", c.HeaderRow)
@@ -117,25 +134,24 @@ func (o *Options) withDefaults() (Options, error) {
 // record Options.HeaderFunc accepts, else the first non-empty record), and
 // numbers rows the way a spreadsheet program shows them.
 //
-// Problems of one row (ragged, NUL bytes, invalid UTF-8, an over-long cell)
-// are Record.Errors and the file goes on; problems that make the rest of
-// the file unreadable (bare-CR line endings, an unbalanced quote, a record
-// over MaxLineBytes, more than MaxRows rows) are a *rows.FileError with the
-// line.
+// Problems of one row (ragged, NUL bytes, invalid UTF-8, an over-long cell,
+// a line that cannot be read as CSV: see splitter) are Record.Errors and
+// the file goes on; problems that make the rest of the file unreadable (a
+// line over MaxLineBytes, more than MaxRows rows, an unreadable header)
+// are a *rows.FileError with the line. A file whose lines end with a bare
+// CR is read when its first 64 KiB have no LF.
 type Reader struct {
 	name     string
 	opts     Options
-	r        *csv.Reader
-	lines    *lineCounter
+	sp       *splitter
 	header   []string
 	hdrRow   int64 // the header's row
 	encoding string
 	sepLine  bool // the file began with a sep= line
 
-	row      int64 // spreadsheet row of the last record read, returned or skipped
-	nextLine int64 // physical line right after the last record read
-	rows     int64
-	skipped  int64
+	row     int64 // spreadsheet row of the last record read, returned or skipped
+	rows    int64
+	skipped int64
 	// above counts the non-empty rows above the header that are not data:
 	// a sep= line and title rows. They are neither records nor skipped
 	// empty rows; the count lets a test account for every line.
@@ -144,14 +160,19 @@ type Reader struct {
 	// rows.SourceInfo.Titles keeps them.
 	titles []string
 	// pending are records read while looking for the header that turned
-	// out to be data (HeaderFunc accepted none); Next returns them first.
+	// out to be data (HeaderFunc accepted none), or to see whether a
+	// second table starts; Next returns them first.
 	pending []pendingRecord
+	table   tableState
 }
 
-// pendingRecord is a record read ahead, with where it was.
+// pendingRecord is a record read ahead, with where it was and, when it
+// cannot be read, why.
 type pendingRecord struct {
 	values    []string
 	row, line int64
+	bad       string
+	blank     bool // blank rows came right before it
 }
 
 var _ rows.Reader = (*Reader)(nil)
@@ -170,10 +191,16 @@ func NewReader(r io.Reader, name string, opts *Options) (*Reader, error) {
 	if err != nil {
 		return nil, &rows.FileError{File: name, Err: err}
 	}
-	lc := &lineCounter{r: &lineGuard{r: text, max: o.MaxLineBytes, line: 1, recStart: 1}}
-	br := bufio.NewReaderSize(lc, sniffBytes)
+	br := bufio.NewReaderSize(text, sniffBytes)
 	head, peekErr := br.Peek(sniffBytes)
 	atEOF := peekErr != nil
+	term := byte('\n')
+	if bytes.IndexByte(head, '\n') < 0 && bytes.IndexByte(head, '\r') >= 0 {
+		// Classic Mac line ends: with no LF to compete, a bare CR ends a
+		// line without doubt.
+		term = '\r'
+		head = bytes.ReplaceAll(head, []byte{'\r'}, []byte{'\n'})
+	}
 	sep, hasSep, err := sepLine(head, atEOF)
 	if err != nil {
 		return nil, &rows.FileError{File: name, Line: 1, Err: err}
@@ -189,17 +216,22 @@ func NewReader(r io.Reader, name string, opts *Options) (*Reader, error) {
 	default:
 		o.Comma = SniffDelimiter(head, atEOF)
 	}
-	cr := csv.NewReader(br)
-	cr.Comma = o.Comma
-	cr.FieldsPerRecord = -1 // ragged rows are row errors, checked below
-	cr.ReuseRecord = false
-	c := &Reader{name: name, opts: o, r: cr, lines: lc, nextLine: 1, encoding: enc, sepLine: hasSep}
+	delim := utf8.AppendRune(nil, o.Comma)
+	switch {
+	case o.Quote == 0 && o.Escape == 0:
+		q, e := detectQuoting(head, atEOF, delim, '\n') // head ends its lines with LF, even in a CR file
+		o.Quote, o.Escape = rune(q), rune(e)
+	case o.Quote == 0:
+		o.Quote = '"'
+	}
+	sp := &splitter{br: br, delim: delim, quote: byte(o.Quote), escape: byte(o.Escape), term: term, max: o.MaxLineBytes}
+	c := &Reader{name: name, opts: o, sp: sp, encoding: enc, sepLine: hasSep}
 
 	if hasSep {
 		// The sep= line counts as row 1, as a text editor shows it (Excel,
 		// which obeys the line, does not show it); whatever the delimiter,
 		// it reads as one record.
-		if _, _, err := c.read(); err != nil {
+		if _, err := c.read(); err != nil {
 			return nil, err
 		}
 		c.row++
@@ -227,6 +259,7 @@ func NewReader(r io.Reader, name string, opts *Options) (*Reader, error) {
 		return nil, &rows.FileError{File: name, Line: line, Err: errors.New("the header row is not UTF-8 text: is this a CSV file?")}
 	}
 	c.header = rec
+	sp.width = len(rec)
 	return c, nil
 }
 
@@ -238,7 +271,7 @@ var errEmpty = errors.New("no header row: the file is empty")
 // count as rows, and as skipped.
 func (c *Reader) firstNonEmpty() ([]string, int64, error) {
 	for {
-		rec, line, err := c.read()
+		r, err := c.read()
 		if errors.Is(err, io.EOF) {
 			return nil, 0, &rows.FileError{File: c.name, Err: errEmpty}
 		}
@@ -246,12 +279,20 @@ func (c *Reader) firstNonEmpty() ([]string, int64, error) {
 			return nil, 0, err
 		}
 		c.row++
-		if !isEmpty(rec) {
+		if r.bad != "" {
+			return nil, 0, c.badHeader(r)
+		}
+		if !isEmpty(r.cells) {
 			c.hdrRow = c.row
-			return rec, line, nil
+			return r.cells, r.line, nil
 		}
 		c.skipped++
 	}
+}
+
+// badHeader is the error of a header line that cannot be read.
+func (c *Reader) badHeader(r record) error {
+	return &rows.FileError{File: c.name, Line: r.line, Err: fmt.Errorf("the header cannot be read as CSV: %s", r.bad)}
 }
 
 // headerAt reads to row n, the header the caller named. The rows above it
@@ -263,23 +304,18 @@ func (c *Reader) headerAt(n int64) ([]string, int64, error) {
 		return nil, 0, &rows.FileError{File: c.name, Line: n, Err: fmt.Errorf("the header row %d is the sep= line that names the delimiter, not a header", n)}
 	}
 	for {
-		rec, line, err := c.read()
+		r, err := c.read()
 		if errors.Is(err, io.EOF) {
-			if c.row >= n {
-				// read counted the blank lines that end the file.
-				return nil, 0, &rows.FileError{File: c.name, Err: fmt.Errorf("the header row %d is empty", n)}
-			}
 			return nil, 0, &rows.FileError{File: c.name, Err: fmt.Errorf("the header row %d is past the end of the file, whose last row is %d", n, c.row)}
 		}
 		if err != nil {
 			return nil, 0, err
 		}
 		c.row++
+		rec, line := r.cells, r.line
 		switch {
-		case c.row > n:
-			// Row n is one of the blank lines encoding/csv skipped before
-			// this record, which starts on line `line`.
-			return nil, 0, &rows.FileError{File: c.name, Line: line - (c.row - n), Err: fmt.Errorf("the header row %d is empty", n)}
+		case c.row == n && r.bad != "":
+			return nil, 0, c.badHeader(r)
 		case c.row == n && isEmpty(rec):
 			return nil, 0, &rows.FileError{File: c.name, Line: line, Err: fmt.Errorf("the header row %d is empty", n)}
 		case c.row == n:
@@ -307,7 +343,7 @@ func (c *Reader) headerBy(accept func([]string) bool) ([]string, int64, error) {
 		size int
 	)
 	for len(held) < rows.HeaderScanRows && size <= c.opts.MaxLineBytes {
-		rec, line, err := c.read()
+		r, err := c.read()
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -315,6 +351,12 @@ func (c *Reader) headerBy(accept func([]string) bool) ([]string, int64, error) {
 			return nil, 0, err
 		}
 		c.row++
+		rec, line := r.cells, r.line
+		if r.bad != "" {
+			held = append(held, pendingRecord{values: rec, row: c.row, line: line, bad: r.bad})
+			size += len(rec[0])
+			continue
+		}
 		if isEmpty(rec) {
 			c.skipped++
 			continue
@@ -341,6 +383,9 @@ func (c *Reader) headerBy(accept func([]string) bool) ([]string, int64, error) {
 	if len(held) == 0 {
 		return nil, 0, &rows.FileError{File: c.name, Err: errEmpty}
 	}
+	if held[0].bad != "" {
+		return nil, 0, c.badHeader(record{line: held[0].line, bad: held[0].bad})
+	}
 	c.hdrRow = held[0].row
 	c.pending = held[1:]
 	return held[0].values, held[0].line, nil
@@ -359,44 +404,20 @@ func notText(rec []string) bool {
 	return false
 }
 
-// read returns the next physical record and the line it starts on.
-func (c *Reader) read() ([]string, int64, error) {
-	rec, err := c.r.Read()
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			// encoding/csv skips blank lines at the end too, with no next
-			// record to measure the gap from: count them from the source.
-			if gap := c.lines.count() + 1 - c.nextLine; gap > 0 {
-				c.row += gap
-				c.skipped += gap
-				c.nextLine += gap
-			}
-			return nil, 0, io.EOF
-		}
-		var ge *guardError
-		if errors.As(err, &ge) {
-			return nil, 0, &rows.FileError{File: c.name, Line: ge.line, Err: ge.err}
-		}
-		var pe *csv.ParseError
-		if errors.As(err, &pe) {
-			return nil, 0, &rows.FileError{File: c.name, Line: int64(pe.StartLine), Err: pe.Err}
-		}
-		return nil, 0, &rows.FileError{File: c.name, Err: err}
+// read returns the next record: a blank line is one empty cell.
+func (c *Reader) read() (record, error) {
+	r, err := c.sp.next()
+	if err == nil {
+		return r, nil
 	}
-	line, _ := c.r.FieldPos(0)
-	start := int64(line)
-	// encoding/csv skips blank lines without telling; the gap between where
-	// the previous record ended and where this one starts is those lines.
-	if gap := start - c.nextLine; gap > 0 {
-		c.row += gap
-		c.skipped += gap
+	if errors.Is(err, io.EOF) {
+		return record{}, io.EOF
 	}
-	span := int64(1)
-	for _, v := range rec {
-		span += int64(strings.Count(v, "\n"))
+	var ge *guardError
+	if errors.As(err, &ge) {
+		return record{}, &rows.FileError{File: c.name, Line: ge.line, Err: ge.err}
 	}
-	c.nextLine = start + span
-	return rec, start, nil
+	return record{}, &rows.FileError{File: c.name, Err: err}
 }
 
 // Header returns the header row as the file spells it.
@@ -421,11 +442,19 @@ func (c *Reader) SkippedEmpty() int64 { return c.skipped }
 func (c *Reader) HeaderRow() int64 { return c.hdrRow }
 
 // Info describes the file as read: format "csv", its encoding, its
-// delimiter as DelimiterName spells it, whether it began with a sep= line,
-// and the row of its header.
+// delimiter as DelimiterName spells it, its quote and escape characters
+// when they are not RFC 4180's, whether it began with a sep= line, and
+// the row of its header.
 func (c *Reader) Info() rows.SourceInfo {
-	return rows.SourceInfo{Format: Name, Encoding: c.encoding, Delimiter: DelimiterName(c.opts.Comma),
+	info := rows.SourceInfo{Format: Name, Encoding: c.encoding, Delimiter: DelimiterName(c.opts.Comma),
 		SepLine: c.sepLine, HeaderRow: c.hdrRow, Titles: c.titles}
+	if c.opts.Quote != '"' {
+		info.Quote = string(c.opts.Quote)
+	}
+	if c.opts.Escape != 0 {
+		info.Escape = string(c.opts.Escape)
+	}
+	return info
 }
 
 // Close does nothing: a CSV reader holds nothing but its source, which
@@ -434,27 +463,70 @@ func (c *Reader) Close() error { return nil }
 
 // Next returns the next non-empty record, or io.EOF.
 func (c *Reader) Next() (rows.Record, error) {
+	p, err := c.nextRecord()
+	if err != nil {
+		return rows.Record{}, err
+	}
+	if p.bad != "" {
+		return c.unreadable(p.values[0], p.bad, p.row, p.line)
+	}
+	return c.record(p)
+}
+
+// nextRecord returns the next non-empty record, held back or read.
+func (c *Reader) nextRecord() (pendingRecord, error) {
 	if len(c.pending) > 0 {
 		p := c.pending[0]
 		c.pending = c.pending[1:]
-		return c.record(p.values, p.row, p.line)
+		return p, nil
 	}
+	if err := c.table.peekErr; err != nil {
+		return pendingRecord{}, err
+	}
+	blank := false
 	for {
-		rec, line, err := c.read()
+		r, err := c.read()
 		if err != nil {
-			return rows.Record{}, err
+			return pendingRecord{}, err
 		}
 		c.row++
-		if isEmpty(rec) {
+		if r.bad == "" && isEmpty(r.cells) {
 			c.skipped++
+			blank = true
 			continue
 		}
-		return c.record(rec, c.row, line)
+		return pendingRecord{values: r.cells, row: c.row, line: r.line, bad: r.bad, blank: blank}, nil
 	}
 }
 
+// unreadable is the record of a line that cannot be read as CSV: an
+// invalid row whose one cell is the line's raw text, as the file has it
+// (bad bytes made valid, cut at MaxCellBytes), for the error report and
+// for the person who fixes it.
+func (c *Reader) unreadable(raw, why string, row, line int64) (rows.Record, error) {
+	c.rows++
+	if c.rows > c.opts.MaxRows {
+		return rows.Record{}, &rows.FileError{File: c.name, Line: line, Err: fmt.Errorf("more than %d data rows", c.opts.MaxRows)}
+	}
+	raw = strings.ToValidUTF8(strings.ReplaceAll(raw, "\x00", "\uFFFD"), "\uFFFD")
+	cut := ""
+	if len(raw) > c.opts.MaxCellBytes {
+		n := c.opts.MaxCellBytes
+		for n > 0 && !utf8.RuneStart(raw[n]) {
+			n--
+		}
+		raw = raw[:n]
+		cut = fmt.Sprintf(" (its first %d bytes)", n)
+	}
+	return rows.Record{Row: row, Line: line, Values: []string{raw}, Errors: []rows.FieldError{{
+		Row: row, Code: rows.CodeUnreadableLine,
+		Message: fmt.Sprintf("line %d cannot be read as CSV: %s; its text is kept%s in the first cell", line, why, cut),
+	}}}, nil
+}
+
 // record checks the non-empty record rec of the given row and line.
-func (c *Reader) record(rec []string, row, line int64) (rows.Record, error) {
+func (c *Reader) record(p pendingRecord) (rows.Record, error) {
+	rec, row, line := p.values, p.row, p.line
 	c.rows++
 	if c.rows > c.opts.MaxRows {
 		return rows.Record{}, &rows.FileError{File: c.name, Line: line, Err: fmt.Errorf("more than %d data rows", c.opts.MaxRows)}
@@ -466,7 +538,9 @@ func (c *Reader) record(rec []string, row, line int64) (rows.Record, error) {
 		rec = rec[:len(c.header)]
 	}
 	out := rows.Record{Row: row, Line: line, Values: rec}
-	if len(rec) != len(c.header) {
+	if fe := c.shape(rec, row, line, p.blank); fe != nil {
+		out.Errors = append(out.Errors, *fe)
+	} else if len(rec) != len(c.header) {
 		out.Errors = append(out.Errors, rows.FieldError{
 			Row: row, Code: rows.CodeRaggedRow,
 			Message: fmt.Sprintf("row has %d cells, the header has %d", len(rec), len(c.header)),
@@ -535,91 +609,6 @@ type guardError struct {
 }
 
 func (e *guardError) Error() string { return fmt.Sprintf("line %d: %v", e.line, e.err) }
-
-// lineGuard sits below encoding/csv, which buffers a whole record before
-// returning it: it fails the read as soon as one record (a line, or the
-// lines a quoted cell spans) grows past max bytes, so that a file of one
-// endless line or with an unbalanced quote costs max bytes of memory, not
-// the file's size. It also rejects a carriage return that ends a line on
-// its own outside quotes (old Mac line endings), which encoding/csv would
-// read as part of a cell and turn the whole file into one row.
-//
-// Quotes are tracked by parity: "" inside a quoted cell toggles twice. A
-// quote in the middle of an unquoted cell throws the parity off, but
-// encoding/csv rejects that cell first.
-type lineGuard struct {
-	r         io.Reader
-	max       int
-	line      int64 // physical line of the next byte
-	recStart  int64 // line the current record started on
-	recBytes  int
-	inQuote   bool
-	pendingCR bool
-	err       error
-}
-
-func (g *lineGuard) Read(p []byte) (int, error) {
-	if g.err != nil {
-		return 0, g.err
-	}
-	n, err := g.r.Read(p)
-	for i, b := range p[:n] {
-		if g.pendingCR {
-			g.pendingCR = false
-			if b != '\n' {
-				g.err = &guardError{line: g.line, err: errors.New("a line ends with a bare carriage return (CR without LF): save the file with Windows (CRLF) or Unix (LF) line endings")}
-				return i, g.err
-			}
-		}
-		switch b {
-		case '"':
-			g.inQuote = !g.inQuote
-		case '\r':
-			g.pendingCR = !g.inQuote
-		case '\n':
-			g.line++
-			if !g.inQuote {
-				g.recBytes, g.recStart = 0, g.line
-				continue
-			}
-		}
-		g.recBytes++
-		if g.recBytes > g.max {
-			if g.inQuote {
-				g.err = &guardError{line: g.recStart, err: fmt.Errorf("a quoted cell runs past %d bytes: is a closing quote missing?", g.max)}
-			} else {
-				g.err = &guardError{line: g.recStart, err: fmt.Errorf("line is longer than the limit of %d bytes", g.max)}
-			}
-			return i, g.err
-		}
-	}
-	return n, err
-}
-
-// lineCounter counts the physical lines read through it, the way
-// encoding/csv counts them: by '\n', plus a last line without one.
-type lineCounter struct {
-	r        io.Reader
-	newlines int64
-	partial  bool // the last byte read was not '\n'
-}
-
-func (l *lineCounter) Read(p []byte) (int, error) {
-	n, err := l.r.Read(p)
-	if n > 0 {
-		l.newlines += int64(bytes.Count(p[:n], []byte{'\n'}))
-		l.partial = p[n-1] != '\n'
-	}
-	return n, err
-}
-
-// count returns the number of lines read so far.
-func (l *lineCounter) count() int64 {
-	if l.partial {
-		return l.newlines + 1
-	}
-	return l.newlines
-}
 
 // isEmpty reports whether every cell of rec is blank. A cell that is only
 // a formula quote before blanks ("'\t", as the writer protects a cell
