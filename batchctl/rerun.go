@@ -50,15 +50,17 @@ func (c *cli) rerunCommand() *cobra.Command {
 reviewed, and work the rows that are now valid.
 
 Without a file, the stored rows are validated again under the kind's
-current rules (after the rules changed), and under the conventions given
-here: --locale, --decimal-comma, --date-order and --map
-replace the batch's (a batch imported without its locale is fixed by a
-re-run with it). The batch keeps them, and its history the old ones. With a file (a corrected error
-report, or a corrected copy of the whole file), its rows replace the
-batch's: matched by the report's row column when the file is this batch's
-error report, else by the kind's natural key (customers: email), else by
-row number. A file row that matches no row of the batch is added to it; a
-row of the batch the file does not mention is left as it is.
+current rules (after the rules changed). The conventions given here
+(--locale, --decimal-comma, --date-order, --date-format, --map, --ignore)
+replace the batch's for every row parsed again, with a file or without
+one: a batch imported without its locale is fixed by a re-run with it.
+The batch keeps them, and its history the old ones. With a file (a
+corrected error report, or a corrected copy of the whole file), its rows
+replace the batch's: matched by the report's row column when the file is
+this batch's error report, else by the kind's natural key (customers:
+email), else by row number. A file row that matches no row of the batch
+is added to it; a row of the batch the file does not mention is left as
+it is.
 
 Protected rows are never touched: succeeded and skipped rows, and rows a
 reviewer edited (batchctl row set). A file row that matches one is passed

@@ -181,19 +181,25 @@ func quoteJoin(ss []string) string {
 // nearly spell: the same letters and digits once case, punctuation and a
 // bracketed or short unit suffix are set aside ("Amount (EUR)", "amount
 // eur" and "amount"), or within an edit or two of each other ("adress",
-// "countyr"). Each cell gets the nearest column, if any is near.
+// "countyr"), or the column's name as a word of a header of two or three
+// words ("Total amount"). Each cell gets the nearest column, if any is
+// near.
 func (b *Binder) suggest(unknown []string, used []bool) []Suggestion {
 	var out []Suggestion
 	for _, h := range unknown {
-		lh := looseName(h)
+		lh, words := looseName(h), looseWords(h)
 		best, bestScore := -1, 100
 		for fi, f := range b.fields {
 			if used[fi] {
 				continue
 			}
 			for _, name := range append([]string{f.column}, f.keys...) {
-				if score, ok := nearName(lh, looseName(name)); ok && score < bestScore {
+				ln := looseName(name)
+				if score, ok := nearName(lh, ln); ok && score < bestScore {
 					best, bestScore = fi, score
+				}
+				if len(ln) >= 4 && len(words) <= 3 && slices.Contains(words, ln) && bestScore > 4 {
+					best, bestScore = fi, 4
 				}
 			}
 		}
@@ -221,6 +227,23 @@ func looseName(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// looseWords are the words of a name as looseName keeps them: "Total
+// amount (EUR)" is total, amount.
+func looseWords(s string) []string {
+	var bracket bool
+	words := strings.FieldsFunc(strings.ToLower(norm.NFC.String(s)), func(r rune) bool {
+		switch {
+		case r == '(' || r == '[':
+			bracket = true
+		case r == ')' || r == ']':
+			bracket = false
+			return true
+		}
+		return bracket || !(unicode.IsLetter(r) || unicode.IsDigit(r))
+	})
+	return words
 }
 
 // nearName reports whether a header's loose name a is near a column's b,
