@@ -405,7 +405,8 @@ func TestTenantRoleOperations(t *testing.T) {
 		Add:     []driver.IngestRow{{RowNo: 8, ChunkNo: 3, State: rows.StateValid, Values: []string{"new"}}}}); err != nil {
 		t.Fatal(err)
 	}
-	if h, err := s.HistoryList(ctx, driver.HistoryListParams{TenantID: "a", BatchID: b.ID}); err != nil || len(h) != 2 {
+	// The retry, the edit and the re-run, each written under the tenant's role.
+	if h, err := s.HistoryList(ctx, driver.HistoryListParams{TenantID: "a", BatchID: b.ID}); err != nil || len(h) != 3 || h[0].Action != "retry" {
 		t.Fatalf("history: %+v, %v", h, err)
 	}
 	if err := s.Pause(ctx, driver.PauseParams{TenantID: "a", Kind: "k", Paused: true}); err != nil {
