@@ -408,6 +408,10 @@ func notText(rec []string) bool {
 func (c *Reader) read() (record, error) {
 	r, err := c.sp.next()
 	if err == nil {
+		if r.bad != "" && isEmpty(r.cells) {
+			// Blanks around a stray CR: a blank row, nothing to read.
+			r.cells, r.bad = []string{""}, ""
+		}
 		return r, nil
 	}
 	if errors.Is(err, io.EOF) {
