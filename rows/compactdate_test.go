@@ -140,3 +140,26 @@ func TestConventionsDateFormatJSON(t *testing.T) {
 		t.Errorf("undeclared is written: %s", b)
 	}
 }
+
+// TestSerialUnderDecimalComma: under a locale with a decimal comma a
+// workbook writes a typed number 45678,5, which in a date column is the
+// serial it was before (issue 27, item 7: typed cells keep their type).
+func TestSerialUnderDecimalComma(t *testing.T) {
+	t.Parallel()
+	b := mustBinder(t, reflect.TypeFor[compactRow]())
+	de, _ := LocaleNumberFormat("de")
+	want := time.Date(2025, 1, 21, 12, 0, 0, 0, time.UTC)
+	for _, f := range []DateFormat{"", "serial"} {
+		m, err := b.MapFile([]string{"date"}, Conventions{Number: de, DateFormat: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r compactRow
+		if errs := m.Bind(2, []string{"45678,5"}, &r); len(errs) != 0 || !r.Date.Equal(want) {
+			t.Errorf("%q 45678,5 under de: %v, %v; want %v", f, r.Date, errs, want)
+		}
+		if errs := m.Bind(2, []string{"45678,5,5"}, &r); len(errs) != 1 || errs[0].Code != CodeBadDate {
+			t.Errorf("%q 45678,5,5 under de: %v", f, errs)
+		}
+	}
+}

@@ -163,7 +163,7 @@ func timeConverter(o *fieldOpts) convertFunc {
 				return nil
 			}
 		}
-		if tm, done, err := cc.date.read(s, excel); done {
+		if tm, done, err := cc.date.read(s, excel, cc.number); done {
 			if err != nil {
 				return err
 			}
@@ -181,8 +181,8 @@ func timeConverter(o *fieldOpts) convertFunc {
 			v.Set(reflect.ValueOf(tm))
 			return nil
 		}
-		if excel != excelOff && looksSerial(s) {
-			f, err := strconv.ParseFloat(s, 64)
+		if p := serialPoint(s, cc.number); excel != excelOff && looksSerial(p) {
+			f, err := strconv.ParseFloat(p, 64)
 			if err != nil {
 				return &convError{code: CodeBadDate, msg: fmt.Sprintf("%q: is not an Excel serial date", s)}
 			}

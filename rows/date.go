@@ -590,7 +590,7 @@ func posixYear(yy int) int {
 // declared date format. done is false when the format leaves s to the
 // usual forms (numeric dates in the file's order, month names, Excel
 // serials); err is a bad_date conversion error.
-func (f DateFormat) read(s string, excel excelSystem) (t time.Time, done bool, err error) {
+func (f DateFormat) read(s string, excel excelSystem, number NumberFormat) (t time.Time, done bool, err error) {
 	switch {
 	case f.pattern():
 		t, err := Strptime(string(f), s)
@@ -599,10 +599,11 @@ func (f DateFormat) read(s string, excel excelSystem) (t time.Time, done bool, e
 		}
 		return t, true, nil
 	case f == DateFormatSerial:
-		if !looksSerial(s) {
+		p := serialPoint(s, number)
+		if !looksSerial(p) {
 			return time.Time{}, false, nil
 		}
-		n, err := strconv.ParseFloat(s, 64)
+		n, err := strconv.ParseFloat(p, 64)
 		if err == nil {
 			t, err = ExcelSerialTime(n, excel == excel1904)
 		}
@@ -652,4 +653,15 @@ func joinForms(forms []DateFormat) string {
 		out[i] = string(f)
 	}
 	return strings.Join(out, ", ")
+}
+
+// serialPoint writes a plain number of a file with a decimal comma
+// (45678,5: a workbook's typed number under such a locale) with a point,
+// the form a serial date is read from; any other value is returned as it
+// is.
+func serialPoint(s string, number NumberFormat) string {
+	if number.decimal() == ',' && strings.Count(s, ",") == 1 && !strings.Contains(s, ".") {
+		return strings.Replace(s, ",", ".", 1)
+	}
+	return s
 }
