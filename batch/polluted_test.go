@@ -30,7 +30,9 @@ type pollutedFile struct {
 	// line read as cells of the wrong number, its cells as the file wrote
 	// them).
 	polluted map[int64]string
-	style    *csvStyle
+	// second are the rows of a second table: flagged second_table.
+	second map[int64]bool
+	style  *csvStyle
 }
 
 // pollution is one way to spoil a line: it returns the line as written
@@ -118,7 +120,7 @@ func pollutedCorpus(n int) []pollutedFile {
 	countries := []string{"FR", "DE", "US", "GB", "ES"}
 	var out []pollutedFile
 	for f := range n {
-		pf := pollutedFile{name: fmt.Sprintf("polluted_%03d.csv", f), clean: map[int64][]string{}, polluted: map[int64]string{}}
+		pf := pollutedFile{name: fmt.Sprintf("polluted_%03d.csv", f), clean: map[int64][]string{}, polluted: map[int64]string{}, second: map[int64]bool{}}
 		w := &csvStyle{quote: '"', sep: ","}
 		pf.style = w
 		// Apostrophes and backslash escapes are declared in one file of
@@ -179,6 +181,7 @@ func pollutedCorpus(n int) []pollutedFile {
 			lines = append(lines, "", "id"+w.sep+"total", "1"+w.sep+"5", "2"+w.sep+"6")
 			for i, l := range lines[len(lines)-3:] {
 				pf.polluted[int64(len(lines)-2+i)] = l
+				pf.second[int64(len(lines)-2+i)] = true
 			}
 		}
 		pf.data = []byte(strings.Join(lines, eol) + eol)
@@ -264,6 +267,9 @@ func TestPollutedCorpus(t *testing.T) {
 					continue
 				}
 				badLines++
+				if pf.second[r.RowNo] && (len(r.Errors) == 0 || r.Errors[0].Code != rows.CodeSecondTable) {
+					t.Errorf("%s: row %d of the second table: errors %v, want second_table", pf.name, r.RowNo, r.Errors)
+				}
 				if r.State != rows.StateInvalid || (!slices.Equal(r.Values, []string{raw}) && pf.style.line(r.Values) != raw) {
 					t.Errorf("%s: polluted row %d is %s %q (%v), want invalid keeping %q", pf.name, r.RowNo, r.State, r.Values, r.Errors, raw)
 				}
