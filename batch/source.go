@@ -48,6 +48,9 @@ type source struct {
 // must be rejected as a whole returns a *rows.FileError.
 func prepare(ctx context.Context, k rowReader, p ImportParams) (*source, error) {
 	p.Conventions = k.conventions(p.Conventions)
+	// The kind's own number format (a schema's x-decimal-comma) is the
+	// file's too: a workbook's typed number cells are written in it.
+	p.Read.Number = p.Conventions.Number
 	s := &source{p: p, k: k, cleanup: func() {}}
 	if err := s.seekable(); err != nil {
 		return nil, err

@@ -183,6 +183,9 @@ func describeConventions(c rows.Conventions) string {
 		}
 		parts = append(parts, d)
 	}
+	if c.DateFormat != rows.DateFormatUndeclared {
+		parts = append(parts, "compact dates as "+string(c.DateFormat))
+	}
 	for _, r := range c.Renames {
 		parts = append(parts, fmt.Sprintf("column %q as %s", r.From, r.To))
 	}
