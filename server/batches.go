@@ -139,7 +139,7 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request, p Principal
 			return badRequestf("multipart body: no part named file")
 		}
 		req.Kind = f.value("kind")
-		if req.Options, err = optionsFromForm(f); err != nil {
+		if req.Options, err = optionsFromForm(f, "kind"); err != nil {
 			return err
 		}
 		up = f.file
@@ -334,7 +334,7 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request, p Principal) er
 	if kind != "" && !s.registry().Has(kind) {
 		return problemf(http.StatusNotFound, "unknown_kind", "no import kind %q; GET /v1/kinds lists them", kind)
 	}
-	opts, err := optionsFromForm(f)
+	opts, err := optionsFromForm(f, "kind")
 	if err != nil {
 		return err
 	}

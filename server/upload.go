@@ -167,9 +167,22 @@ type ImportOptions struct {
 	NewBatch bool `json:"new_batch,omitempty"`
 }
 
+// optionFields are the form fields optionsFromForm reads: ImportOptions'
+// JSON members.
+var optionFields = []string{"encoding", "delimiter", "sheet", "header_row", "locale", "decimal_comma", "date_order",
+	"date_format", "map", "ignore", "strict", "new_batch", "max_invalid"}
+
 // optionsFromForm reads ImportOptions from form fields named as the JSON
-// members; map is repeatable as "file column=kind column".
-func optionsFromForm(f *form) (ImportOptions, error) {
+// members; map is repeatable as "file column=kind column". extra are the
+// other fields the endpoint reads (kind): any other field is refused, as
+// an unknown JSON member is, rather than ignored (a misspelt locale would
+// import the file without it).
+func optionsFromForm(f *form, extra ...string) (ImportOptions, error) {
+	for name := range f.fields {
+		if !slices.Contains(optionFields, name) && !slices.Contains(extra, name) {
+			return ImportOptions{}, badRequestf("form field %s: not one this endpoint reads (%s)", name, strings.Join(append(slices.Clone(extra), optionFields...), ", "))
+		}
+	}
 	o := ImportOptions{
 		Encoding: f.value("encoding"), Delimiter: f.value("delimiter"), Sheet: f.value("sheet"),
 		Locale: f.value("locale"), DateOrder: f.value("date_order"), DateFormat: f.value("date_format"),
