@@ -201,6 +201,9 @@ func (s *source) profile(ctx context.Context) error {
 			s.examples[rec.Row] = true
 			continue
 		}
+		if rec.Unreadable() {
+			continue // its raw text is no evidence of any column's convention
+		}
 		ev.note(m, rec)
 	}
 	// Drain what the reader left unread (trailing bytes) so the digest

@@ -23,3 +23,17 @@ func TestAPIUnknownFormField(t *testing.T) {
 		t.Errorf("with locale: %s", a)
 	}
 }
+
+// TestAPIQuoteOption: quote and escape are import options of the API too.
+func TestAPIQuoteOption(t *testing.T) {
+	t.Parallel()
+	h := sqliteAPI(t, apiOptions{})
+	file := []byte("email,name,country,signup_date,amount\na@example.com,'Ann, Lee',FR,2020-01-02,1\n")
+	a := h.upload("/v1/batches", adminA, map[string]string{"kind": "customers", "quote": "'"}, "c.csv", file)
+	if a.status != http.StatusCreated || !strings.Contains(string(a.body), `"valid":1`) {
+		t.Errorf("quote ': %s", a)
+	}
+	if a := h.upload("/v1/batches/preview", adminA, map[string]string{"kind": "customers", "quote": "xy"}, "c.csv", file); a.status != http.StatusBadRequest {
+		t.Errorf("quote xy: %s", a)
+	}
+}

@@ -138,6 +138,11 @@ func fileName(name string) string {
 type ImportOptions struct {
 	Encoding  string `json:"encoding,omitempty"`
 	Delimiter string `json:"delimiter,omitempty"`
+	// Quote is a text file's quote character: " (the default) or '.
+	Quote string `json:"quote,omitempty"`
+	// Escape escapes a quote inside a quoted cell (\); default none: quotes
+	// are doubled.
+	Escape    string `json:"escape,omitempty"`
 	Sheet     string `json:"sheet,omitempty"`
 	HeaderRow int64  `json:"header_row,omitempty"`
 	// Locale is the number format: en, de, fr, ch, or a language-region.
@@ -169,7 +174,7 @@ type ImportOptions struct {
 
 // optionFields are the form fields optionsFromForm reads: ImportOptions'
 // JSON members.
-var optionFields = []string{"encoding", "delimiter", "sheet", "header_row", "locale", "decimal_comma", "date_order",
+var optionFields = []string{"encoding", "delimiter", "quote", "escape", "sheet", "header_row", "locale", "decimal_comma", "date_order",
 	"date_format", "map", "ignore", "strict", "new_batch", "max_invalid"}
 
 // optionsFromForm reads ImportOptions from form fields named as the JSON
@@ -184,7 +189,7 @@ func optionsFromForm(f *form, extra ...string) (ImportOptions, error) {
 		}
 	}
 	o := ImportOptions{
-		Encoding: f.value("encoding"), Delimiter: f.value("delimiter"), Sheet: f.value("sheet"),
+		Encoding: f.value("encoding"), Delimiter: f.value("delimiter"), Quote: f.value("quote"), Escape: f.value("escape"), Sheet: f.value("sheet"),
 		Locale: f.value("locale"), DateOrder: f.value("date_order"), DateFormat: f.value("date_format"),
 		MaxInvalid: f.value("max_invalid"),
 	}
@@ -215,7 +220,7 @@ func optionsFromForm(f *form, extra ...string) (ImportOptions, error) {
 
 // apply checks the options and sets them on p.
 func (o ImportOptions) apply(p *batch.ImportParams) error {
-	fo := batch.FileOptions{Encoding: o.Encoding, Delimiter: o.Delimiter, Sheet: o.Sheet, HeaderRow: o.HeaderRow,
+	fo := batch.FileOptions{Encoding: o.Encoding, Delimiter: o.Delimiter, Quote: o.Quote, Escape: o.Escape, Sheet: o.Sheet, HeaderRow: o.HeaderRow,
 		Locale: o.Locale, DecimalComma: o.DecimalComma, DateOrder: o.DateOrder, DateFormat: o.DateFormat}
 	froms := make([]string, 0, len(o.Map))
 	for from := range o.Map {
