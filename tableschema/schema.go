@@ -228,3 +228,32 @@ func goIdent(name string, used map[string]bool) string {
 	used[id] = true
 	return id
 }
+
+// QuoteName quotes a field's or a table's name as an SQL identifier, for
+// PostgreSQL and SQLite alike; a schema-qualified table ("sales.orders")
+// is quoted part by part.
+func QuoteName(name string) string {
+	parts := strings.Split(name, ".")
+	for i, p := range parts {
+		parts[i] = `"` + strings.ReplaceAll(p, `"`, `""`) + `"`
+	}
+	return strings.Join(parts, ".")
+}
+
+// PostgresType is the PostgreSQL type a field of type typ is cast to and
+// stored as.
+func PostgresType(typ string) string {
+	switch typ {
+	case TypeInteger:
+		return "bigint"
+	case TypeNumber:
+		return "numeric"
+	case TypeBoolean:
+		return "boolean"
+	case TypeDate:
+		return "date"
+	case TypeDatetime:
+		return "timestamptz"
+	}
+	return "text"
+}

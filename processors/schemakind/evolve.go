@@ -32,7 +32,7 @@ func AddColumns(ctx context.Context, cfg Config, s *tableschema.Schema) ([]strin
 	}
 	for _, f := range s.Fields {
 		if !have[strings.ToLower(f.Name)] {
-			out = append(out, fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s %s", quote(s.Table), quote(f.Name), sqlType(cfg.Dialect, f.Type)))
+			out = append(out, fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s %s", tableschema.QuoteName(s.Table), tableschema.QuoteName(f.Name), sqlType(cfg.Dialect, f.Type)))
 		}
 	}
 	return out, nil

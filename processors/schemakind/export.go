@@ -22,12 +22,12 @@ func ExportKind(s *tableschema.Schema, cfg Config) (batch.DynamicExportKind, err
 	}
 	var cols, order []string
 	for _, f := range s.Fields {
-		cols = append(cols, "CAST("+quote(f.Name)+" AS TEXT)")
+		cols = append(cols, "CAST("+tableschema.QuoteName(f.Name)+" AS TEXT)")
 	}
 	for _, k := range s.PrimaryKey {
-		order = append(order, quote(k))
+		order = append(order, tableschema.QuoteName(k))
 	}
-	q := "SELECT " + strings.Join(cols, ", ") + " FROM " + quote(s.Table)
+	q := "SELECT " + strings.Join(cols, ", ") + " FROM " + tableschema.QuoteName(s.Table)
 	if s.Tenant {
 		q += ` WHERE "tenant_id" = $1`
 	}

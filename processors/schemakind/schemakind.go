@@ -111,16 +111,6 @@ func example(s *tableschema.Schema) map[string]string {
 	return out
 }
 
-// quote quotes an identifier, or a schema-qualified table name, for both
-// dialects.
-func quote(name string) string {
-	parts := strings.Split(name, ".")
-	for i, p := range parts {
-		parts[i] = `"` + strings.ReplaceAll(p, `"`, `""`) + `"`
-	}
-	return strings.Join(parts, ".")
-}
-
 // KeylessID is the result id of a row inserted into the table of a schema
 // without a primary key: there is no key to name it by.
 const KeylessID = "inserted"
@@ -421,38 +411,21 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
-// pgType is a field's PostgreSQL cast target.
-func pgType(typ string) string {
-	switch typ {
-	case tableschema.TypeInteger:
-		return "bigint"
-	case tableschema.TypeNumber:
-		return "numeric"
-	case tableschema.TypeBoolean:
-		return "boolean"
-	case tableschema.TypeDate:
-		return "date"
-	case tableschema.TypeDatetime:
-		return "timestamptz"
-	}
-	return "text"
-}
-
 // build writes a chunk's statements for a set of columns.
 func (w *writer) build(cols []int, engine batchtype.Dialect) *statements {
 	s := w.s
 	st := &statements{cols: cols}
-	table := quote(s.Table)
+	table := tableschema.QuoteName(s.Table)
 	var names, conflict []string
 	if s.Tenant {
 		names = append(names, `"tenant_id"`)
 		conflict = append(conflict, `"tenant_id"`)
 	}
 	for _, i := range cols {
-		names = append(names, quote(s.Fields[i].Name))
+		names = append(names, tableschema.QuoteName(s.Fields[i].Name))
 	}
 	for _, k := range s.PrimaryKey {
-		conflict = append(conflict, quote(k))
+		conflict = append(conflict, tableschema.QuoteName(k))
 	}
 	isKey := func(name string) bool { return contains(s.PrimaryKey, name) }
 	// SET: a required column takes the file's value; an optional one keeps
@@ -463,7 +436,7 @@ func (w *writer) build(cols []int, engine batchtype.Dialect) *statements {
 		if isKey(f.Name) {
 			continue
 		}
-		q := quote(f.Name)
+		q := tableschema.QuoteName(f.Name)
 		if f.Constraints.Required {
 			set = append(set, fmt.Sprintf("%s = excluded.%s", q, q))
 		} else {
@@ -490,7 +463,7 @@ func (w *writer) build(cols []int, engine batchtype.Dialect) *statements {
 			a := fmt.Sprintf("c%d", j)
 			alias = append(alias, a)
 			unnest = append(unnest, fmt.Sprintf("$%d::text[]", n+j))
-			sel = append(sel, fmt.Sprintf("CAST(u.%s AS %s)", a, pgType(s.Fields[i].Type)))
+			sel = append(sel, fmt.Sprintf("CAST(u.%s AS %s)", a, tableschema.PostgresType(s.Fields[i].Type)))
 		}
 		st.write = fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM unnest(%s) AS u(%s)%s",
 			table, strings.Join(names, ", "), strings.Join(sel, ", "), strings.Join(unnest, ", "), strings.Join(alias, ", "), onConflict)
@@ -522,7 +495,7 @@ func (w *writer) build(cols []int, engine batchtype.Dialect) *statements {
 			n = 2
 		}
 		for j, k := range s.PrimaryKey {
-			where = append(where, fmt.Sprintf("%s = $%d", quote(k), n+j))
+			where = append(where, fmt.Sprintf("%s = $%d", tableschema.QuoteName(k), n+j))
 		}
 		st.exists = fmt.Sprintf("SELECT 1 FROM %s WHERE %s", table, strings.Join(where, " AND "))
 	}
@@ -545,7 +518,7 @@ func (w *writer) pgExists(table string) string {
 		a := fmt.Sprintf("k%d", j)
 		keyAlias = append(keyAlias, a)
 		keyArr = append(keyArr, fmt.Sprintf("$%d::text[]", m+j))
-		on = append(on, fmt.Sprintf("t.%s = CAST(u.%s AS %s)", quote(k), a, pgType(f.Type)))
+		on = append(on, fmt.Sprintf("t.%s = CAST(u.%s AS %s)", tableschema.QuoteName(k), a, tableschema.PostgresType(f.Type)))
 	}
 	return fmt.Sprintf("SELECT u.ord FROM unnest(%s) WITH ORDINALITY AS u(%s, ord) JOIN %s t ON %s",
 		strings.Join(keyArr, ", "), strings.Join(keyAlias, ", "), table, strings.Join(on, " AND "))
@@ -576,7 +549,7 @@ func (w *writer) setList(cols []int, table string, value func(j int) string) str
 		if contains(w.s.PrimaryKey, f.Name) {
 			continue
 		}
-		q := quote(f.Name)
+		q := tableschema.QuoteName(f.Name)
 		if f.Constraints.Required {
 			set = append(set, fmt.Sprintf("%s = %s", q, value(j)))
 		} else {
@@ -589,24 +562,24 @@ func (w *writer) setList(cols []int, table string, value func(j int) string) str
 // pgUpdate is update mode's set-based statement on PostgreSQL: the
 // file's columns from unnest'ed arrays, matched by key.
 func (w *writer) pgUpdate(cols []int, first int) string {
-	table := quote(w.s.Table)
+	table := tableschema.QuoteName(w.s.Table)
 	var unnest, alias, on []string
 	for j, i := range cols {
 		a := fmt.Sprintf("c%d", j)
 		alias = append(alias, a)
 		unnest = append(unnest, fmt.Sprintf("$%d::text[]", first+j))
 		if contains(w.s.PrimaryKey, w.s.Fields[i].Name) {
-			on = append(on, fmt.Sprintf("%s.%s = CAST(u.%s AS %s)", table, quote(w.s.Fields[i].Name), a, pgType(w.s.Fields[i].Type)))
+			on = append(on, fmt.Sprintf("%s.%s = CAST(u.%s AS %s)", table, tableschema.QuoteName(w.s.Fields[i].Name), a, tableschema.PostgresType(w.s.Fields[i].Type)))
 		}
 	}
 	if w.s.Tenant {
 		on = append(on, table+`."tenant_id" = $1`)
 	}
 	set := w.setList(cols, table, func(j int) string {
-		return fmt.Sprintf("CAST(u.c%d AS %s)", j, pgType(w.s.Fields[cols[j]].Type))
+		return fmt.Sprintf("CAST(u.c%d AS %s)", j, tableschema.PostgresType(w.s.Fields[cols[j]].Type))
 	})
 	if set == "" {
-		set = quote(w.s.PrimaryKey[0]) + " = " + table + "." + quote(w.s.PrimaryKey[0])
+		set = tableschema.QuoteName(w.s.PrimaryKey[0]) + " = " + table + "." + tableschema.QuoteName(w.s.PrimaryKey[0])
 	}
 	return fmt.Sprintf("UPDATE %s SET %s FROM unnest(%s) AS u(%s) WHERE %s",
 		table, set, strings.Join(unnest, ", "), strings.Join(alias, ", "), strings.Join(on, " AND "))
@@ -614,7 +587,7 @@ func (w *writer) pgUpdate(cols []int, first int) string {
 
 // sqliteUpdate is update mode's per-row statement on SQLite.
 func (w *writer) sqliteUpdate(cols []int) string {
-	table := quote(w.s.Table)
+	table := tableschema.QuoteName(w.s.Table)
 	first := 1
 	if w.s.Tenant {
 		first = 2
@@ -622,7 +595,7 @@ func (w *writer) sqliteUpdate(cols []int) string {
 	var where []string
 	for j, i := range cols {
 		if contains(w.s.PrimaryKey, w.s.Fields[i].Name) {
-			where = append(where, fmt.Sprintf("%s = $%d", quote(w.s.Fields[i].Name), first+j))
+			where = append(where, fmt.Sprintf("%s = $%d", tableschema.QuoteName(w.s.Fields[i].Name), first+j))
 		}
 	}
 	if w.s.Tenant {
@@ -630,7 +603,7 @@ func (w *writer) sqliteUpdate(cols []int) string {
 	}
 	set := w.setList(cols, table, func(j int) string { return fmt.Sprintf("$%d", first+j) })
 	if set == "" {
-		set = quote(w.s.PrimaryKey[0]) + " = " + quote(w.s.PrimaryKey[0])
+		set = tableschema.QuoteName(w.s.PrimaryKey[0]) + " = " + tableschema.QuoteName(w.s.PrimaryKey[0])
 	}
 	return fmt.Sprintf("UPDATE %s SET %s WHERE %s", table, set, strings.Join(where, " AND "))
 }

@@ -297,7 +297,7 @@ func CreateTable(ctx context.Context, cfg Config, s *tableschema.Schema) error {
 		defs = append(defs, `"tenant_id" text NOT NULL`)
 	}
 	for _, f := range s.Fields {
-		d := quote(f.Name) + " " + sqlType(cfg.Dialect, f.Type)
+		d := tableschema.QuoteName(f.Name) + " " + sqlType(cfg.Dialect, f.Type)
 		if f.Constraints.Required {
 			d += " NOT NULL"
 		}
@@ -308,7 +308,7 @@ func CreateTable(ctx context.Context, cfg Config, s *tableschema.Schema) error {
 		key = append(key, `"tenant_id"`)
 	}
 	for _, k := range s.PrimaryKey {
-		key = append(key, quote(k))
+		key = append(key, tableschema.QuoteName(k))
 	}
 	if len(s.PrimaryKey) > 0 {
 		defs = append(defs, "PRIMARY KEY ("+strings.Join(key, ", ")+")")
@@ -319,10 +319,10 @@ func CreateTable(ctx context.Context, cfg Config, s *tableschema.Schema) error {
 			if s.Tenant {
 				u = append(u, `"tenant_id"`)
 			}
-			defs = append(defs, "UNIQUE ("+strings.Join(append(u, quote(f.Name)), ", ")+")")
+			defs = append(defs, "UNIQUE ("+strings.Join(append(u, tableschema.QuoteName(f.Name)), ", ")+")")
 		}
 	}
-	stmt := fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n\t%s\n)", quote(s.Table), strings.Join(defs, ",\n\t"))
+	stmt := fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n\t%s\n)", tableschema.QuoteName(s.Table), strings.Join(defs, ",\n\t"))
 	if _, err := cfg.DB.ExecContext(ctx, stmt); err != nil {
 		return fmt.Errorf("create table %s: %w", s.Table, err)
 	}
@@ -337,7 +337,7 @@ func sqlType(dialect batchtype.Dialect, typ string) string {
 		if typ == tableschema.TypeNumber {
 			return "numeric"
 		}
-		return pgType(typ)
+		return tableschema.PostgresType(typ)
 	}
 	switch typ {
 	case tableschema.TypeInteger, tableschema.TypeBoolean:

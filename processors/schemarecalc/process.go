@@ -10,6 +10,7 @@ import (
 
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/rows"
+	"github.com/rowfate/rowfate/tableschema"
 )
 
 // process writes a chunk's rows in the flush's transaction: the whole
@@ -146,7 +147,7 @@ func (r *Recalc) chunk(ctx context.Context, tx batch.Tx, tenant string, keys [][
 func (r *Recalc) setList() string {
 	set := make([]string, len(r.def.Set))
 	for i, a := range r.def.Set {
-		set[i] = fmt.Sprintf("%s = (%s)", quote(a.Column), a.Expr)
+		set[i] = fmt.Sprintf("%s = (%s)", tableschema.QuoteName(a.Column), a.Expr)
 	}
 	return strings.Join(set, ", ")
 }
@@ -156,7 +157,7 @@ func (r *Recalc) setList() string {
 // returns each updated key's ordinal and result id. The unnest's names
 // are prefixed so that the expressions' columns are the table's.
 func (r *Recalc) pgStatement() string {
-	table := quote(r.schema.Table)
+	table := tableschema.QuoteName(r.schema.Table)
 	n := 1
 	var on, arrays, alias, typed []string
 	if r.schema.Tenant {
@@ -167,9 +168,9 @@ func (r *Recalc) pgStatement() string {
 		a := fmt.Sprintf("rowfate_k%d", j)
 		alias = append(alias, a)
 		arrays = append(arrays, fmt.Sprintf("$%d::text[]", n+j))
-		cast := fmt.Sprintf("CAST(rowfate_u.%s AS %s)", a, pgType(r.schema.Field(k).Type))
+		cast := fmt.Sprintf("CAST(rowfate_u.%s AS %s)", a, tableschema.PostgresType(r.schema.Field(k).Type))
 		typed = append(typed, cast)
-		on = append(on, fmt.Sprintf("%s.%s = %s", table, quote(k), cast))
+		on = append(on, fmt.Sprintf("%s.%s = %s", table, tableschema.QuoteName(k), cast))
 	}
 	from := fmt.Sprintf("unnest(%s) WITH ORDINALITY AS rowfate_u(%s, rowfate_ord)", strings.Join(arrays, ", "), strings.Join(alias, ", "))
 	if r.def.Call != "" {
@@ -178,11 +179,11 @@ func (r *Recalc) pgStatement() string {
 			args = append([]string{"$1"}, typed...)
 		}
 		return fmt.Sprintf("SELECT rowfate_u.rowfate_ord, CAST(%s(%s) AS text) FROM %s ORDER BY rowfate_u.rowfate_ord",
-			quote(r.def.Call), strings.Join(args, ", "), from)
+			tableschema.QuoteName(r.def.Call), strings.Join(args, ", "), from)
 	}
 	id := make([]string, len(r.keys))
 	for j, k := range r.keys {
-		id[j] = fmt.Sprintf("CAST(%s.%s AS text)", table, quote(k))
+		id[j] = fmt.Sprintf("CAST(%s.%s AS text)", table, tableschema.QuoteName(k))
 	}
 	return fmt.Sprintf("UPDATE %s SET %s FROM %s WHERE %s RETURNING rowfate_u.rowfate_ord, %s",
 		table, r.setList(), from, strings.Join(on, " AND "), strings.Join(id, " || '/' || "))
@@ -198,9 +199,9 @@ func (r *Recalc) sqliteStatement() string {
 		n = 2
 	}
 	for j, k := range r.keys {
-		conds = append(conds, fmt.Sprintf("%s = $%d", quote(k), n+j))
+		conds = append(conds, fmt.Sprintf("%s = $%d", tableschema.QuoteName(k), n+j))
 	}
-	return fmt.Sprintf("UPDATE %s SET %s WHERE %s RETURNING 1", quote(r.schema.Table), r.setList(), strings.Join(conds, " AND "))
+	return fmt.Sprintf("UPDATE %s SET %s WHERE %s RETURNING 1", tableschema.QuoteName(r.schema.Table), r.setList(), strings.Join(conds, " AND "))
 }
 
 // Check runs the recalculation's statements against the real table in a

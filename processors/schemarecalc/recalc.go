@@ -59,7 +59,7 @@ func New(d *Definition, s *tableschema.Schema, cfg Config) (*Recalc, error) {
 	}
 	for _, w := range d.Where {
 		f := s.Field(w)
-		r.filter = append(r.filter, where.Column{Name: w, Type: whereType(f.Type), SQL: quote(w)})
+		r.filter = append(r.filter, where.Column{Name: w, Type: whereType(f.Type), SQL: tableschema.QuoteName(w)})
 		if rs.Field(w) == nil {
 			rs.Fields = append(rs.Fields, tableschema.Field{Name: w, Type: tableschema.TypeString})
 			r.cols = append(r.cols, w)
@@ -126,33 +126,6 @@ func (r *Recalc) parseWhere(params map[string]string) (*where.Expr, error) {
 	return where.Parse(params["where"], r.filter)
 }
 
-// quote quotes an identifier, or a schema-qualified name, for both
-// dialects.
-func quote(name string) string {
-	parts := strings.Split(name, ".")
-	for i, p := range parts {
-		parts[i] = `"` + strings.ReplaceAll(p, `"`, `""`) + `"`
-	}
-	return strings.Join(parts, ".")
-}
-
-// pgType is a field type's PostgreSQL cast target.
-func pgType(typ string) string {
-	switch typ {
-	case tableschema.TypeInteger:
-		return "bigint"
-	case tableschema.TypeNumber:
-		return "numeric"
-	case tableschema.TypeBoolean:
-		return "boolean"
-	case tableschema.TypeDate:
-		return "date"
-	case tableschema.TypeDatetime:
-		return "timestamptz"
-	}
-	return "text"
-}
-
 // page is how many rows one query of the source reads.
 const page = 1000
 
@@ -163,7 +136,7 @@ const page = 1000
 func (r *Recalc) selectSQL(filter string, nFilter int, after bool) string {
 	var sel, conds []string
 	for _, c := range r.cols {
-		sel = append(sel, "CAST("+quote(c)+" AS TEXT)")
+		sel = append(sel, "CAST("+tableschema.QuoteName(c)+" AS TEXT)")
 	}
 	n := 1
 	if r.schema.Tenant {
@@ -175,17 +148,17 @@ func (r *Recalc) selectSQL(filter string, nFilter int, after bool) string {
 	keys := make([]string, len(r.keys))
 	params := make([]string, len(r.keys))
 	for i, k := range r.keys {
-		keys[i] = quote(k)
+		keys[i] = tableschema.QuoteName(k)
 		params[i] = "$" + strconv.Itoa(n+i)
 		if r.cfg.Dialect == Postgres {
-			params[i] = fmt.Sprintf("CAST(%s AS %s)", params[i], pgType(r.schema.Field(k).Type))
+			params[i] = fmt.Sprintf("CAST(%s AS %s)", params[i], tableschema.PostgresType(r.schema.Field(k).Type))
 		}
 	}
 	if after {
 		conds = append(conds, "("+strings.Join(keys, ", ")+") > ("+strings.Join(params, ", ")+")")
 	}
 	return fmt.Sprintf("SELECT %s FROM %s WHERE %s ORDER BY %s LIMIT %d",
-		strings.Join(sel, ", "), quote(r.schema.Table), strings.Join(conds, " AND "), strings.Join(keys, ", "), page)
+		strings.Join(sel, ", "), tableschema.QuoteName(r.schema.Table), strings.Join(conds, " AND "), strings.Join(keys, ", "), page)
 }
 
 // rows reads the matching rows in keyset pages by key. A page is read
