@@ -26,7 +26,9 @@ func (e *Engine) Cancel(ctx context.Context, tenant string, id int64) (*batchtyp
 
 // PauseBatch pauses (paused true) or resumes a batch. Workers observe a
 // pause at every claim and renewal: a lease on a paused batch stops, and
-// its unworked rows go back without using an attempt.
+// its unworked rows go back without using an attempt. A batch whose
+// failures pass its bound is not resumed (ErrPastBound): raise the bound
+// first (Limit).
 func (e *Engine) PauseBatch(ctx context.Context, tenant string, id int64, paused bool) (*batchtype.Batch, error) {
 	b, err := e.store.BatchPause(ctx, driver.BatchControlParams{TenantID: tenant, ID: id}, paused)
 	if err != nil {
@@ -34,6 +36,18 @@ func (e *Engine) PauseBatch(ctx context.Context, tenant string, id int64, paused
 	}
 	if !paused {
 		e.bell.ring()
+	}
+	return b, nil
+}
+
+// Limit sets a batch's failure bound (Batch.MaxFailed), while it runs or
+// before it is resumed; the zero Threshold lifts it. A running batch whose
+// failures pass the new bound is paused at once, with an event and a
+// webhook, as its next flush would.
+func (e *Engine) Limit(ctx context.Context, tenant string, id int64, maxFailed Threshold) (*batchtype.Batch, error) {
+	b, err := e.store.BatchLimit(ctx, driver.BatchControlParams{TenantID: tenant, ID: id}, maxFailed)
+	if err != nil {
+		return nil, fmt.Errorf("limit batch %d: %w", id, err)
 	}
 	return b, nil
 }

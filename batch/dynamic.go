@@ -67,9 +67,10 @@ type DynamicKind struct {
 	// (its target table exists and has the right columns): an error
 	// refuses the file with nothing written.
 	CheckFunc func(ctx context.Context) error
-	// ChunkSize, MaxAttempts, Timeout, BackoffFunc and MaxInvalid are as
-	// in Kind.
+	// ChunkSize, MaxAttempts, Timeout, BackoffFunc, MaxInvalid and
+	// MaxFailed are as in Kind.
 	MaxInvalid  Threshold
+	MaxFailed   Threshold
 	ChunkSize   int
 	MaxAttempts int
 	Timeout     time.Duration
@@ -94,7 +95,7 @@ func RegisterDynamic(r *Registry, k DynamicKind) error {
 	if err != nil {
 		return fmt.Errorf("register kind %q: %w", k.Name, err)
 	}
-	s := kindSettings{chunkSize: k.ChunkSize, maxAttempts: k.MaxAttempts, timeout: k.Timeout, backoff: k.BackoffFunc, maxInvalid: k.MaxInvalid}
+	s := kindSettings{chunkSize: k.ChunkSize, maxAttempts: k.MaxAttempts, timeout: k.Timeout, backoff: k.BackoffFunc, maxInvalid: k.MaxInvalid, maxFailed: k.MaxFailed}
 	s.defaults()
 	r.mu.Lock()
 	defer r.mu.Unlock()

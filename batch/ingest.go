@@ -2,6 +2,7 @@ package batch
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -69,6 +70,12 @@ type ImportParams struct {
 	// a client file that is 40% wrong is sent back, not half imported.
 	// The zero value is no bound.
 	MaxInvalid Threshold
+	// MaxFailed pauses the batch, with an event and a webhook, once more
+	// of its rows to work than this have failed or died
+	// (batchtype.FailureBound): a processor failing every row stops
+	// before it has run them all. Defaults to the kind's; the zero value
+	// is no bound. Engine.Limit changes it while the batch runs.
+	MaxFailed Threshold
 }
 
 // ReportError is the error of an import of an error report that names one
@@ -187,6 +194,7 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, 
 		IdempotencyKey: key,
 		OptionsDigest:  optionsDigest(p),
 		MaxAttempts:    k.settings().maxAttempts,
+		MaxFailed:      cmp.Or(p.MaxFailed, k.settings().maxFailed),
 		KindVersion:    k.version(),
 		KindDefinition: k.definition(),
 		Rows:           seq,

@@ -61,6 +61,9 @@ type Kind[T any] struct {
 	// MaxInvalid is the kind's bound on a file's invalid rows, for an
 	// import that sets none (ImportParams.MaxInvalid). Optional.
 	MaxInvalid Threshold
+	// MaxFailed is the kind's bound on a batch's failed rows, for an import
+	// that sets none (ImportParams.MaxFailed). Optional.
+	MaxFailed Threshold
 	// MaxAttempts bounds retries; a row whose last attempt fails is dead.
 	// Defaults to 5.
 	MaxAttempts int
@@ -196,6 +199,7 @@ type rowWorker interface {
 
 type kindSettings struct {
 	maxInvalid  Threshold
+	maxFailed   Threshold
 	chunkSize   int
 	maxAttempts int
 	timeout     time.Duration
@@ -642,7 +646,7 @@ func Register[T any](r *Registry, k Kind[T]) error {
 	if err != nil {
 		return fmt.Errorf("register kind %q: %w", k.Name, err)
 	}
-	s := kindSettings{chunkSize: k.ChunkSize, maxAttempts: k.MaxAttempts, timeout: k.Timeout, runGrace: k.RunGrace, backoff: k.BackoffFunc, maxInvalid: k.MaxInvalid}
+	s := kindSettings{chunkSize: k.ChunkSize, maxAttempts: k.MaxAttempts, timeout: k.Timeout, runGrace: k.RunGrace, backoff: k.BackoffFunc, maxInvalid: k.MaxInvalid, maxFailed: k.MaxFailed}
 	s.defaults()
 	reg := &registered[T]{k: k, pipeline: p, s: s}
 	reg.tx, _ = k.Processor.(TxProcessor[T])

@@ -23,6 +23,9 @@ var (
 	ErrNoWork = driver.ErrNoWork
 	// ErrConflict: a write violates a uniqueness rule.
 	ErrConflict = driver.ErrConflict
+	// ErrPastBound: a batch's failures pass its bound (Batch.MaxFailed),
+	// so it is not resumed until the bound is raised (Engine.Limit).
+	ErrPastBound = driver.ErrPastBound
 	// ErrSchemaNewer: the database is ahead of this build.
 	ErrSchemaNewer = driver.ErrSchemaNewer
 	// ErrBatchStopped: the lease's batch was cancelled or paused.

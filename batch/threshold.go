@@ -4,70 +4,23 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
 
 // Threshold bounds how many of a batch's rows may be bad: a count, or a
 // percentage of its rows. The zero value is no bound.
-type Threshold struct {
-	// Count is the most rows allowed; used when Percent is 0.
-	Count int64
-	// Percent is the most rows allowed as a share of all rows, above 0
-	// and at most 100.
-	Percent float64
-}
+type Threshold = batchtype.Threshold
 
-// IsZero reports whether t bounds nothing.
-func (t Threshold) IsZero() bool { return t.Count == 0 && t.Percent == 0 }
-
-// ParseThreshold reads "N" (a count) or "P%" (a percentage). "" is no
-// bound; "0" allows none.
+// ParseThreshold reads "N" (a count) or "P%" (a percentage). "" and
+// "none" are no bound; "0" allows none. Its errors wrap ErrBadParams.
 func ParseThreshold(s string) (Threshold, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return Threshold{}, nil
+	t, err := batchtype.ParseThreshold(s)
+	if err != nil {
+		return Threshold{}, fmt.Errorf("%w: %w", ErrBadParams, err)
 	}
-	if p, ok := strings.CutSuffix(s, "%"); ok {
-		f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
-		if err != nil || f <= 0 || f > 100 {
-			return Threshold{}, fmt.Errorf("%w: %q: want a count (10) or a percentage above 0 and at most 100 (2.5%%)", ErrBadParams, s)
-		}
-		return Threshold{Percent: f}, nil
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 {
-		return Threshold{}, fmt.Errorf("%w: %q: want a count (10) or a percentage (2.5%%)", ErrBadParams, s)
-	}
-	if n == 0 {
-		return Threshold{Count: -1}, nil // none allowed
-	}
-	return Threshold{Count: n}, nil
-}
-
-// String writes t as ParseThreshold reads it.
-func (t Threshold) String() string {
-	switch {
-	case t.Percent > 0:
-		return strconv.FormatFloat(t.Percent, 'f', -1, 64) + "%"
-	case t.Count < 0:
-		return "0"
-	}
-	return strconv.FormatInt(t.Count, 10)
-}
-
-// Exceeded reports whether bad of total rows passes t.
-func (t Threshold) Exceeded(bad, total int64) bool {
-	switch {
-	case t.IsZero():
-		return false
-	case t.Percent > 0:
-		return total > 0 && float64(bad)*100 > t.Percent*float64(total)
-	case t.Count < 0:
-		return bad > 0
-	}
-	return bad > t.Count
+	return t, nil
 }
 
 // ErrTooManyInvalid is wrapped by the error of an import whose invalid

@@ -247,6 +247,11 @@ func (e *Engine) done(ctx context.Context, r *run) (bool, error) {
 		if b.Status != batchtype.StatusRunning && b.Status != batchtype.StatusCancelled {
 			return true, nil
 		}
+		if b.Paused && b.FailuresExceeded() {
+			// Paused by its failure bound: nothing happens until a
+			// person raises the bound and resumes it.
+			return true, nil
+		}
 		cancelled = b.Status == batchtype.StatusCancelled
 		if !e.registry.Has(b.Kind) {
 			return false, fmt.Errorf("batch %d is of kind %q, which this engine does not know: %w", b.ID, b.Kind, ErrUnknownKind)

@@ -76,7 +76,11 @@ type Batch struct {
 	// idempotency key instead of importing the file again. Not stored.
 	Reused bool
 	// Paused is set while the batch is paused: no chunk of it is claimed.
-	Paused     bool
+	Paused bool
+	// MaxFailed bounds its failed and dead rows (FailureBound): the flush
+	// that passes it pauses the batch, with an event and a webhook, and it
+	// is not resumed while they pass it. The zero value is no bound.
+	MaxFailed  Threshold
 	CreatedAt  time.Time
 	FinishedAt *time.Time
 }
@@ -186,7 +190,10 @@ type Event struct {
 	// person acts: the batch is finished, or cancelled with no row left
 	// under a worker's lease.
 	Final bool
-	At    time.Time
+	// Reason says why, on an event the engine caused rather than a person:
+	// a pause by the batch's failure bound (Batch.MaxFailed).
+	Reason string
+	At     time.Time
 }
 
 // Coalescable reports whether a later event may stand in for e: a progress

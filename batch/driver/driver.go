@@ -32,6 +32,9 @@ var (
 	ErrNoWork = errors.New("no work")
 	// ErrConflict: a write violates a uniqueness rule.
 	ErrConflict = errors.New("conflict")
+	// ErrPastBound: a batch's failures pass its failure bound
+	// (Batch.MaxFailed): it is not resumed until the bound is raised.
+	ErrPastBound = errors.New("failures past the batch's bound")
 )
 
 // IngestRow is a row as the engine hands it to the store at ingest: already
@@ -80,6 +83,9 @@ type BatchIngestParams struct {
 	// MaxAttempts is the kind's attempt limit: a claim moves a row that has
 	// used them all to dead. Defaults to 5.
 	MaxAttempts int
+	// MaxFailed is stored with the batch (Batch.MaxFailed): the flush whose
+	// failures pass it pauses the batch.
+	MaxFailed batchtype.Threshold
 	// Rows yields the rows in order. A non-nil error aborts the ingest: the
 	// store rolls back and nothing of the batch is left.
 	Rows iter.Seq2[IngestRow, error]
@@ -521,8 +527,14 @@ type Store interface {
 	// when their lease's flush comes (or expires). ErrNotFound for another
 	// tenant's batch or an unknown id.
 	BatchCancel(ctx context.Context, params BatchControlParams) (*batchtype.Batch, error)
-	// BatchPause pauses (paused true) or resumes a batch.
+	// BatchPause pauses (paused true) or resumes a batch. A batch whose
+	// failures pass its bound (Batch.MaxFailed) is not resumed:
+	// ErrPastBound.
 	BatchPause(ctx context.Context, params BatchControlParams, paused bool) (*batchtype.Batch, error)
+	// BatchLimit sets a batch's failure bound (Batch.MaxFailed; the zero
+	// Threshold lifts it). A running batch whose failures pass the new
+	// bound is paused in the same transaction, as a flush would.
+	BatchLimit(ctx context.Context, params BatchControlParams, maxFailed batchtype.Threshold) (*batchtype.Batch, error)
 	// Pause pauses or resumes a kind of a tenant, or the whole tenant.
 	Pause(ctx context.Context, params PauseParams) error
 	// Paused lists a tenant's paused kinds ("" for the whole tenant).

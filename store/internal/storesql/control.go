@@ -19,6 +19,7 @@ type control struct {
 	insertEffects, existingEffects, takeOverEffect, rerunEffect string
 	lockChunks, cancelBatch, cancelRows, recountBatch, batchOf  string
 	pauseBatch, pauseAdd, pauseDrop, pausedList, openBatches    string
+	setMaxFailed, boundOf                                       string
 	retryRows, rowChunk, lockChunk, settleRow, settleEffect     string
 	lockChunkDeferred, deferredHeld                             string
 	kindsOpen, workerCreate, workerAuth                         string
@@ -71,8 +72,10 @@ func newControl(d *Dialect) control {
 				WHERE r.batch_id = {t}batch_chunks.batch_id
 				  AND r.row_no BETWEEN {t}batch_chunks.first_row_no AND {t}batch_chunks.last_row_no)
 			WHERE batch_id = $1`),
-		batchOf:    d.Expand(`SELECT status FROM {t}batches WHERE id = $1 AND tenant_id = $2`),
-		pauseBatch: d.Expand(`UPDATE {t}batches SET paused = $3 WHERE id = $1 AND tenant_id = $2`),
+		batchOf:      d.Expand(`SELECT status FROM {t}batches WHERE id = $1 AND tenant_id = $2`),
+		pauseBatch:   d.Expand(`UPDATE {t}batches SET paused = $3 WHERE id = $1 AND tenant_id = $2`),
+		setMaxFailed: d.Expand(`UPDATE {t}batches SET max_failed = $3 WHERE id = $1 AND tenant_id = $2`),
+		boundOf:      d.Expand(`SELECT status, max_failed FROM {t}batches WHERE id = $1 AND tenant_id = $2`),
 		pauseAdd: d.Expand(`INSERT INTO {t}pauses (tenant_id, scope, value, created_at) VALUES ($1, $2, $3, {now})
 			ON CONFLICT (tenant_id, scope, value) DO NOTHING`),
 		pauseDrop: d.Expand(`DELETE FROM {t}pauses WHERE tenant_id = $1 AND scope = $2 AND value = $3`),
@@ -302,6 +305,66 @@ func (s *Store) BatchCancel(ctx context.Context, p driver.BatchControlParams) (*
 	return s.BatchGet(ctx, driver.BatchGetParams(p))
 }
 
+// checkBound refuses to resume a running batch whose failures pass its
+// bound: its next flush would pause it again.
+func (s *Store) checkBound(ctx context.Context, q Querier, p driver.BatchControlParams) error {
+	var status, maxFailed string
+	err := q.QueryRow(ctx, s.c.boundOf, p.ID, p.TenantID).Scan(&status, &maxFailed)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("batch %d: %w", p.ID, driver.ErrNotFound)
+	}
+	if err != nil || maxFailed == "" || status != string(batchtype.StatusRunning) {
+		return err
+	}
+	bound, err := batchtype.ParseThreshold(maxFailed)
+	if err != nil {
+		return fmt.Errorf("batch %d max_failed: %w", p.ID, err)
+	}
+	dests, counts := CountDests()
+	if err := q.QueryRow(ctx, s.q.sumChunks, p.ID).Scan(dests...); err != nil {
+		return fmt.Errorf("sum chunks: %w", err)
+	}
+	if failures, worked := batchtype.FailureBound(counts()); bound.Exceeded(failures, worked) {
+		return fmt.Errorf("batch %d: %s: %w", p.ID, failureReason(failures, worked, bound), driver.ErrPastBound)
+	}
+	return nil
+}
+
+// BatchLimit sets a batch's failure bound, and pauses it in the same
+// transaction when it is running and its failures pass the new bound.
+func (s *Store) BatchLimit(ctx context.Context, p driver.BatchControlParams, maxFailed batchtype.Threshold) (*batchtype.Batch, error) {
+	err := s.changeTx(ctx, func(q Querier, evs *[]committedEvent) error {
+		n, err := q.Exec(ctx, s.c.setMaxFailed, p.ID, p.TenantID, maxFailed.String())
+		if err != nil {
+			return fmt.Errorf("set max_failed: %w", err)
+		}
+		if n == 0 {
+			return fmt.Errorf("batch %d: %w", p.ID, driver.ErrNotFound)
+		}
+		var (
+			status string
+			paused bool
+			mf     string
+		)
+		if err := q.QueryRow(ctx, s.q.batchStatus, p.ID).Scan(&status, &paused, &mf); err != nil {
+			return fmt.Errorf("batch status: %w", err)
+		}
+		if status != string(batchtype.StatusRunning) || paused || mf == "" {
+			return nil
+		}
+		reason, err := s.failureBound(ctx, q, p.ID, p.TenantID, mf)
+		if err != nil || reason == "" {
+			return err
+		}
+		_, err = s.afterChangeWhy(ctx, q, p.ID, batchtype.EventPaused, reason, evs)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.BatchGet(ctx, driver.BatchGetParams(p))
+}
+
 // BatchPause pauses or resumes a batch.
 func (s *Store) BatchPause(ctx context.Context, p driver.BatchControlParams, paused bool) (*batchtype.Batch, error) {
 	err := s.changeTx(ctx, func(q Querier, evs *[]committedEvent) error {
@@ -311,6 +374,11 @@ func (s *Store) BatchPause(ctx context.Context, p driver.BatchControlParams, pau
 			// chunk, then the batch). The other order deadlocked with
 			// flushes, and PostgreSQL failed the resume.
 			if err := s.lockChunksOf(ctx, q, p.TenantID, p.ID); err != nil {
+				return err
+			}
+		}
+		if !paused {
+			if err := s.checkBound(ctx, q, p); err != nil {
 				return err
 			}
 		}

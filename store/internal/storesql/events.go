@@ -30,6 +30,7 @@ type eventPayload struct {
 	ETASeconds    *float64         `json:"eta_seconds,omitempty"`
 	Final         bool             `json:"final,omitempty"`
 	Finished      bool             `json:"finished,omitempty"`
+	Reason        string           `json:"reason,omitempty"`
 }
 
 type eventStatements struct {
@@ -58,9 +59,9 @@ func newEventStatements(d *Dialect) eventStatements {
 // there, after the lock, so that times follow the sequence; it measures the
 // rate against the event rateWindow back, which the index on (batch_id,
 // seq) finds in one probe.
-func (s *Store) appendEvent(ctx context.Context, q Querier, id int64, typ batchtype.EventType, status string, paused bool, counts rows.Counts, seq int64, tenant string, now Time) (*batchtype.Event, error) {
+func (s *Store) appendEvent(ctx context.Context, q Querier, id int64, typ batchtype.EventType, reason, status string, paused bool, counts rows.Counts, seq int64, tenant string, now Time) (*batchtype.Event, error) {
 	ev := &batchtype.Event{BatchID: id, Seq: seq, Type: typ, Status: batchtype.Status(status), Paused: paused,
-		Counts: counts, Total: counts.Total(), At: now.Time}
+		Counts: counts, Total: counts.Total(), At: now.Time, Reason: reason}
 	ev.Done = ev.Total - counts.Open()
 	switch ev.Status {
 	case batchtype.StatusFinished:
@@ -98,7 +99,7 @@ func (s *Store) appendEvent(ctx context.Context, q Querier, id int64, typ batcht
 		ev.ETASeconds = &eta
 	}
 	payload, err := json.Marshal(eventPayload{Status: ev.Status, Paused: ev.Paused, Counts: counts, Total: ev.Total, Done: ev.Done,
-		RowsPerSecond: ev.RowsPerSecond, ETASeconds: ev.ETASeconds, Final: ev.Final})
+		RowsPerSecond: ev.RowsPerSecond, ETASeconds: ev.ETASeconds, Final: ev.Final, Reason: ev.Reason})
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +174,7 @@ func (s *Store) EventsList(ctx context.Context, p driver.EventsListParams) ([]ba
 		}
 		ev.BatchID, ev.Type, ev.At = p.BatchID, batchtype.EventType(typ), at.Time
 		ev.Status, ev.Paused, ev.Counts, ev.Total, ev.Done = pl.Status, pl.Paused, pl.Counts, pl.Total, pl.Done
-		ev.RowsPerSecond, ev.ETASeconds, ev.Final = pl.RowsPerSecond, pl.ETASeconds, pl.Final || pl.Finished
+		ev.RowsPerSecond, ev.ETASeconds, ev.Final, ev.Reason = pl.RowsPerSecond, pl.ETASeconds, pl.Final || pl.Finished, pl.Reason
 		if ev.Type == "ingested" { // the first schema's name for started
 			ev.Type = batchtype.EventStarted
 		}

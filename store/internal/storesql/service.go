@@ -91,6 +91,8 @@ type hookData struct {
 	BatchID  int64            `json:"batch_id"`
 	Seq      int64            `json:"event_seq"`
 	Status   batchtype.Status `json:"status"`
+	Paused   bool             `json:"paused,omitempty"`
+	Reason   string           `json:"reason,omitempty"`
 	Counts   any              `json:"counts"`
 	Total    int64            `json:"total"`
 	Done     int64            `json:"done"`
@@ -99,11 +101,15 @@ type hookData struct {
 // enqueueHooks writes the outbox rows of a terminal event in its
 // transaction.
 func (s *Store) enqueueHooks(ctx context.Context, q Querier, tenant string, ev *batchtype.Event) error {
-	if ev.Type != batchtype.EventFinished && ev.Type != batchtype.EventCancelled {
+	// A pause the engine made (the failure bound) needs a person; one a
+	// person made does not need telling.
+	boundPause := ev.Type == batchtype.EventPaused && ev.Reason != ""
+	if ev.Type != batchtype.EventFinished && ev.Type != batchtype.EventCancelled && !boundPause {
 		return nil
 	}
 	body, err := json.Marshal(hookPayload{Type: "batch." + string(ev.Type), Timestamp: ev.At.UTC(),
-		Data: hookData{TenantID: tenant, BatchID: ev.BatchID, Seq: ev.Seq, Status: ev.Status, Counts: ev.Counts, Total: ev.Total, Done: ev.Done}})
+		Data: hookData{TenantID: tenant, BatchID: ev.BatchID, Seq: ev.Seq, Status: ev.Status, Paused: ev.Paused, Reason: ev.Reason,
+			Counts: ev.Counts, Total: ev.Total, Done: ev.Done}})
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ const workable = `b.status = 'running' AND NOT b.paused AND NOT EXISTS (SELECT 1
 // batchColumns and batchFrom select a batch with its totals, summed over
 // its count groups in the same query; scanBatch reads them.
 const batchColumns = `b.id, b.tenant_id, b.kind, b.source_name, b.source_digest, b.status, b.header,
-	b.options, b.skipped_empty, b.created_at, b.finished_at, b.paused`
+	b.options, b.skipped_empty, b.created_at, b.finished_at, b.paused, b.max_failed`
 
 // newStatements expands the shared statements for the dialect, a part at
 // a time.
@@ -44,8 +44,8 @@ func newStatements(d *Dialect) statements {
 // ingestAndCounts: ingest, its clean-up, and the counts.
 func (s *statements) ingestAndCounts(d *Dialect) {
 	sums := SumColumns()
-	s.insertBatch = d.Expand(`INSERT INTO {t}batches (tenant_id, kind, source_name, header, options, idempotency_key, max_attempts, status, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, {now}) RETURNING id`)
+	s.insertBatch = d.Expand(`INSERT INTO {t}batches (tenant_id, kind, source_name, header, options, idempotency_key, max_attempts, status, max_failed, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, {now}) RETURNING id`)
 	s.ingestRenew = d.Expand(`UPDATE {t}batches SET ingest_expires_at = {now} + CAST($2 AS bigint) * {ms} WHERE id = $1`)
 	s.ingestDone = d.Expand(`UPDATE {t}batches SET status = 'running', ingest_expires_at = NULL WHERE id = $1 AND status = 'ingesting'`)
 	s.deadIngests = d.Expand(`SELECT id FROM {t}batches WHERE status = 'ingesting' AND ingest_expires_at < {now}`)
@@ -183,7 +183,7 @@ func (s *statements) readsAndClaims(d *Dialect) {
 		        ELSE ` + d.JSONError("row_no", "code", "$6", "message", "$7") + ` END
 		WHERE batch_id = $1 AND row_no BETWEEN $2 AND $3 AND tenant_id = $4
 		  AND state IN ` + ClaimableStates + ` AND next_attempt_at <= {now} AND attempts >= $5`)
-	s.batchStatus = d.Expand(`SELECT status FROM {t}batches WHERE id = $1`)
+	s.batchStatus = d.Expand(`SELECT status, paused, max_failed FROM {t}batches WHERE id = $1`)
 	s.leaseHeld = d.Expand(`SELECT 1 FROM {t}batch_chunks
 		WHERE batch_id = $1 AND chunk_no = $2 AND lease_token = $3 AND tenant_id = $4 AND lease_expires_at > {now}`)
 }

@@ -165,7 +165,7 @@ func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*b
 	}
 	var id int64
 	insertBatch := func(q Querier, status string) error {
-		if err := q.QueryRow(ctx, s.q.insertBatch, p.TenantID, p.Kind, p.SourceName, string(header), string(options), key, maxAttempts, status).Scan(&id); err != nil {
+		if err := q.QueryRow(ctx, s.q.insertBatch, p.TenantID, p.Kind, p.SourceName, string(header), string(options), key, maxAttempts, status, p.MaxFailed.String()).Scan(&id); err != nil {
 			return fmt.Errorf("insert batch: %w", err)
 		}
 		return nil
@@ -342,6 +342,12 @@ func (s *Store) cleanIngests(ctx context.Context, q Querier) error {
 // statement, is write skew: two last flushes each see the other's chunk
 // still open, and neither finishes the batch.
 func (s *Store) afterChange(ctx context.Context, q Querier, id int64, typ batchtype.EventType, evs *[]committedEvent) (*driver.FlushResult, error) {
+	return s.afterChangeWhy(ctx, q, id, typ, "", evs)
+}
+
+// afterChangeWhy is afterChange with the reason of an event the engine
+// caused (batchtype.Event.Reason).
+func (s *Store) afterChangeWhy(ctx context.Context, q Querier, id int64, typ batchtype.EventType, reason string, evs *[]committedEvent) (*driver.FlushResult, error) {
 	var (
 		seq            int64
 		tenant, status string
@@ -358,7 +364,7 @@ func (s *Store) afterChange(ctx context.Context, q Querier, id int64, typ batcht
 	if err := q.QueryRow(ctx, s.q.sumChunks, id).Scan(dests...); err != nil {
 		return nil, fmt.Errorf("sum chunks: %w", err)
 	}
-	ev, err := s.appendEvent(ctx, q, id, typ, status, paused, counts(), seq, tenant, now)
+	ev, err := s.appendEvent(ctx, q, id, typ, reason, status, paused, counts(), seq, tenant, now)
 	if err != nil {
 		return nil, err
 	}
@@ -375,13 +381,17 @@ func scanBatch(r interface{ Scan(...any) error }) (*batchtype.Batch, error) {
 		b                 batchtype.Batch
 		status            string
 		header, options   string
+		maxFailed         string
 		created, finished Time
 	)
 	dests, counts := CountDests()
 	err := r.Scan(append([]any{&b.ID, &b.TenantID, &b.Kind, &b.SourceName, &b.SourceDigest, &status, &header,
-		&options, &b.SkippedEmpty, &created, &finished, &b.Paused}, dests...)...)
+		&options, &b.SkippedEmpty, &created, &finished, &b.Paused, &maxFailed}, dests...)...)
 	if err != nil {
 		return nil, err
+	}
+	if b.MaxFailed, err = batchtype.ParseThreshold(maxFailed); err != nil {
+		return nil, fmt.Errorf("batch %d max_failed: %w", b.ID, err)
 	}
 	b.Status = batchtype.Status(status)
 	b.CreatedAt, b.FinishedAt, b.Counts = created.Time, finished.Ptr(), counts()
@@ -465,8 +475,12 @@ func (s *Store) ChunkFlush(ctx context.Context, p driver.ChunkFlushParams) (*dri
 		}
 		// A cancel locks the batch's chunks before it changes the batch,
 		// so with this chunk locked the status cannot change under us.
-		var status string
-		if err := q.QueryRow(ctx, s.q.batchStatus, p.BatchID).Scan(&status); err != nil {
+		var (
+			status    string
+			paused    bool
+			maxFailed string
+		)
+		if err := q.QueryRow(ctx, s.q.batchStatus, p.BatchID).Scan(&status, &paused, &maxFailed); err != nil {
 			return fmt.Errorf("batch status: %w", err)
 		}
 		cancelled := status == string(batchtype.StatusCancelled)
@@ -517,7 +531,16 @@ func (s *Store) ChunkFlush(ctx context.Context, p driver.ChunkFlushParams) (*dri
 		if err := s.recount(ctx, q, p.BatchID, p.ChunkNo, p.Release); err != nil {
 			return err
 		}
-		res, err = s.afterChange(ctx, q, p.BatchID, batchtype.EventProgress, evs)
+		typ, reason := batchtype.EventProgress, ""
+		if status == string(batchtype.StatusRunning) && !paused && maxFailed != "" {
+			if reason, err = s.failureBound(ctx, q, p.BatchID, p.TenantID, maxFailed); err != nil {
+				return err
+			}
+			if reason != "" {
+				typ = batchtype.EventPaused
+			}
+		}
+		res, err = s.afterChangeWhy(ctx, q, p.BatchID, typ, reason, evs)
 		if res != nil {
 			res.Cancelled = cancelled
 		}
@@ -528,6 +551,35 @@ func (s *Store) ChunkFlush(ctx context.Context, p driver.ChunkFlushParams) (*dri
 		return nil, err
 	}
 	return res, nil
+}
+
+// failureBound pauses a running batch whose failures pass its bound
+// maxFailed (batchtype.FailureBound), in the caller's transaction, and
+// returns why; "" when they do not pass it. In a flush, the pause commits
+// with the outcomes that passed the bound: no claim after it takes the
+// batch's rows, and the leases under way stop at their next renewal.
+func (s *Store) failureBound(ctx context.Context, q Querier, id int64, tenant, maxFailed string) (string, error) {
+	bound, err := batchtype.ParseThreshold(maxFailed)
+	if err != nil {
+		return "", fmt.Errorf("batch %d max_failed: %w", id, err)
+	}
+	dests, counts := CountDests()
+	if err := q.QueryRow(ctx, s.q.sumChunks, id).Scan(dests...); err != nil {
+		return "", fmt.Errorf("sum chunks: %w", err)
+	}
+	failures, worked := batchtype.FailureBound(counts())
+	if !bound.Exceeded(failures, worked) {
+		return "", nil
+	}
+	if _, err := q.Exec(ctx, s.c.pauseBatch, id, tenant, true); err != nil {
+		return "", fmt.Errorf("pause batch: %w", err)
+	}
+	return failureReason(failures, worked, bound), nil
+}
+
+// failureReason is the reason of a pause by a batch's failure bound.
+func failureReason(failures, worked int64, bound batchtype.Threshold) string {
+	return fmt.Sprintf("%d of %d rows failed, more than its max-failed %s", failures, worked, bound)
 }
 
 // cancelledOutcomes are what a flush records when the batch was cancelled
