@@ -32,7 +32,11 @@ func (e *Engine) Cancel(ctx context.Context, tenant string, id int64) (*batchtyp
 func (e *Engine) PauseBatch(ctx context.Context, tenant string, id int64, paused bool) (*batchtype.Batch, error) {
 	b, err := e.store.BatchPause(ctx, driver.BatchControlParams{TenantID: tenant, ID: id}, paused)
 	if err != nil {
-		return nil, fmt.Errorf("pause batch %d: %w", id, err)
+		verb := "pause"
+		if !paused {
+			verb = "resume"
+		}
+		return nil, fmt.Errorf("%s batch %d: %w", verb, id, err)
 	}
 	if !paused {
 		e.bell.ring()

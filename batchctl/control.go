@@ -44,8 +44,9 @@ recorded unknown, to be reconciled. A cancel cannot be undone.`,
 }
 
 type pauseOptions struct {
-	kind   string
-	tenant bool
+	kind      string
+	tenant    bool
+	maxFailed string
 }
 
 func (c *cli) pauseCommand(pause bool) *cobra.Command {
@@ -61,7 +62,7 @@ func (c *cli) pauseCommand(pause bool) *cobra.Command {
 every batch of the tenant (--all). A pause is stored in the database and
 every worker observes it at each claim and lease renewal: a worker stops a
 paused batch's rows and gives the unfinished ones back without using an
-attempt. Resuming lets workers claim them again.`,
+attempt. Resuming lets workers claim them again.` + resumeNote(pause),
 		Example: "  batchctl " + verb + " 7\n  batchctl " + verb + " --kind customers\n  batchctl " + verb + " --all --tenant acme",
 		RunE: func(cmd *cobra.Command, a []string) error {
 			targets := len(a)
@@ -74,6 +75,13 @@ attempt. Resuming lets workers claim them again.`,
 			if targets != 1 {
 				return usagef("%s needs exactly one of: a batch id, --kind K, --all", verb)
 			}
+			bound, err := batch.ParseThreshold(o.maxFailed)
+			if err != nil {
+				return usagef("--max-failed %v", err)
+			}
+			if cmd.Flags().Changed("max-failed") && len(a) == 0 {
+				return usagef("--max-failed is a batch's bound: name the batch")
+			}
 			app, err := c.open(cmd.Context(), readWrite)
 			if err != nil {
 				return err
@@ -84,7 +92,15 @@ attempt. Resuming lets workers claim them again.`,
 				if err != nil {
 					return err
 				}
+				if cmd.Flags().Changed("max-failed") {
+					if _, err := app.engine.Limit(cmd.Context(), c.global.tenant, id, bound); err != nil {
+						return err
+					}
+				}
 				b, err := app.engine.PauseBatch(cmd.Context(), c.global.tenant, id, pause)
+				if errors.Is(err, batch.ErrPastBound) {
+					return fmt.Errorf("%w; resume it with a higher bound, or none: batchctl resume %d --max-failed none%s", err, id, c.hint())
+				}
 				if err != nil {
 					return err
 				}
@@ -106,6 +122,61 @@ attempt. Resuming lets workers claim them again.`,
 	}
 	cmd.Flags().StringVar(&o.kind, "kind", "", verb+" every batch of this kind")
 	cmd.Flags().BoolVar(&o.tenant, "all", false, verb+" every batch of the tenant")
+	if !pause {
+		cmd.Flags().StringVar(&o.maxFailed, "max-failed", "", "set the batch's failure bound (N, P% or none) before resuming it")
+	}
+	return cmd
+}
+
+// resumeNote is what resume's help adds to pause's.
+func resumeNote(pause bool) string {
+	if pause {
+		return ""
+	}
+	return `
+
+A batch its failure bound paused (import --max-failed) is not resumed while
+its failures pass the bound: resume it with a higher one (--max-failed), or
+none.`
+}
+
+func (c *cli) limitCommand() *cobra.Command {
+	var maxFailed string
+	cmd := &cobra.Command{
+		Use:   "limit <batch> --max-failed N|P%|none",
+		Short: "Change a batch's failure bound, while it runs",
+		Long: `Set the bound on a batch's failed and dead rows (as import --max-failed
+sets it): when more of its rows to work than N, or than P% of them, have
+failed or died, the flush that passes the bound pauses the batch, with a
+paused event that says why and a batch.paused webhook. none lifts it.
+
+A running batch whose failures already pass the new bound is paused at
+once. A paused batch stays paused: resume it (batchctl resume).`,
+		Example: `  batchctl limit 7 --max-failed 5%
+  batchctl limit 7 --max-failed none && batchctl resume 7`,
+		Args: batchIDArg,
+		RunE: func(cmd *cobra.Command, a []string) error {
+			id, _ := parseBatchID(a[0])
+			if !cmd.Flags().Changed("max-failed") {
+				return usagef("limit needs --max-failed N, P%% or none")
+			}
+			bound, err := batch.ParseThreshold(maxFailed)
+			if err != nil {
+				return usagef("--max-failed %v", err)
+			}
+			app, err := c.open(cmd.Context(), readWrite)
+			if err != nil {
+				return err
+			}
+			defer app.close()
+			b, err := app.engine.Limit(cmd.Context(), c.global.tenant, id, bound)
+			if err != nil {
+				return err
+			}
+			return c.printBatch(c.stdout, b, false)
+		},
+	}
+	cmd.Flags().StringVar(&maxFailed, "max-failed", "", "the bound on failed and dead rows: N, P% of the rows to work, or none")
 	return cmd
 }
 

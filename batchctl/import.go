@@ -28,7 +28,9 @@ type importOptions struct {
 	newBatch bool
 	// maxInvalid is --max-invalid: N or P%.
 	maxInvalid string
-	read       readFlags
+	// maxFailed is --max-failed: N or P%.
+	maxFailed string
+	read      readFlags
 	// interval is --progress-interval.
 	interval time.Duration
 	// schema is a Table Schema file defining the kind for this import
@@ -121,6 +123,7 @@ or unknown; 4 the file was rejected (nothing was written).`,
 	f.BoolVar(&o.noWork, "no-work", false, "only import; leave the valid rows for batchctl worker")
 	f.BoolVar(&o.dryRun, "dry-run", false, "validate every row and report; write nothing, run no processor")
 	f.StringVar(&o.maxInvalid, "max-invalid", "", "reject the file, nothing written, when more than N (or P%) of its rows are invalid")
+	f.StringVar(&o.maxFailed, "max-failed", "", "pause the batch when more than N (or P%) of its rows to work have failed or died (batchctl limit changes it)")
 	f.BoolVar(&o.strict, "strict", false, "reject the file if it has a column the kind does not know, or lacks one of its optional columns")
 	f.BoolVar(&o.newBatch, "new-batch", false, "import as a new batch: a file this tenant already imported as this kind with the same options (whose batch is returned otherwise), or an error report of a batch (re-run otherwise)")
 	f.BoolVar(&o.once, "once", false, "what every import does now without --new-batch (kept for scripts that pass it)")
@@ -157,6 +160,9 @@ func (c *cli) runImport(ctx context.Context, kind, path string, o importOptions)
 	p := batch.ImportParams{TenantID: c.global.tenant, Kind: kind, SourceName: path, Strict: o.strict, Once: o.once}
 	if p.MaxInvalid, err = batch.ParseThreshold(o.maxInvalid); err != nil {
 		return usagef("--max-invalid %v", err)
+	}
+	if p.MaxFailed, err = batch.ParseThreshold(o.maxFailed); err != nil {
+		return usagef("--max-failed %v", err)
 	}
 	if err := o.read.apply(&p); err != nil {
 		return err

@@ -18,10 +18,13 @@ import (
 var problemStates = []rows.State{rows.StateInvalid, rows.StateFailed, rows.StateDead, rows.StateUnknown}
 
 // batchExit is the exit code a batch's outcome maps to: 3 only for a
-// batch that finished (or was cancelled) with problem rows. A batch still
-// running has no outcome yet, so `import --no-work && batchctl worker`
-// goes on to the worker.
+// batch that finished (or was cancelled) with problem rows, or that its
+// failure bound paused. A batch still running has no outcome yet, so
+// `import --no-work && batchctl worker` goes on to the worker.
 func batchExit(b *batchtype.Batch) int {
+	if b.Status == batchtype.StatusRunning && b.Paused && b.FailuresExceeded() {
+		return exitRows // paused by its failure bound: a person must act
+	}
 	if b.Status == batchtype.StatusRunning {
 		return exitOK
 	}
@@ -55,6 +58,14 @@ func (c *cli) printBatch(w io.Writer, b *batchtype.Batch, hints bool) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if !b.MaxFailed.IsZero() {
+		failures, worked := batchtype.FailureBound(b.Counts)
+		fmt.Fprintf(w, "max-failed %s: %d of %d rows failed so far\n", b.MaxFailed, failures, worked)
+		if b.Paused && b.Status == batchtype.StatusRunning && b.MaxFailed.Exceeded(failures, worked) {
+			fmt.Fprintf(w, "paused: its failures passed its max-failed %s; list them: batchctl rows %d --state failed%s\n", b.MaxFailed, b.ID, c.hint())
+			fmt.Fprintf(w, "to go on, resume it with a higher bound, or none: batchctl resume %d --max-failed none%s\n", b.ID, c.hint())
+		}
 	}
 	if !hints {
 		return nil

@@ -252,7 +252,7 @@ func barLine(id int64, ev *batchtype.Event, width int) string {
 	if ev == nil {
 		b.WriteString("waiting for events")
 	} else {
-		fmt.Fprintf(&b, "%d/%d  [%s]", ev.Done, ev.Total, bar(ev.Done, ev.Total, ev.Final))
+		fmt.Fprintf(&b, "%d/%d  [%s]", ev.Done, ev.Total, bar(ev.Done, ev.Total, ev.Final && !ev.Paused))
 		var parts []string
 		if !ev.Final && ev.RowsPerSecond > 0 {
 			parts = append(parts, rowRate(ev.RowsPerSecond))

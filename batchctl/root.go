@@ -252,7 +252,7 @@ func (c *cli) rootCommand() *cobra.Command {
 		root.AddCommand(cmd)
 	}
 	for _, cmd := range []*cobra.Command{c.statusCommand(), c.watchCommand(), c.rowsCommand(), c.batchesCommand(),
-		c.cancelCommand(), c.pauseCommand(true), c.pauseCommand(false), c.retryCommand(), c.reconcileCommand(),
+		c.cancelCommand(), c.pauseCommand(true), c.pauseCommand(false), c.limitCommand(), c.retryCommand(), c.reconcileCommand(),
 		c.rerunCommand(), c.rowCommand(), c.historyCommand()} {
 		cmd.GroupID = "batches"
 		root.AddCommand(cmd)

@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rowfate/rowfate/batch"
-	"github.com/rowfate/rowfate/batchtype"
 )
 
 func (c *cli) statusCommand() *cobra.Command {
@@ -18,7 +17,8 @@ each state, with the commands that list the rows to look at, and the
 warnings its file gave (unknown columns, say). It changes nothing.
 
 Exit code 3 when the batch finished with invalid, failed, dead or unknown
-rows; 0 while it runs or when every row succeeded.`,
+rows, or its failure bound paused it (import --max-failed); 0 while it
+runs or when every row succeeded.`,
 		Example: `  batchctl status 7
   batchctl status 7 -o json`,
 		Args: batchIDArg,
@@ -35,9 +35,6 @@ rows; 0 while it runs or when every row succeeded.`,
 			}
 			if err := c.printBatch(c.stdout, b, true); err != nil {
 				return err
-			}
-			if b.Status == batchtype.StatusRunning {
-				return nil
 			}
 			return exitWith(batchExit(b))
 		},

@@ -138,7 +138,8 @@ func (c *cli) runWatch(ctx context.Context, id int64, o watchOptions) error {
 // settled reports whether nothing happens to a batch unless a person acts:
 // what the final event says.
 func settled(b *batchtype.Batch) bool {
-	return b.Status == batchtype.StatusFinished || b.Status == batchtype.StatusCancelled && b.Counts.Open() == 0
+	return b.Status == batchtype.StatusFinished || b.Status == batchtype.StatusCancelled && b.Counts.Open() == 0 ||
+		b.Status == batchtype.StatusRunning && b.Paused && b.FailuresExceeded()
 }
 
 // batchGet reads a batch, naming the tenant when it has no such batch.

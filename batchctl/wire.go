@@ -32,6 +32,7 @@ type batchJSON struct {
 	KindVersion  int64             `json:"kind_version,omitempty"`
 	Reused       bool              `json:"reused,omitempty"`
 	Paused       bool              `json:"paused"`
+	MaxFailed    string            `json:"max_failed,omitempty"`
 	CreatedAt    time.Time         `json:"created_at"`
 	FinishedAt   *time.Time        `json:"finished_at,omitempty"`
 }
@@ -43,7 +44,7 @@ func toBatchJSON(b *batchtype.Batch) *batchJSON {
 	return &batchJSON{ID: b.ID, TenantID: b.TenantID, Kind: b.Kind, SourceName: b.SourceName, SourceDigest: b.SourceDigest,
 		Status: string(b.Status), Header: b.Header, Counts: b.Counts, SkippedEmpty: b.SkippedEmpty, Warnings: toWarningsJSON(b.Warnings),
 		ErrorCounts: b.ErrorCounts, Conventions: b.Conventions, Recalc: b.Recalc, KindVersion: b.KindVersion, Reused: b.Reused,
-		Paused: b.Paused, CreatedAt: b.CreatedAt, FinishedAt: b.FinishedAt}
+		Paused: b.Paused, MaxFailed: b.MaxFailed.String(), CreatedAt: b.CreatedAt, FinishedAt: b.FinishedAt}
 }
 
 func toBatchesJSON(bs []*batchtype.Batch) []*batchJSON {
@@ -122,6 +123,7 @@ type eventJSON struct {
 	RowsPerSecond float64     `json:"rows_per_second"`
 	ETASeconds    *float64    `json:"eta_seconds,omitempty"`
 	Final         bool        `json:"final"`
+	Reason        string      `json:"reason,omitempty"`
 	At            time.Time   `json:"at"`
 }
 
@@ -138,7 +140,7 @@ func toMessageJSON(m progress.Message) messageJSON {
 	out := messageJSON{Type: string(m.Type), Replay: m.Replay, Cursor: m.Cursor}
 	if ev := m.Event; ev != nil {
 		out.Event = &eventJSON{BatchID: ev.BatchID, Seq: ev.Seq, Type: string(ev.Type), Status: string(ev.Status), Paused: ev.Paused,
-			Counts: ev.Counts, Total: ev.Total, Done: ev.Done, RowsPerSecond: ev.RowsPerSecond, ETASeconds: ev.ETASeconds, Final: ev.Final, At: ev.At}
+			Counts: ev.Counts, Total: ev.Total, Done: ev.Done, RowsPerSecond: ev.RowsPerSecond, ETASeconds: ev.ETASeconds, Final: ev.Final, Reason: ev.Reason, At: ev.At}
 	}
 	return out
 }

@@ -187,8 +187,9 @@ type Event struct {
 	// batch is not running or nothing moved.
 	ETASeconds *float64
 	// Final is set on the event after which nothing changes unless a
-	// person acts: the batch is finished, or cancelled with no row left
-	// under a worker's lease.
+	// person acts: the batch is finished, cancelled with no row left under
+	// a worker's lease, or paused by its failure bound (a resume follows
+	// it then).
 	Final bool
 	// Reason says why, on an event the engine caused rather than a person:
 	// a pause by the batch's failure bound (Batch.MaxFailed).

@@ -441,6 +441,29 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request, p Principal) err
 	})
 }
 
+// limitBody is the body of POST /v1/batches/{id}/limit.
+type limitBody struct {
+	MaxFailed *string `json:"max_failed"`
+}
+
+// limit changes a batch's failure bound (Engine.Limit).
+func (s *Server) limit(w http.ResponseWriter, r *http.Request, p Principal) error {
+	var body limitBody
+	if err := decodeJSON(w, r, &body, 4<<10, false); err != nil {
+		return err
+	}
+	if body.MaxFailed == nil {
+		return badRequestf("max_failed: required (N, P%% or none)")
+	}
+	bound, err := batch.ParseThreshold(*body.MaxFailed)
+	if err != nil {
+		return badRequestf("max_failed: %v", err)
+	}
+	return s.control(w, r, p, func(id int64) (*batchtype.Batch, error) {
+		return s.cfg.Engine.Limit(r.Context(), p.TenantID, id, bound)
+	})
+}
+
 func (s *Server) control(w http.ResponseWriter, r *http.Request, _ Principal, f func(int64) (*batchtype.Batch, error)) error {
 	id, err := pathInt(r, "id")
 	if err != nil {

@@ -117,6 +117,8 @@ func problemFor(err error) (p Problem, ok bool) {
 		return Problem{Status: http.StatusConflict, Code: "row_locked", Detail: err.Error()}, true
 	case errors.Is(err, batch.ErrNotFound):
 		return Problem{Status: http.StatusNotFound, Code: "not_found", Detail: err.Error()}, true
+	case errors.Is(err, batch.ErrPastBound):
+		return Problem{Status: http.StatusConflict, Code: "past_bound", Detail: err.Error() + "; raise the bound first (POST /v1/batches/{id}/limit)"}, true
 	case errors.Is(err, batch.ErrConflict):
 		return Problem{Status: http.StatusConflict, Code: "conflict", Detail: err.Error()}, true
 	case errors.Is(err, batch.ErrNoMatch):

@@ -218,6 +218,7 @@ func (s *Server) routes() []Route {
 		Route{"POST", "/v1/batches/{id}/cancel", Admin, "cancelBatch", s.cancel},
 		Route{"POST", "/v1/batches/{id}/pause", Admin, "pauseBatch", s.pause},
 		Route{"POST", "/v1/batches/{id}/resume", Admin, "resumeBatch", s.resume},
+		Route{"POST", "/v1/batches/{id}/limit", Admin, "limitBatch", s.limit},
 		Route{"POST", "/v1/batches/{id}/retry", Admin, "retryBatch", s.retry},
 		Route{"POST", "/v1/batches/{id}/rerun", Admin, "rerunBatch", s.rerun},
 		Route{"GET", "/v1/batches/{id}/rows", Viewer, "listRows", s.listRows},

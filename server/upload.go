@@ -165,6 +165,9 @@ type ImportOptions struct {
 	// MaxInvalid rejects the file, nothing written, when more than N
 	// ("10") or P% ("2.5%") of its rows are invalid.
 	MaxInvalid string `json:"max_invalid,omitempty"`
+	// MaxFailed pauses the batch once more than N ("10") or P% ("5%") of
+	// its rows to work have failed or died.
+	MaxFailed string `json:"max_failed,omitempty"`
 	// NewBatch imports the file as a new batch: without it, a file the
 	// tenant already imported as the kind with the same options answers
 	// that batch (200), and an error report of a batch is refused
@@ -175,7 +178,7 @@ type ImportOptions struct {
 // optionFields are the form fields optionsFromForm reads: ImportOptions'
 // JSON members.
 var optionFields = []string{"encoding", "delimiter", "quote", "escape", "sheet", "header_row", "locale", "decimal_comma", "date_order",
-	"date_format", "map", "ignore", "strict", "new_batch", "max_invalid"}
+	"date_format", "map", "ignore", "strict", "new_batch", "max_invalid", "max_failed"}
 
 // optionsFromForm reads ImportOptions from form fields named as the JSON
 // members; map is repeatable as "file column=kind column". extra are the
@@ -191,7 +194,7 @@ func optionsFromForm(f *form, extra ...string) (ImportOptions, error) {
 	o := ImportOptions{
 		Encoding: f.value("encoding"), Delimiter: f.value("delimiter"), Quote: f.value("quote"), Escape: f.value("escape"), Sheet: f.value("sheet"),
 		Locale: f.value("locale"), DateOrder: f.value("date_order"), DateFormat: f.value("date_format"),
-		MaxInvalid: f.value("max_invalid"),
+		MaxInvalid: f.value("max_invalid"), MaxFailed: f.value("max_failed"),
 	}
 	if v := f.value("header_row"); v != "" {
 		if _, err := fmt.Sscan(v, &o.HeaderRow); err != nil {
@@ -241,6 +244,9 @@ func (o ImportOptions) apply(p *batch.ImportParams) error {
 		return badRequestf("option max_invalid: %v", err)
 	}
 	p.MaxInvalid = max
+	if p.MaxFailed, err = batch.ParseThreshold(o.MaxFailed); err != nil {
+		return badRequestf("option max_failed: %v", err)
+	}
 	return nil
 }
 

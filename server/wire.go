@@ -33,8 +33,10 @@ type BatchView struct {
 	KindVersion  int64             `json:"kind_version,omitempty"`
 	// Reused says an import found this batch by its idempotency key
 	// instead of importing the file again.
-	Reused     bool       `json:"reused,omitempty"`
-	Paused     bool       `json:"paused"`
+	Reused bool `json:"reused,omitempty"`
+	Paused bool `json:"paused"`
+	// MaxFailed is its bound on failed and dead rows; "" for none.
+	MaxFailed  string     `json:"max_failed,omitempty"`
 	CreatedAt  time.Time  `json:"created_at"`
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 	// Total is every row; Done are the rows no worker will touch again
@@ -59,7 +61,7 @@ func view(b *batchtype.Batch) *BatchView {
 	return &BatchView{ID: b.ID, TenantID: b.TenantID, Kind: b.Kind, SourceName: b.SourceName, SourceDigest: b.SourceDigest,
 		Status: string(b.Status), Header: b.Header, Counts: b.Counts, SkippedEmpty: b.SkippedEmpty, Warnings: viewWarnings(b.Warnings),
 		ErrorCounts: b.ErrorCounts, Conventions: b.Conventions, Recalc: b.Recalc, KindVersion: b.KindVersion, Reused: b.Reused,
-		Paused: b.Paused, CreatedAt: b.CreatedAt, FinishedAt: b.FinishedAt,
+		Paused: b.Paused, MaxFailed: b.MaxFailed.String(), CreatedAt: b.CreatedAt, FinishedAt: b.FinishedAt,
 		Total: total, Done: total - open, Open: open, DurationSeconds: max(0, end.Sub(b.CreatedAt).Seconds())}
 }
 
@@ -126,6 +128,7 @@ type EventView struct {
 	RowsPerSecond float64     `json:"rows_per_second"`
 	ETASeconds    *float64    `json:"eta_seconds,omitempty"`
 	Final         bool        `json:"final"`
+	Reason        string      `json:"reason,omitempty"`
 	At            time.Time   `json:"at"`
 }
 
@@ -134,7 +137,7 @@ func viewEvent(ev *batchtype.Event) *EventView {
 		return nil
 	}
 	return &EventView{BatchID: ev.BatchID, Seq: ev.Seq, Type: string(ev.Type), Status: string(ev.Status), Paused: ev.Paused,
-		Counts: ev.Counts, Total: ev.Total, Done: ev.Done, RowsPerSecond: ev.RowsPerSecond, ETASeconds: ev.ETASeconds, Final: ev.Final, At: ev.At}
+		Counts: ev.Counts, Total: ev.Total, Done: ev.Done, RowsPerSecond: ev.RowsPerSecond, ETASeconds: ev.ETASeconds, Final: ev.Final, Reason: ev.Reason, At: ev.At}
 }
 
 // StreamMessage is one text frame of the event stream: an event, a

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/validate"
 	"go.yaml.in/yaml/v3"
@@ -331,7 +332,8 @@ func (p *parser) primaryKey(obj map[string]any, s *Schema) {
 }
 
 // extensions reads Rowfate's own members (x-table, x-tenant, x-mode,
-// x-date-order, x-decimal-comma, x-chunk-size, x-rules).
+// x-date-order, x-decimal-comma, x-chunk-size, x-max-invalid,
+// x-max-failed, x-rules).
 func (p *parser) extensions(obj map[string]any, s *Schema) {
 	if v, ok := obj["x-table"]; ok {
 		if t, ok := p.str("$.x-table", v); ok {
@@ -385,6 +387,8 @@ func (p *parser) extensions(obj map[string]any, s *Schema) {
 			s.ChunkSize = n
 		}
 	}
+	s.MaxInvalid = p.threshold("$.x-max-invalid", obj["x-max-invalid"])
+	s.MaxFailed = p.threshold("$.x-max-failed", obj["x-max-failed"])
 	if v, ok := obj["x-rules"]; ok {
 		for i, text := range p.strings("$.x-rules", v) {
 			if r, ok := p.rule(fmt.Sprintf("$.x-rules[%d]", i), text, s); ok {
@@ -392,6 +396,28 @@ func (p *parser) extensions(obj map[string]any, s *Schema) {
 			}
 		}
 	}
+}
+
+// threshold reads a bound on bad rows: a count (10 or "10") or a
+// percentage ("5%"); nil (absent) is none.
+func (p *parser) threshold(path string, v any) batchtype.Threshold {
+	var s string
+	switch v := v.(type) {
+	case nil:
+		return batchtype.Threshold{}
+	case string:
+		s = v
+	case json.Number:
+		s = v.String()
+	default:
+		p.fail(path, "want a count (10) or a percentage (\"5%%\"), not %s", jsonType(v))
+		return batchtype.Threshold{}
+	}
+	t, err := batchtype.ParseThreshold(s)
+	if err != nil {
+		p.fail(path, "%v", err)
+	}
+	return t
 }
 
 // keyField checks a primary key's field and makes it required.
@@ -644,6 +670,7 @@ func comparable(a, b string) bool {
 var (
 	schemaMembers = []string{"$schema", "fields", "primaryKey", "missingValues", "foreignKeys", "name", "title", "description",
 		"x-name", "x-table", "x-tenant", "x-mode", "x-date-order", "x-decimal-comma", "x-rules", "x-chunk-size",
+		"x-max-invalid", "x-max-failed",
 		"fieldsMatch", "uniqueKeys"}
 	fieldMembers = []string{"name", "type", "format", "title", "description", "constraints", "rdfType", "example",
 		"trueValues", "falseValues", "decimalChar", "groupChar", "bareNumber", "x-aliases", "x-validate",

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -87,6 +88,12 @@ type Schema struct {
 	Rules []Rule
 	// ChunkSize is x-chunk-size; 0 is the engine's default.
 	ChunkSize int
+	// MaxInvalid is x-max-invalid ("10", "5%"): an import whose file has
+	// more invalid rows is rejected whole, unless it sets its own bound.
+	MaxInvalid batchtype.Threshold
+	// MaxFailed is x-max-failed: a batch whose worked rows fail past it is
+	// paused, unless its import sets its own bound.
+	MaxFailed batchtype.Threshold
 	// Text is the definition as Parse read it (JSON or YAML).
 	Text string
 }

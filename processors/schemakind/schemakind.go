@@ -71,6 +71,7 @@ func Kind(s *tableschema.Schema, version int64, cfg Config) (batch.DynamicKind, 
 		Name: s.Name, Description: desc, Version: version, Source: fmt.Sprintf("schema v%d", version),
 		Type: c.Type, Validation: c.Options, ProcessTx: w.process,
 		Example: example(s), MissingValues: s.MissingValues, ChunkSize: s.ChunkSize,
+		MaxInvalid: s.MaxInvalid, MaxFailed: s.MaxFailed,
 		CheckFunc: func(ctx context.Context) error { return CheckTable(ctx, cfg, s) },
 	}
 	if version == 0 {

@@ -325,7 +325,7 @@ func (s *Store) checkBound(ctx context.Context, q Querier, p driver.BatchControl
 		return fmt.Errorf("sum chunks: %w", err)
 	}
 	if failures, worked := batchtype.FailureBound(counts()); bound.Exceeded(failures, worked) {
-		return fmt.Errorf("batch %d: %s: %w", p.ID, failureReason(failures, worked, bound), driver.ErrPastBound)
+		return fmt.Errorf("%s: %w", failureReason(failures, worked, bound), driver.ErrPastBound)
 	}
 	return nil
 }

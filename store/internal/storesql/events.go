@@ -71,6 +71,10 @@ func (s *Store) appendEvent(ctx context.Context, q Querier, id int64, typ batcht
 		}
 	case batchtype.StatusCancelled:
 		ev.Final = counts.Open() == 0
+	case batchtype.StatusRunning:
+		// Paused by its failure bound: nothing happens until a person
+		// raises the bound and resumes it.
+		ev.Final = typ == batchtype.EventPaused && reason != ""
 	}
 	if seq > 1 {
 		ref := max(seq-rateWindow, 1)

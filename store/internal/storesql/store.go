@@ -567,9 +567,10 @@ func (s *Store) failureBound(ctx context.Context, q Querier, id int64, tenant, m
 	if err := q.QueryRow(ctx, s.q.sumChunks, id).Scan(dests...); err != nil {
 		return "", fmt.Errorf("sum chunks: %w", err)
 	}
-	failures, worked := batchtype.FailureBound(counts())
-	if !bound.Exceeded(failures, worked) {
-		return "", nil
+	c := counts()
+	failures, worked := batchtype.FailureBound(c)
+	if c.Open() == 0 || !bound.Exceeded(failures, worked) {
+		return "", nil // nothing left to stop, or within the bound
 	}
 	if _, err := q.Exec(ctx, s.c.pauseBatch, id, tenant, true); err != nil {
 		return "", fmt.Errorf("pause batch: %w", err)
