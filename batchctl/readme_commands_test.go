@@ -1,7 +1,6 @@
 package batchctl
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/csv"
 	"fmt"
@@ -14,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rowfate/rowfate/internal/testenv"
 )
@@ -492,41 +490,11 @@ func (sh *readmeShell) waitBackground() []result {
 func (sh *readmeShell) start(l readmeLine) (string, func()) {
 	sh.t.Helper()
 	cmd := sh.command(l)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		sh.t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		sh.t.Fatal(err)
-	}
-	sh.t.Cleanup(func() { _ = cmd.Process.Kill() })
-	var log strings.Builder
-	found := make(chan string, 1)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			log.WriteString(sc.Text() + "\n")
-			if m := servingOn.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-			}
-		}
-	}()
-	select {
-	case u := <-found:
-		return u, func() {
-			_ = cmd.Process.Signal(os.Interrupt)
-			<-done
-			_ = cmd.Wait()
-		}
-	case <-done:
+	u, _ := serveProcess(sh.t, cmd)
+	return u, func() {
+		_ = cmd.Process.Signal(os.Interrupt)
 		_ = cmd.Wait()
-		sh.t.Fatalf("README.md:%d: %s\nexited before serving:\n%s", l.no, l.text, log.String())
-	case <-time.After(testenv.Patience(sh.t)):
-		sh.t.Fatalf("README.md:%d: %s\ndid not start serving:\n%s", l.no, l.text, log.String())
 	}
-	return "", nil
 }
 
 func copyFile(t *testing.T, from, to string) {
