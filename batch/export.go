@@ -209,6 +209,7 @@ func exportRows(ctx context.Context, e *Engine, k exportSpec, p ExportParams) (*
 		TenantID:   p.TenantID,
 		Kind:       k.name,
 		SourceName: p.DestName,
+		Export:     true,
 		Header:     header,
 		Rows:       seq,
 		SummaryFunc: func() driver.IngestSummary {

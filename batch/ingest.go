@@ -442,7 +442,13 @@ func (e *Engine) earlier(ctx context.Context, p ImportParams, src *source, key s
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", p.SourceName, err)
 	}
-	src.warn("this file was already imported as batch %d on %s; it was imported again as a new batch, as asked", b.ID, b.CreatedAt.UTC().Format("2006-01-02 15:04 UTC"))
+	at := b.CreatedAt.UTC().Format("2006-01-02 15:04 UTC")
+	if b.Export {
+		// The file is one this tenant exported: the batch wrote it.
+		src.warn("this file was exported as batch %d on %s; it was imported as a new batch, as asked", b.ID, at)
+		return nil, nil
+	}
+	src.warn("this file was already imported as batch %d on %s; it was imported again as a new batch, as asked", b.ID, at)
 	return nil, nil
 }
 

@@ -135,7 +135,9 @@ func (e *Engine) EditRow(ctx context.Context, p EditRowParams) (*batchtype.Row, 
 	if len(errs) > 0 {
 		state = rows.StateInvalid
 	}
-	detail, err := json.Marshal(map[string]any{"changes": changes, "from": r.State, "to": state, "errors": errs})
+	// errors is [] for a row the edit made valid, not null: readers show
+	// the detail as it is.
+	detail, err := json.Marshal(map[string]any{"changes": changes, "from": r.State, "to": state, "errors": append([]rows.FieldError{}, errs...)})
 	if err != nil {
 		return nil, err
 	}

@@ -121,6 +121,20 @@ func TestAdminE2E(t *testing.T) {
 		t.Error("the first invalid row shows no error")
 	}
 
+	// Edit and save the first invalid row (row 10, email not-an-email):
+	// the saved row (now without errors) and its values show no literal
+	// null; nor does the batch's history of the edit, below (issue 27).
+	b.do(chromedp.Click(chromedp.CSS(`.row-item[data-row="10"] button[data-action="edit"]`)),
+		chromedp.WaitVisible(chromedp.ID("edit-10-0")),
+		chromedp.SetValue(chromedp.ID("edit-10-0"), "grace.vanrossum9@example.com"),
+		chromedp.Click(chromedp.CSS(`.row-item[data-row="10"] form button[type="submit"]`)))
+	b.wait(`(() => { const r = document.querySelector('.row-item[data-row="10"]'); return !!r && !r.querySelector("form") && !r.querySelector(".row-form:not([hidden])"); })()`, "row 10 saved")
+	b.do(chromedp.Click(chromedp.CSS(`.row-item[data-row="10"] details summary`)))
+	b.wait(`!!document.querySelector('.row-item[data-row="10"] details dl')`, "row 10's values")
+	if got := b.text(`.row-item[data-row="10"]`); strings.Contains(got, "null") || !strings.Contains(got, "grace.vanrossum9@example.com") {
+		t.Errorf("the saved row 10 shows %q", got)
+	}
+
 	// The error report, downloaded through fetch and a blob URL.
 	b.do(chromedp.Click(chromedp.CSS(`nav[aria-label="Breadcrumb"] a[href="#/batches/`+id+`"]`)),
 		chromedp.WaitVisible(chromedp.ID("download-report-csv")))
@@ -131,6 +145,11 @@ func TestAdminE2E(t *testing.T) {
 	}
 	b.wait(`document.getElementById("progress-text").textContent === "300 of 300"`, "the batch page again")
 	b.screenshot("admin-batch.png")
+	b.do(chromedp.Click(chromedp.CSS(`#history summary`)))
+	b.wait(`!!document.querySelector("#history table")`, "the history")
+	if got := b.text("#history"); strings.Contains(got, "null") || !strings.Contains(got, "grace.vanrossum9@example.com") {
+		t.Errorf("the history of the edit shows %q", got)
+	}
 
 	// A batch that cannot finish, paused through the API, cancelled in
 	// the page.

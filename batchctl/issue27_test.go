@@ -1,6 +1,7 @@
 package batchctl
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -52,4 +53,29 @@ func TestLookAlikeColumnFlags(t *testing.T) {
 	if r := c.run("import", "customers", file, "--ignore", " "); r.code != exitUsage {
 		t.Errorf("--ignore without a column: %s", r)
 	}
+}
+
+// TestReimportOfExportWarning: a file batchctl export wrote, imported
+// again as a new batch, is said to have been exported by its batch, not
+// imported (issue 27).
+func TestReimportOfExportWarning(t *testing.T) {
+	t.Parallel()
+	bothStores(t, func(t *testing.T, s *session) {
+		out := filepath.Join(t.TempDir(), "out.csv")
+		if r := s.run("import", "customers", "../fixtures/customers.csv"); r.code != exitRows {
+			t.Fatalf("import: %s", r)
+		}
+		if r := s.run("export", "customers", "-f", out); r.code != exitOK {
+			t.Fatalf("export: %s", r)
+		}
+		// The warning is part of the outcome, on stdout.
+		r := s.run("import", "customers", out, "--new-batch")
+		if r.code != exitOK || !strings.Contains(r.stdout, "warning: this file was exported as batch 2 on ") || strings.Contains(r.stdout, "imported as batch 2") {
+			t.Errorf("the import of the export's file: %s", r)
+		}
+		r = s.run("import", "customers", out, "--new-batch")
+		if !strings.Contains(r.stdout, "warning: this file was already imported as batch 3 on ") {
+			t.Errorf("the file imported again: %s", r)
+		}
+	})
 }

@@ -67,6 +67,14 @@ func startServeEnv(t *testing.T, bin string, env []string, args ...string) (stri
 	// source folder here.
 	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--files", t.TempDir()}, args...)...)
 	cmd.Env = append(append(os.Environ(), "DATABASE_URL="), env...)
+	return serveProcess(t, cmd)
+}
+
+// serveProcess starts cmd, a batchctl serve, and returns its URL once its
+// log says where it serves, and the log. The process is interrupted when
+// the test ends.
+func serveProcess(t *testing.T, cmd *exec.Cmd) (string, *strings.Builder) {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -72,6 +72,10 @@ type Batch struct {
 	// import alone (batchctl import --schema: a Table Schema), which no
 	// registry keeps: its re-runs, retries and reports are read with it.
 	KindDefinition string
+	// Export says the batch is an export: its source is the file it wrote,
+	// so an import of that file is told it was exported, not imported.
+	// False for an export recorded before exports were marked.
+	Export bool
 	// Reused is set by an import that found this batch by its
 	// idempotency key instead of importing the file again. Not stored.
 	Reused bool

@@ -52,7 +52,9 @@ const uploadIDBytes = 16
 //
 // The layout is tenants/<tenant key>/<first two hex digits>/<digest> for
 // the files and tenants/<tenant key>/uploads/<upload id> for the upload
-// ids (each holds its file's digest). The tenant key is the hex SHA-256
+// ids (each holds its file's digest, then the name the client sent it
+// under: the same bytes may come under many names, so a name belongs to
+// an upload, not to the content). The tenant key is the hex SHA-256
 // of the tenant id: any tenant id makes a safe, fixed-length directory
 // name, and no id can name another's directory.
 type Store struct {
@@ -74,6 +76,10 @@ func (s *Store) Dir() string { return s.dir }
 type Info struct {
 	Digest string `json:"digest"` // hex SHA-256
 	Size   int64  `json:"size"`
+	// Name is the file's name as the client sent it, kept with an upload
+	// id (OpenUpload); "" for a file opened by its digest, and for an
+	// upload id kept before names were.
+	Name string `json:"name,omitempty"`
 }
 
 // Put streams r into the tenant's files, at most max bytes (0: no
@@ -204,8 +210,10 @@ func (s *Store) Open(tenant, digest string) (*os.File, error) {
 // NewUpload returns a new upload id for the tenant's file of a digest:
 // the name a client is given for the file and gives back to use it. It
 // is random, says nothing of the content, and names the file for this
-// tenant only.
-func (s *Store) NewUpload(tenant, digest string) (string, error) {
+// tenant only. name is the file's name as the client sent it, which
+// OpenUpload returns, so that what is made from the upload later (an
+// import) is named after the client's file.
+func (s *Store) NewUpload(tenant, digest, name string) (string, error) {
 	if !validDigest(digest) {
 		return "", fmt.Errorf("file store: %q is not a digest", digest)
 	}
@@ -226,7 +234,7 @@ func (s *Store) NewUpload(tenant, digest string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("file store: %w", err)
 	}
-	_, werr := tmp.WriteString(digest + "\n")
+	_, werr := tmp.WriteString(digest + "\n" + name)
 	if cerr := tmp.Close(); werr == nil {
 		werr = cerr
 	}
@@ -259,7 +267,8 @@ func (s *Store) OpenUpload(tenant, id string) (*os.File, Info, error) {
 	if err != nil {
 		return nil, Info{}, fmt.Errorf("upload %s: %w", id, err)
 	}
-	digest := strings.TrimSpace(string(b))
+	digest, name, _ := strings.Cut(string(b), "\n")
+	digest = strings.TrimSpace(digest)
 	f, err := s.Open(tenant, digest)
 	if err != nil {
 		return nil, Info{}, fmt.Errorf("upload %s: %w", id, err)
@@ -270,7 +279,7 @@ func (s *Store) OpenUpload(tenant, id string) (*os.File, Info, error) {
 		return nil, Info{}, fmt.Errorf("upload %s: %w", id, err)
 	}
 	touch(ref)
-	return f, Info{Digest: digest, Size: st.Size()}, nil
+	return f, Info{Digest: digest, Size: st.Size(), Name: name}, nil
 }
 
 // Sweep removes the files and upload ids not written or opened for

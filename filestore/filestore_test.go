@@ -139,7 +139,7 @@ func TestSweep(t *testing.T) {
 	s := open(t)
 	old, _ := s.Put("acme", strings.NewReader("old"), 0)
 	fresh, _ := s.Put("acme", strings.NewReader("fresh"), 0)
-	oldID, err := s.NewUpload("acme", old.Digest)
+	oldID, err := s.NewUpload("acme", old.Digest, "old.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,19 +185,19 @@ func TestTenants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := s.NewUpload("acme", info.Digest)
+	id, err := s.NewUpload("acme", info.Digest, "c.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(id, filestore.UploadPrefix) || strings.Contains(id, info.Digest[:8]) {
 		t.Errorf("upload id %q: want an opaque %s id", id, filestore.UploadPrefix)
 	}
-	if again, _ := s.NewUpload("acme", info.Digest); again == id {
+	if again, _ := s.NewUpload("acme", info.Digest, "c.csv"); again == id {
 		t.Errorf("two uploads of the same file have the same id %q", id)
 	}
 	f, got, err := s.OpenUpload("acme", id)
-	if err != nil || got != info {
-		t.Fatalf("acme opens its upload: %+v, %v", got, err)
+	if want := (filestore.Info{Digest: info.Digest, Size: info.Size, Name: "c.csv"}); err != nil || got != want {
+		t.Fatalf("acme opens its upload: %+v, %v; want %+v (with the name it was sent under)", got, err, want)
 	}
 	f.Close()
 	for _, tenant := range []string{"globex", "ACME", "acme ", "../acme"} {
@@ -217,7 +217,7 @@ func TestTenants(t *testing.T) {
 	if _, err := s.Put("globex", bytes.NewReader(data), 0); err != nil {
 		t.Fatal(err)
 	}
-	gid, err := s.NewUpload("globex", info.Digest)
+	gid, err := s.NewUpload("globex", info.Digest, "g.csv")
 	if err != nil {
 		t.Fatal(err)
 	}

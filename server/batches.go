@@ -156,7 +156,7 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request, p Principal
 				up.Name = fileName(req.SourceName)
 			}
 		case req.Upload != "":
-			up = &upload{ID: req.Upload, Name: fileName(req.SourceName)}
+			up = &upload{ID: req.Upload, Name: uploadName(req.SourceName)}
 		default:
 			return badRequestf("the body has neither rows nor an upload: send rows, or the upload a preview returned")
 		}
@@ -201,7 +201,7 @@ func (s *Server) importKept(r *http.Request, tenant string, up *upload, params b
 		return nil, err
 	}
 	defer f.Close()
-	params.Source = f
+	params.Source, params.SourceName = f, up.Name
 	return s.cfg.Engine.Import(r.Context(), params)
 }
 
@@ -342,7 +342,7 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request, p Principal) er
 	if err := opts.apply(&params); err != nil {
 		return err
 	}
-	id, err := s.cfg.Files.NewUpload(p.TenantID, f.file.Digest)
+	id, err := s.cfg.Files.NewUpload(p.TenantID, f.file.Digest, f.file.Name)
 	if err != nil {
 		return err
 	}
@@ -541,7 +541,7 @@ func (s *Server) rerun(w http.ResponseWriter, r *http.Request, p Principal) erro
 			return err
 		}
 		if req.Upload != "" {
-			up = &upload{ID: req.Upload, Name: fileName(req.SourceName)}
+			up = &upload{ID: req.Upload, Name: uploadName(req.SourceName)}
 		}
 		opts = req.Options
 	}
@@ -591,9 +591,13 @@ func (s *Server) openUpload(tenant string, up *upload, again string) (*os.File, 
 	if up.ID == "" {
 		return s.cfg.Files.Open(tenant, up.Digest)
 	}
-	f, _, err := s.cfg.Files.OpenUpload(tenant, up.ID)
+	f, info, err := s.cfg.Files.OpenUpload(tenant, up.ID)
 	if errors.Is(err, filestore.ErrNotFound) {
 		return nil, problemf(http.StatusNotFound, "file_not_kept", "the upload is not kept (%s)", again)
+	}
+	if err == nil && up.Name == "" {
+		// No source_name with the id: the name the file was sent under.
+		up.Name = fileName(info.Name)
 	}
 	return f, err
 }

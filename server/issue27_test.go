@@ -79,3 +79,34 @@ func TestAPILookAlikeColumn(t *testing.T) {
 		t.Errorf("%d batches, want the one imported with ignore", len(st))
 	}
 }
+
+// TestAPIImportOfPreviewKeepsName: a file previewed, then imported by its
+// upload id without a source_name, is a batch named after the file the
+// client sent, not "upload"; a source_name given with the upload still
+// names it (issue 27).
+func TestAPIImportOfPreviewKeepsName(t *testing.T) {
+	t.Parallel()
+	for name, newAPI := range map[string]func(testing.TB, apiOptions) *apiHarness{"SQLite": sqliteAPI, "PostgreSQL": postgresAPI} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			h := newAPI(t, apiOptions{})
+			file := []byte("email,name,country,signup_date,amount\nnm1@example.com,Ann,FR,2021-03-04,1\n")
+			var pv struct {
+				Upload string `json:"upload"`
+			}
+			a := h.upload("/v1/batches/preview", adminA, map[string]string{"kind": "customers"}, "clients 2026.csv", file)
+			a.decode(t, &pv)
+			if a.status != http.StatusOK || pv.Upload == "" {
+				t.Fatalf("preview: %s", a)
+			}
+			b := h.batchOf(h.postJSON("/v1/batches", adminA, map[string]any{"kind": "customers", "upload": pv.Upload}), http.StatusCreated)
+			if b.SourceName != "clients 2026.csv" {
+				t.Errorf("the import of a preview's upload is named %q, want the file's name", b.SourceName)
+			}
+			named := h.batchOf(h.postJSON("/v1/batches", adminA, map[string]any{"kind": "customers", "upload": pv.Upload, "source_name": "renamed.csv", "options": map[string]any{"new_batch": true}}), http.StatusCreated)
+			if named.SourceName != "renamed.csv" {
+				t.Errorf("with a source_name: %q", named.SourceName)
+			}
+		})
+	}
+}

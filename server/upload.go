@@ -132,6 +132,15 @@ func fileName(name string) string {
 	return name
 }
 
+// uploadName is the source_name a client gave with an upload id, ""
+// when it gave none: the upload's own name is used then (openUpload).
+func uploadName(sourceName string) string {
+	if strings.TrimSpace(sourceName) == "" {
+		return ""
+	}
+	return fileName(sourceName)
+}
+
 // ImportOptions are what a client says about its file, as batchctl
 // import's flags do: how to read it and how it writes numbers and dates.
 // Anything left out is detected or settled from the file, never guessed.

@@ -80,6 +80,8 @@ type BatchIngestParams struct {
 	IdempotencyKey string
 	// OptionsDigest is stored with the batch (Batch.OptionsDigest).
 	OptionsDigest string
+	// Export is stored with the batch (Batch.Export).
+	Export bool
 	// MaxAttempts is the kind's attempt limit: a claim moves a row that has
 	// used them all to dead. Defaults to 5.
 	MaxAttempts int

@@ -742,6 +742,10 @@
     connect();
   }
 
+  // noNulls is a JSON.stringify replacer that leaves out null members:
+  // an absent value is shown as nothing, never as the word null.
+  const noNulls = (k, v) => (v === null ? undefined : v);
+
   // historySection lists the edits, skips and re-runs, read when opened.
   function historySection(id) {
     const body = el('div', null, el('p', { class: 'muted' }, 'Loading…'));
@@ -756,7 +760,7 @@
           el('thead', null, el('tr', null, ['When', 'Row', 'Action', 'By', 'Detail'].map((t) => el('th', { scope: 'col' }, t)))),
           el('tbody', null, h.map((x) => el('tr', null,
             el('td', { class: 'nowrap' }, fmtTime(x.at)), el('td', null, x.row_no ? String(x.row_no) : '—'),
-            el('td', null, x.action), el('td', null, x.actor || ''), el('td', null, x.detail ? JSON.stringify(x.detail) : ''))))));
+            el('td', null, x.action), el('td', null, x.actor || ''), el('td', null, x.detail ? JSON.stringify(x.detail, noNulls) : ''))))));
       } catch (e) {
         loaded = false;
         body.replaceChildren(el('p', { class: 'muted' }, 'Could not load the history.'));
@@ -889,7 +893,9 @@
     });
 
     const acts = canAct() && OPEN_TO_REVIEW.has(r.state) ? el('span', { class: 'row-actions' }, editBtn, skipBtn) : null;
-    li.append(
+    // append, not li.append: the DOM would write the nulls of the
+    // conditional parts (a row without errors) as the text "null".
+    append(li, [
       el('div', { class: 'row-head' },
         el('span', { class: 'row-no', tabindex: '-1' }, 'Row ' + r.row_no),
         chip(r.state),
@@ -899,7 +905,7 @@
         acts),
       errors.length ? el('ul', { class: 'errors' }, errors.map((e) => errorItem(e))) : null,
       details,
-      form);
+      form]);
     return li;
   }
 

@@ -150,7 +150,7 @@ func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*b
 		return nil, err
 	}
 	opts := BatchOptions{Warnings: storedWarnings(p.Warnings), Conventions: p.Conventions, Recalc: p.Recalc, KindVersion: p.KindVersion, KindDefinition: p.KindDefinition,
-		OptionsDigest: p.OptionsDigest}
+		OptionsDigest: p.OptionsDigest, Export: p.Export}
 	options, err := json.Marshal(opts)
 	if err != nil {
 		return nil, err
@@ -403,7 +403,7 @@ func scanBatch(r interface{ Scan(...any) error }) (*batchtype.Batch, error) {
 		return nil, fmt.Errorf("batch %d options: %w", b.ID, err)
 	}
 	b.Warnings, b.ErrorCounts, b.Conventions, b.Width, b.Recalc = []batchtype.Warning(opts.Warnings), opts.ErrorCounts, opts.Conventions, opts.Width, opts.Recalc
-	b.KindVersion, b.KindDefinition, b.OptionsDigest = opts.KindVersion, opts.KindDefinition, opts.OptionsDigest
+	b.KindVersion, b.KindDefinition, b.OptionsDigest, b.Export = opts.KindVersion, opts.KindDefinition, opts.OptionsDigest, opts.Export
 	return &b, nil
 }
 

@@ -137,6 +137,8 @@ type BatchOptions struct {
 	KindDefinition string `json:"kind_definition,omitempty"`
 	// OptionsDigest is the import's (Batch.OptionsDigest).
 	OptionsDigest string `json:"options_digest,omitempty"`
+	// Export marks an export's batch (Batch.Export).
+	Export bool `json:"export,omitempty"`
 }
 
 // storedWarnings are a batch's warnings in batches.options: a warning
