@@ -33,7 +33,7 @@ var exportColumns = []where.Column{
 func ExportKind(db *sql.DB, d Dialect) batch.ExportKind[Customer] {
 	return batch.ExportKind[Customer]{
 		Name:        Name,
-		Description: "every customer of the tenant, from the customers table, in id order (filters: where on " + where.Columns(exportColumns) + ", batch, state)",
+		Description: "every customer of the tenant, from the customers table, in id order",
 		CheckFilter: func(f batch.ExportFilter) error {
 			_, err := parseExportWhere(f.Where)
 			return err

@@ -47,7 +47,7 @@ func ExportKind(s *tableschema.Schema, cfg Config) (batch.DynamicExportKind, err
 	}
 	return batch.DynamicExportKind{
 		Name: s.Name, Type: c.Type, ChunkSize: s.ChunkSize,
-		Description:    fmt.Sprintf("the rows of the table %s, in the schema's columns (filters: where on %s, batch, state)", s.Table, where.Columns(filter)),
+		Description:    fmt.Sprintf("the rows of the table %s, in the schema's columns", s.Table),
 		CheckFilter:    x.check,
 		FilterRowsFunc: x.rows,
 	}, nil
