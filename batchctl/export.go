@@ -27,10 +27,11 @@ func (c *cli) exportCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "export <kind>",
 		Short: "Write a kind's rows to a CSV or XLSX file, recorded as a batch",
-		Long: `Write every row of an export kind to a file and record the export as a
-batch with one outcome per row: succeeded (written) or failed (with the
-reason it was not written). The file is written to a temporary name and
-renamed when complete, so a failed export leaves no half file.
+		Long: `Write every row of an export kind (or those its filters keep) to a file
+and record the export as a batch with one outcome per row: succeeded
+(written) or failed (with the reason it was not written). The file is
+written to a temporary name and renamed when complete, so a failed export
+leaves no half file.
 
 Text cells that begin with = + - @, tab, CR or LF get a leading ' against
 formula injection, unless the kind's column is tagged raw. Without --file
@@ -125,9 +126,6 @@ nothing is written or recorded. The export's batch records its filter
 // be without the database: a state without a batch, an unknown state.
 func (o exportOptions) filter() (batch.ExportFilter, error) {
 	f := batch.ExportFilter{Where: joinWhere(o.where), BatchID: o.batch, State: rows.State(o.state)}
-	if len(o.where) == 0 {
-		f.Where = ""
-	}
 	switch {
 	case o.batch < 0:
 		return f, usagef("--batch %d: a batch id is 1 or more", o.batch)
