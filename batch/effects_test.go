@@ -212,7 +212,7 @@ func TestCustomersPerTenant(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, bd *bundle) {
 		ctx := context.Background()
 		reg := customersRegistry(t, bd)
-		if err := batch.RegisterExport(reg, customers.ExportKind(bd.db)); err != nil {
+		if err := batch.RegisterExport(reg, customers.ExportKind(bd.db, bd.dialect)); err != nil {
 			t.Fatal(err)
 		}
 		e := newEngine(t, bd.store, reg, 0)

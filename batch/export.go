@@ -44,8 +44,22 @@ type ExportKind[T any] struct {
 	// with a row marks that row: when it is a *rows.FieldError,
 	// rows.FieldErrors or Permanent(err), the row's outcome is failed with
 	// the error and the export goes on; any other error (a lost
-	// connection) aborts the export and is returned. Required.
+	// connection) aborts the export and is returned. Required, unless
+	// FilterRowsFunc is set.
 	RowsFunc func(ctx context.Context) iter.Seq2[T, error]
+	// FilterRowsFunc is RowsFunc for a kind that takes filters
+	// (ExportFilter): it yields only the rows the filter keeps, its
+	// Where and its ResultIDs (and with and). A kind with a RowsFunc only
+	// refuses every filter (a *FilterError: "export kind X does not take
+	// where"), so a filter is never silently dropped. When both are set,
+	// FilterRowsFunc is used.
+	FilterRowsFunc func(ctx context.Context, f ExportFilter) iter.Seq2[T, error]
+	// CheckFilter refuses a filter before anything is read or written:
+	// a where that does not parse or names a column the kind does not
+	// allow (say which are), a kind without result ids refusing a batch.
+	// It sees the filter as given, before the engine reads ResultIDs.
+	// Optional, with FilterRowsFunc.
+	CheckFilter func(f ExportFilter) error
 	// RawColumns lists text columns written without formula protection,
 	// besides those tagged raw.
 	RawColumns []string
@@ -73,6 +87,11 @@ type ExportParams struct {
 	// outcomes spool while the file is written; Comma and NoBOM tune CSV.
 	// Protection against formula injection is per column, not here.
 	Write rows.WriteOptions
+	// Filter narrows the export to some rows; the zero filter exports
+	// every row. It is checked before anything is written (a
+	// *FilterError, matching ErrBadParams) and recorded on the batch
+	// (Batch.Recalc: where, batch and state).
+	Filter ExportFilter
 }
 
 // exportOutcome is one row's outcome, spooled to disk until the file is
@@ -102,8 +121,8 @@ type exportOutcome struct {
 // A row's number is its position in the export as if every row were
 // written, the header being row 1: when no row failed, the row of the file.
 func Export[T any](ctx context.Context, e *Engine, k ExportKind[T], p ExportParams) (*batchtype.Batch, error) {
-	if k.Name == "" || k.RowsFunc == nil {
-		return nil, errors.New("export: the kind needs a Name and a RowsFunc")
+	if k.Name == "" || (k.RowsFunc == nil && k.FilterRowsFunc == nil) {
+		return nil, errors.New("export: the kind needs a Name and a RowsFunc or FilterRowsFunc")
 	}
 	return exportRows(ctx, e, k.spec(), p)
 }
@@ -115,21 +134,36 @@ type exportSpec struct {
 	typ       reflect.Type
 	raw       []string
 	chunkSize int
-	// rows yields the rows as struct values of typ.
-	rows func(ctx context.Context) iter.Seq2[reflect.Value, error]
+	// rows yields the rows the filter keeps as struct values of typ.
+	rows func(ctx context.Context, f ExportFilter) iter.Seq2[reflect.Value, error]
+	// check refuses a filter (see ExportKind.CheckFilter); nil when the
+	// source takes no filter at all.
+	check func(f ExportFilter) error
 }
 
+// acceptFilter is the check of a filtering source without a CheckFilter:
+// it takes every filter.
+func acceptFilter(ExportFilter) error { return nil }
+
 func (k ExportKind[T]) spec() exportSpec {
-	return exportSpec{name: k.Name, typ: reflect.TypeFor[T](), raw: k.RawColumns, chunkSize: k.ChunkSize,
-		rows: func(ctx context.Context) iter.Seq2[reflect.Value, error] {
-			return func(yield func(reflect.Value, error) bool) {
-				for t, err := range k.RowsFunc(ctx) {
-					if !yield(reflect.ValueOf(&t).Elem(), err) {
-						return
-					}
+	s := exportSpec{name: k.Name, typ: reflect.TypeFor[T](), raw: k.RawColumns, chunkSize: k.ChunkSize}
+	src := func(ctx context.Context, _ ExportFilter) iter.Seq2[T, error] { return k.RowsFunc(ctx) }
+	if k.FilterRowsFunc != nil {
+		src, s.check = k.FilterRowsFunc, acceptFilter
+		if k.CheckFilter != nil {
+			s.check = k.CheckFilter
+		}
+	}
+	s.rows = func(ctx context.Context, f ExportFilter) iter.Seq2[reflect.Value, error] {
+		return func(yield func(reflect.Value, error) bool) {
+			for t, err := range src(ctx, f) {
+				if !yield(reflect.ValueOf(&t).Elem(), err) {
+					return
 				}
 			}
-		}}
+		}
+	}
+	return s
 }
 
 // exportRows is Export for any row type.
@@ -156,6 +190,12 @@ func exportRows(ctx context.Context, e *Engine, k exportSpec, p ExportParams) (*
 	if chunkSize <= 0 {
 		chunkSize = 1000
 	}
+	// The filter is checked, and its batch read, before the file gets a
+	// byte: a refused filter leaves nothing written and no batch.
+	filter, err := e.checkFilter(ctx, p.TenantID, k, p.Filter)
+	if err != nil {
+		return nil, err
+	}
 
 	spool, err := os.CreateTemp(p.Write.TmpDir, "rowfate-export-*")
 	if err != nil {
@@ -176,7 +216,7 @@ func exportRows(ctx context.Context, e *Engine, k exportSpec, p ExportParams) (*
 	if err != nil {
 		return nil, fmt.Errorf("export %s: %w", k.name, err)
 	}
-	n, err := writeExport(ctx, p.TenantID, k, enc, w, spool)
+	n, err := writeExport(ctx, p.TenantID, k, filter, enc, w, spool)
 	if err != nil {
 		w.Abort()
 		return nil, fmt.Errorf("export %s: %w", k.name, err)
@@ -211,6 +251,7 @@ func exportRows(ctx context.Context, e *Engine, k exportSpec, p ExportParams) (*
 		SourceName: p.DestName,
 		Export:     true,
 		Header:     header,
+		Recalc:     p.Filter.Params(),
 		Rows:       seq,
 		SummaryFunc: func() driver.IngestSummary {
 			return driver.IngestSummary{SourceDigest: hex.EncodeToString(digest.Sum(nil))}
@@ -226,14 +267,14 @@ func exportRows(ctx context.Context, e *Engine, k exportSpec, p ExportParams) (*
 
 // writeExport reads the kind's rows, writes each to the file and spools its
 // outcome. It returns the number of rows.
-func writeExport(ctx context.Context, tenant string, k exportSpec, enc *exportEncoder, w rows.Writer, spool io.Writer) (int64, error) {
+func writeExport(ctx context.Context, tenant string, k exportSpec, f ExportFilter, enc *exportEncoder, w rows.Writer, spool io.Writer) (int64, error) {
 	bw := bufio.NewWriterSize(spool, 64<<10)
 	js := json.NewEncoder(bw)
 	cells := make([]rows.Cell, len(enc.cols))
 	var n int64
 	// The source learns the export's tenant as a processor does: a
 	// tenant's export lists that tenant's rows only.
-	for t, err := range k.rows(ContextWithRow(ctx, RowInfo{TenantID: tenant})) {
+	for t, err := range k.rows(ContextWithRow(ctx, RowInfo{TenantID: tenant}), f) {
 		if cerr := ctx.Err(); cerr != nil {
 			return n, cerr
 		}
@@ -309,8 +350,12 @@ type DynamicExportKind struct {
 	// Type is the row type: a struct type with col tags. Required.
 	Type reflect.Type
 	// RowsFunc yields the rows to export, struct values of Type, as
-	// ExportKind.RowsFunc does. Required.
+	// ExportKind.RowsFunc does. Required, unless FilterRowsFunc is set.
 	RowsFunc func(ctx context.Context) iter.Seq2[reflect.Value, error]
+	// FilterRowsFunc and CheckFilter are as in ExportKind: a kind that
+	// takes filters.
+	FilterRowsFunc func(ctx context.Context, f ExportFilter) iter.Seq2[reflect.Value, error]
+	CheckFilter    func(f ExportFilter) error
 	// RawColumns and ChunkSize are as in ExportKind.
 	RawColumns []string
 	ChunkSize  int
@@ -326,14 +371,22 @@ func (d *dynamicExport) info() KindInfo {
 }
 
 func (d *dynamicExport) run(ctx context.Context, e *Engine, p ExportParams) (*batchtype.Batch, error) {
-	return exportRows(ctx, e, exportSpec{name: d.k.Name, typ: d.k.Type, raw: d.k.RawColumns, chunkSize: d.k.ChunkSize, rows: d.k.RowsFunc}, p)
+	s := exportSpec{name: d.k.Name, typ: d.k.Type, raw: d.k.RawColumns, chunkSize: d.k.ChunkSize,
+		rows: func(ctx context.Context, _ ExportFilter) iter.Seq2[reflect.Value, error] { return d.k.RowsFunc(ctx) }}
+	if d.k.FilterRowsFunc != nil {
+		s.rows, s.check = d.k.FilterRowsFunc, acceptFilter
+		if d.k.CheckFilter != nil {
+			s.check = d.k.CheckFilter
+		}
+	}
+	return exportRows(ctx, e, s, p)
 }
 
 // RegisterDynamicExport adds a dynamic export kind, or replaces the
 // dynamic export kind of that name; a Go export kind is not replaced.
 func RegisterDynamicExport(r *Registry, k DynamicExportKind) error {
-	if k.Name == "" || k.Type == nil || k.RowsFunc == nil {
-		return fmt.Errorf("register export kind %q: it needs a Name, a Type and a RowsFunc", k.Name)
+	if k.Name == "" || k.Type == nil || (k.RowsFunc == nil && k.FilterRowsFunc == nil) {
+		return fmt.Errorf("register export kind %q: it needs a Name, a Type and a RowsFunc or FilterRowsFunc", k.Name)
 	}
 	b, err := rows.NewBinder(k.Type)
 	if err != nil {

@@ -144,7 +144,7 @@ func TestExportRoundTrip(t *testing.T) {
 
 		for _, name := range []string{"out.xlsx", "out.csv"} {
 			var file bytes.Buffer
-			b, err := batch.Export(ctx, e, customers.ExportKind(bd.db), batch.ExportParams{DestName: name, Dest: &file, Write: rows.WriteOptions{TmpDir: t.TempDir()}})
+			b, err := batch.Export(ctx, e, customers.ExportKind(bd.db, bd.dialect), batch.ExportParams{DestName: name, Dest: &file, Write: rows.WriteOptions{TmpDir: t.TempDir()}})
 			if err != nil {
 				t.Fatal(err)
 			}

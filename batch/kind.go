@@ -575,10 +575,11 @@ func (r *registeredExport[T]) run(ctx context.Context, e *Engine, p ExportParams
 }
 
 // RegisterExport adds an export kind. It checks T's columns once and fails
-// on a malformed type, a missing RowsFunc or a duplicate name.
+// on a malformed type, a missing RowsFunc (or FilterRowsFunc) or a
+// duplicate name.
 func RegisterExport[T any](r *Registry, k ExportKind[T]) error {
-	if k.Name == "" || k.RowsFunc == nil {
-		return fmt.Errorf("register export kind %q: it needs a Name and a RowsFunc", k.Name)
+	if k.Name == "" || (k.RowsFunc == nil && k.FilterRowsFunc == nil) {
+		return fmt.Errorf("register export kind %q: it needs a Name and a RowsFunc or FilterRowsFunc", k.Name)
 	}
 	if r.HasExport(k.Name) {
 		return fmt.Errorf("register export kind %q: already registered", k.Name)

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -46,6 +48,11 @@ func (c *cli) printBatch(w io.Writer, b *batchtype.Batch, hints bool) error {
 		status = "paused" // running, but no worker claims its rows
 	}
 	fmt.Fprintf(w, "batch %d  %s  %s  (%s, tenant %s)\n", b.ID, status, b.SourceName, b.Kind, b.TenantID)
+	if hints && len(b.Recalc) > 0 {
+		// What a filtered export (or a recalculation) read, as the
+		// flags that would read it again; a listing leaves it out.
+		fmt.Fprintf(w, "filter: %s\n", filterFlags(b.Recalc))
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	for _, s := range rows.States {
 		if n := b.Counts[s]; n > 0 {
@@ -204,4 +211,15 @@ func describeConventions(c rows.Conventions) string {
 		return ""
 	}
 	return "read " + strings.Join(parts, ", ")
+}
+
+// filterFlags spells a batch's recorded filter (Batch.Recalc) as the
+// flags of export and recalc, in name order: "--batch 3 --state
+// succeeded --where 'country=DE'".
+func filterFlags(params map[string]string) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		parts = append(parts, "--"+k+" "+shellQuote(params[k]))
+	}
+	return strings.Join(parts, " ")
 }

@@ -63,7 +63,9 @@ type Batch struct {
 	// header when rows were ragged).
 	Width int
 	// Recalc, for a recalculation, are the parameters its rows were
-	// queried with; nil for an import or an export.
+	// queried with; for a filtered export, its filter (where, batch,
+	// state: batch.ExportFilter.Params); nil for an import or an
+	// unfiltered export.
 	Recalc map[string]string
 	// KindVersion is the version of a stored kind definition (a schema
 	// kind's) the batch was validated with at ingest; 0 for a Go kind.

@@ -117,7 +117,7 @@ func Register(reg *batch.Registry, cfg Config) error {
 	if err := batch.RegisterRecalc(reg, customers.TierKind(cfg.DB, cfg.Dialect)); err != nil {
 		return err
 	}
-	return batch.RegisterExport(reg, customers.ExportKind(cfg.DB))
+	return batch.RegisterExport(reg, customers.ExportKind(cfg.DB, cfg.Dialect))
 }
 
 // registerExternal registers a customers kind whose effect is outside the

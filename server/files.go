@@ -121,12 +121,19 @@ func (s *Server) template(w http.ResponseWriter, r *http.Request, _ Principal) e
 }
 
 // export writes an export kind's rows to a file kept among the tenant's
-// files, recorded as a batch; GET /v1/batches/{id}/file downloads it.
+// files, recorded as a batch; GET /v1/batches/{id}/file downloads it. The
+// fields where, batch and state narrow it as batchctl export's flags do.
 func (s *Server) export(w http.ResponseWriter, r *http.Request, p Principal) error {
 	var req struct {
 		Kind   string `json:"kind"`
 		Format string `json:"format"`
 		Sheet  string `json:"sheet"`
+		// Where, Batch and State are the export's filter
+		// (batch.ExportFilter): a refused one is a 400 naming the field,
+		// a batch the tenant does not have a 404; nothing is written.
+		Where string `json:"where"`
+		Batch int64  `json:"batch"`
+		State string `json:"state"`
 	}
 	if err := decodeJSON(w, r, &req, maxJSONBody, false); err != nil {
 		return err
@@ -148,7 +155,8 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request, p Principal) err
 	defer fw.Abort()
 	name := fmt.Sprintf("%s-%s.%s", req.Kind, time.Now().UTC().Format("20060102-150405"), f.Name())
 	b, err := s.cfg.Engine.Export(r.Context(), req.Kind, batch.ExportParams{TenantID: p.TenantID, DestName: name, Dest: fw, Format: f.Name(),
-		Write: rows.WriteOptions{Sheet: req.Sheet, TmpDir: s.cfg.TmpDir}})
+		Write:  rows.WriteOptions{Sheet: req.Sheet, TmpDir: s.cfg.TmpDir},
+		Filter: batch.ExportFilter{Where: req.Where, BatchID: req.Batch, State: rows.State(req.State)}})
 	if err != nil {
 		return err
 	}

@@ -165,6 +165,17 @@ func Columns(cols []Column) string {
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
+// WithColumns is err, an error of Parse over cols, with the allowed
+// columns added when it does not list them already (an unknown column's
+// does): a user who mistyped a filter sees what it may name. A nil err
+// stays nil.
+func WithColumns(err error, cols []Column) error {
+	if err == nil || strings.Contains(err.Error(), "(columns: ") {
+		return err
+	}
+	return fmt.Errorf("%w (columns: %s)", err, Columns(cols))
+}
+
 type parser struct {
 	text string
 	toks []token

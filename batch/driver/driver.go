@@ -93,8 +93,8 @@ type BatchIngestParams struct {
 	Rows iter.Seq2[IngestRow, error]
 	// SummaryFunc is called after Rows is drained.
 	SummaryFunc func() IngestSummary
-	// Recalc, for a recalculation, are its source's parameters: stored
-	// with the batch (Batch.Recalc).
+	// Recalc, for a recalculation, are its source's parameters, and for
+	// a filtered export its filter: stored with the batch (Batch.Recalc).
 	Recalc map[string]string
 	// KindVersion is stored with the batch (Batch.KindVersion).
 	KindVersion int64

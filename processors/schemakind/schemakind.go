@@ -204,7 +204,13 @@ func (w *writer) resultID(r reflect.Value) string {
 		// (an empty one is a malformed answer, which the engine retries).
 		return KeylessID
 	}
-	return strings.ReplaceAll(w.c.Key(r), "\x1f", "/")
+	return keyID(w.c, r)
+}
+
+// keyID is a row's key as a result id: its fields' canonical text joined
+// by "/". An export kept to a batch's rows matches its rows by it.
+func keyID(c *tableschema.Compiled, r reflect.Value) string {
+	return strings.ReplaceAll(c.Key(r), "\x1f", "/")
 }
 
 // chunk writes rows with one statement set-based on PostgreSQL, one per

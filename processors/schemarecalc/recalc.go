@@ -59,7 +59,7 @@ func New(d *Definition, s *tableschema.Schema, cfg Config) (*Recalc, error) {
 	}
 	for _, w := range d.Where {
 		f := s.Field(w)
-		r.filter = append(r.filter, where.Column{Name: w, Type: whereType(f.Type), SQL: tableschema.QuoteName(w)})
+		r.filter = append(r.filter, where.Column{Name: w, Type: tableschema.WhereType(f.Type), SQL: tableschema.QuoteName(w)})
 		if rs.Field(w) == nil {
 			rs.Fields = append(rs.Fields, tableschema.Field{Name: w, Type: tableschema.TypeString})
 			r.cols = append(r.cols, w)
@@ -71,20 +71,6 @@ func New(d *Definition, s *tableschema.Schema, cfg Config) (*Recalc, error) {
 	}
 	r.c = c
 	return r, nil
-}
-
-func whereType(t string) where.Type {
-	switch t {
-	case tableschema.TypeInteger:
-		return where.Integer
-	case tableschema.TypeNumber:
-		return where.Number
-	case tableschema.TypeBoolean:
-		return where.Boolean
-	case tableschema.TypeDate:
-		return where.Date
-	}
-	return where.Text
 }
 
 // Kind is the recalculation as the engine registers it, at a version of
