@@ -69,6 +69,21 @@ type ImportParams struct {
 	// a client file that is 40% wrong is sent back, not half imported.
 	// The zero value is no bound.
 	MaxInvalid Threshold
+	// ProgressFunc, when set, is told how far the import has got while it
+	// reads the file: during the first pass (BatchID 0), at once when the
+	// batch exists (its id, before any row is stored: batchctl prints it
+	// then), and then at most every ProgressInterval and after each
+	// ingest_progress event the import writes. It is called from one
+	// goroutine of the engine, one call at a time, never after Import
+	// returns; it must not block long.
+	ProgressFunc func(IngestProgress)
+	// ProgressInterval bounds how often ProgressFunc is called (a
+	// terminal's redraw). Defaults to 250ms.
+	ProgressInterval time.Duration
+	// EventInterval bounds how often the import appends an
+	// ingest_progress event to the batch's log while it reads the file,
+	// for watchers in any process. Defaults to 2s.
+	EventInterval time.Duration
 }
 
 // ReportError is the error of an import of an error report that names one
@@ -145,7 +160,10 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, 
 	if err := k.beforeImport(ctx); err != nil {
 		return nil, fmt.Errorf("import %s as %s: %w", p.SourceName, p.Kind, err)
 	}
-	src, err := prepare(ctx, k, p)
+	track := e.newIngestTracker(p)
+	stop := track.start(ctx)
+	defer stop()
+	src, err := prepareTracked(ctx, k, p, track)
 	if err != nil {
 		return nil, importError(p, err)
 	}
@@ -154,6 +172,7 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, 
 	if b, err := e.earlier(ctx, p, src, lookup); b != nil || err != nil {
 		return b, err
 	}
+	track.restart()
 	r, err := src.open(nil)
 	if err != nil {
 		return nil, importError(p, err)
@@ -169,6 +188,7 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, 
 	chk := newRowChecker(k, m)
 	var trimmed int64 // rows whose unread cells were not kept
 	seq := ingestRows(ctx, r, src, m, chk, int64(k.settings().chunkSize), &trimmed)
+	seq = track.count(seq)
 	var accept func(int64) error
 	if p.MaxInvalid.IsZero() {
 		p.MaxInvalid = k.settings().maxInvalid
@@ -192,6 +212,7 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, 
 		Rows:           seq,
 		DuplicateKey:   chk.duplicateKey(),
 		AcceptFunc:     accept,
+		CreatedFunc:    track.createdBatch,
 		SummaryFunc: func() driver.IngestSummary {
 			sum := driver.IngestSummary{SourceDigest: src.digest, SkippedEmpty: r.SkippedEmpty(), ErrorCounts: chk.tally.Counts(), Width: src.width}
 			if trimmed > 0 {
