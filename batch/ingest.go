@@ -78,11 +78,11 @@ type ImportParams struct {
 	// returns; it must not block long.
 	ProgressFunc func(IngestProgress)
 	// ProgressInterval bounds how often ProgressFunc is called (a
-	// terminal's redraw). Defaults to 250ms.
+	// terminal's redraw). Defaults to 250ms; at least 50ms.
 	ProgressInterval time.Duration
 	// EventInterval bounds how often the import appends an
 	// ingest_progress event to the batch's log while it reads the file,
-	// for watchers in any process. Defaults to 2s.
+	// for watchers in any process. Defaults to 2s; at least 50ms.
 	EventInterval time.Duration
 }
 

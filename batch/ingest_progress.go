@@ -34,6 +34,7 @@ type IngestProgress struct {
 const (
 	defaultProgressInterval = 250 * time.Millisecond
 	defaultEventInterval    = 2 * time.Second
+	minProgressInterval     = 50 * time.Millisecond
 )
 
 // ingestTracker counts what an import has read, and tells of it at a
@@ -67,6 +68,9 @@ func (e *Engine) newIngestTracker(p ImportParams) *ingestTracker {
 	if t.events <= 0 {
 		t.events = defaultEventInterval
 	}
+	// The rate is the engine's to bound, whatever a caller asks: a
+	// shorter interval would make an event (a transaction) per few rows.
+	t.every, t.events = max(t.every, minProgressInterval), max(t.events, minProgressInterval)
 	return t
 }
 
@@ -109,8 +113,7 @@ func (t *ingestTracker) run(ctx context.Context) {
 	defer tick.Stop()
 	evTick := time.NewTicker(t.events)
 	defer evTick.Stop()
-	var told, logged batchtype.IngestProgress
-	var toldBatch int64
+	var logged batchtype.IngestProgress
 	writing := true // until the store says the batch is no longer ingesting
 	for {
 		select {
@@ -145,18 +148,14 @@ func (t *ingestTracker) run(ctx context.Context) {
 			}
 			logged = now
 			if t.f != nil {
-				told, toldBatch = now, id
 				t.f(IngestProgress{BatchID: id, Progress: now, Event: ev})
 			}
 			continue
 		}
-		if t.f == nil {
-			continue
-		}
-		id, now := t.batch.Load(), t.snapshot()
-		if id != toldBatch || now != told {
-			told, toldBatch = now, id
-			t.f(IngestProgress{BatchID: id, Progress: now})
+		if t.f != nil {
+			// Every tick, changed or not: a caller that prints on a
+			// schedule of its own (a line every so often) gets its turn.
+			t.f(IngestProgress{BatchID: t.batch.Load(), Progress: t.snapshot()})
 		}
 	}
 }
