@@ -209,14 +209,7 @@ func (c *cli) runImport(ctx context.Context, kind, path string, o importOptions)
 		return usagef("unknown kind %q; known kinds: %s", kind, kindNames(app.engine.Registry().Kinds()))
 	}
 	p.NewBatch = o.newBatch
-	view := c.newIngestView(kind, path, o.interval)
-	p.ProgressFunc, p.ProgressInterval = view.show, view.progressInterval()
-	if o.interval > 0 {
-		p.EventInterval = o.interval
-	}
-	b, err := app.engine.Import(ctx, p)
-	announced := view.stop()
-	o.after = view.after
+	b, announced, err := c.importShown(ctx, app, p, kind, path, &o)
 	var report *batch.ReportError
 	if errors.As(err, &report) {
 		// The fixed error report of a batch is a re-run of that batch: its

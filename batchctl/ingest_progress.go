@@ -1,6 +1,7 @@
 package batchctl
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -35,6 +36,21 @@ type ingestView struct {
 	// after is the last event printed on stdout (-o jsonl): the stream of
 	// the batch's work goes on after it.
 	after int64
+}
+
+// importShown imports with the read's progress shown (ingestView): it
+// returns the batch and whether its id was printed, and sets o.after to
+// the last event printed.
+func (c *cli) importShown(ctx context.Context, app *app, p batch.ImportParams, kind, path string, o *importOptions) (*batchtype.Batch, bool, error) {
+	view := c.newIngestView(kind, path, o.interval)
+	p.ProgressFunc, p.ProgressInterval = view.show, view.progressInterval()
+	if o.interval > 0 {
+		p.EventInterval = o.interval
+	}
+	b, err := app.engine.Import(ctx, p)
+	announced := view.stop()
+	o.after = view.after
+	return b, announced, err
 }
 
 // newIngestView returns the view of an import of path as kind.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batchtype"
 )
 
 // gatedRow is a row of the gated kind.
@@ -213,4 +214,21 @@ func TestImportSaysItsBatchWhileReading(t *testing.T) {
 			}
 		})
 	})
+}
+
+// TestIngestLines: the plain line and the bar of an ingest.
+func TestIngestLines(t *testing.T) {
+	t.Parallel()
+	p := batchtype.IngestProgress{RowsRead: 54000, Invalid: 12, BytesRead: 260, Size: 1000}
+	for _, tc := range []struct{ got, want string }{
+		{ingestLine(12, p), "batch 12: 54000 rows read (26.0% of the file), 12 invalid so far"},
+		{ingestLine(12, batchtype.IngestProgress{RowsRead: 5}), "batch 12: 5 rows read, 0 invalid so far"},
+		{ingestBarLine(12, "big.csv", p, 200), "batch 12  reading  54000 rows  [=======>----------------------]  26.0%  invalid 12"},
+		{ingestBarLine(0, "big.csv", p, 200), "big.csv  checking  54000 rows  [=======>----------------------]  26.0%"},
+		{ingestBarLine(12, "big.csv", p, 21), "batch 12  reading  5"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got  %q\nwant %q", tc.got, tc.want)
+		}
+	}
 }
