@@ -160,7 +160,13 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, 
 	if err := k.beforeImport(ctx); err != nil {
 		return nil, fmt.Errorf("import %s as %s: %w", p.SourceName, p.Kind, err)
 	}
+	// The ingest's own context: the tracker ends it when the batch is
+	// cancelled while the file is read.
+	outer := ctx
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	track := e.newIngestTracker(p)
+	track.stop = cancel
 	stop := track.start(ctx)
 	defer stop()
 	src, err := prepareTracked(ctx, k, p, track)
@@ -236,6 +242,9 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, 
 		if b := e.committedAnyway(ctx, p, src, key); b != nil {
 			return b, nil
 		}
+	}
+	if cause := context.Cause(ctx); err != nil && outer.Err() == nil && errors.Is(cause, ErrBatchStopped) {
+		err = cause
 	}
 	if err != nil {
 		return nil, importError(p, err)

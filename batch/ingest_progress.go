@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"iter"
 	"sync/atomic"
@@ -56,6 +57,8 @@ type ingestTracker struct {
 	// batch is the batch's id once it exists; created is then signalled.
 	batch   atomic.Int64
 	created chan struct{}
+	// stop cancels the ingest, with its cause; nil for none.
+	stop context.CancelCauseFunc
 }
 
 // newIngestTracker returns the tracker of an import of p; start it with run.
@@ -133,8 +136,10 @@ func (t *ingestTracker) run(ctx context.Context) {
 			switch {
 			case errors.Is(err, ErrNotFound):
 				// The ingest committed (or failed): its batch has
-				// started, and no ingest event may follow that.
+				// started, and no ingest event may follow that. Or the
+				// batch was cancelled: the ingest stops reading.
 				writing = false
+				t.stopIfCancelled(ctx, id)
 				continue
 			case err != nil:
 				// A progress event is a view of the ingest, not part of
@@ -157,6 +162,15 @@ func (t *ingestTracker) run(ctx context.Context) {
 			// schedule of its own (a line every so often) gets its turn.
 			t.f(IngestProgress{BatchID: t.batch.Load(), Progress: t.snapshot()})
 		}
+	}
+}
+
+// stopIfCancelled ends the ingest when its batch was cancelled while
+// its file was read (it would fail at its end anyway, ErrBatchStopped).
+func (t *ingestTracker) stopIfCancelled(ctx context.Context, id int64) {
+	b, err := t.e.store.BatchGet(ctx, driver.BatchGetParams{TenantID: t.tenant, ID: id})
+	if err == nil && b.Status == batchtype.StatusCancelled && t.stop != nil {
+		t.stop(fmt.Errorf("batch %d was cancelled while its file was read: %w", id, ErrBatchStopped))
 	}
 }
 

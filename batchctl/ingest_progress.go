@@ -112,6 +112,7 @@ func (v *ingestView) show(p batch.IngestProgress) {
 func (v *ingestView) announce(id int64) int64 {
 	v.erase()
 	fmt.Fprintf(v.w, "batch %d created (%s, %s)\n", id, v.kind, v.path)
+	v.printed = v.now() // a read shorter than the interval prints no line
 	if v.jsonl != nil {
 		_ = v.jsonl.Encode(createdJSON{Type: "created", BatchID: id, Kind: v.kind, Source: v.path})
 	}

@@ -213,6 +213,26 @@ func TestImportSaysItsBatchWhileReading(t *testing.T) {
 				t.Errorf("summary: %s", r)
 			}
 		})
+
+		// A batch cancelled while its file is read is not kept: the
+		// import stops and says so.
+		t.Run("cancel", func(t *testing.T) {
+			g := newGate(t)
+			imp := g.start(c, "import", "gated", path, "--new-batch", "--progress-interval", "50ms")
+			<-g.reached
+			imp.waitFor(t, imp.stderr, regexp.MustCompile(`^batch 3 created`))
+			if r := c.run("cancel", "3"); r.code != exitOK {
+				t.Errorf("cancel while ingesting: %s", r)
+			}
+			g.release()
+			r := imp.wait(t)
+			if r.code == exitOK || r.code == exitRows || !strings.Contains(r.stderr, "batch 3 was cancelled while its file was read") {
+				t.Fatalf("import of a batch cancelled while ingesting: %s", r)
+			}
+			if r := c.run("status", "3"); r.code != exitError {
+				t.Errorf("status of the batch cancelled while ingesting: %s", r)
+			}
+		})
 	})
 }
 

@@ -278,8 +278,14 @@ func (s *Store) keepIngest(ctx context.Context, id int64) (stop func()) {
 // no ingesting batch after it (and one waiting on the batch row's lock
 // sees the new status when the ingest commits).
 func (s *Store) ingestDone(ctx context.Context, q Querier, id int64, accept func(Querier, *[]committedEvent) error, evs *[]committedEvent) error {
-	if _, err := q.Exec(ctx, s.q.ingestDone, id); err != nil {
+	n, err := q.Exec(ctx, s.q.ingestDone, id)
+	if err != nil {
 		return err
+	}
+	if n == 0 {
+		// Cancelled while its file was read (BatchCancel): the ingest
+		// fails, and the batch is removed.
+		return fmt.Errorf("batch %d was cancelled while its file was read: %w", id, driver.ErrBatchStopped)
 	}
 	return accept(q, evs)
 }
