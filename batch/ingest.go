@@ -160,14 +160,7 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, 
 	if err := k.beforeImport(ctx); err != nil {
 		return nil, fmt.Errorf("import %s as %s: %w", p.SourceName, p.Kind, err)
 	}
-	// The ingest's own context: the tracker ends it when the batch is
-	// cancelled while the file is read.
-	outer := ctx
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	track := e.newIngestTracker(p)
-	track.stop = cancel
-	stop := track.start(ctx)
+	ctx, track, stop := e.trackIngest(ctx, p)
 	defer stop()
 	src, err := prepareTracked(ctx, k, p, track)
 	if err != nil {
@@ -243,10 +236,8 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, 
 			return b, nil
 		}
 	}
-	if cause := context.Cause(ctx); err != nil && outer.Err() == nil && errors.Is(cause, ErrBatchStopped) {
-		err = cause
-	}
 	if err != nil {
+		err = track.why(err)
 		return nil, importError(p, err)
 	}
 	e.logger.InfoContext(ctx, "batch imported", "batch_id", b.ID, "kind", b.Kind, "tenant_id", b.TenantID, "rows", b.Counts.Total())

@@ -57,8 +57,10 @@ type ingestTracker struct {
 	// batch is the batch's id once it exists; created is then signalled.
 	batch   atomic.Int64
 	created chan struct{}
-	// stop cancels the ingest, with its cause; nil for none.
-	stop context.CancelCauseFunc
+	// stop cancels the ingest with a cause, which cause returns;
+	// callerErr is the caller's context's Err.
+	stop             context.CancelCauseFunc
+	cause, callerErr func() error
 }
 
 // newIngestTracker returns the tracker of an import of p; start it with run.
@@ -75,6 +77,27 @@ func (e *Engine) newIngestTracker(p ImportParams) *ingestTracker {
 	// shorter interval would make an event (a transaction) per few rows.
 	t.every, t.events = max(t.every, minProgressInterval), max(t.events, minProgressInterval)
 	return t
+}
+
+// trackIngest starts the tracker of an import of p. It returns the
+// ingest's own context, which the tracker ends when the batch is
+// cancelled while the file is read, and the function that stops both.
+func (e *Engine) trackIngest(ctx context.Context, p ImportParams) (context.Context, *ingestTracker, func()) {
+	t := e.newIngestTracker(p)
+	t.callerErr = ctx.Err
+	ctx, cancel := context.WithCancelCause(ctx)
+	t.stop, t.cause = cancel, func() error { return context.Cause(ctx) }
+	stop := t.start(ctx)
+	return ctx, t, func() { stop(); cancel(nil) }
+}
+
+// why is the error an ingest failed with: err, or the batch's cancel
+// when that is what ended it (not the caller's context).
+func (t *ingestTracker) why(err error) error {
+	if cause := t.cause(); t.callerErr() == nil && errors.Is(cause, ErrBatchStopped) {
+		return cause
+	}
+	return err
 }
 
 // restart zeroes the counts for the second pass, which reads the file
