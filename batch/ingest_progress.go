@@ -63,7 +63,8 @@ type ingestTracker struct {
 	cause, callerErr func() error
 }
 
-// newIngestTracker returns the tracker of an import of p; start it with run.
+// newIngestTracker returns the tracker of an import of p; start it with
+// start.
 func (e *Engine) newIngestTracker(p ImportParams) *ingestTracker {
 	t := &ingestTracker{e: e, tenant: p.TenantID, f: p.ProgressFunc, every: p.ProgressInterval, events: p.EventInterval,
 		created: make(chan struct{}, 1)}
