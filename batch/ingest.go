@@ -76,6 +76,21 @@ type ImportParams struct {
 	// before it has run them all. Defaults to the kind's; the zero value
 	// is no bound. Engine.Limit changes it while the batch runs.
 	MaxFailed Threshold
+	// ProgressFunc, when set, is told how far the import has got while it
+	// reads the file: during the first pass (BatchID 0), at once when the
+	// batch exists (its id, before any row is stored: batchctl prints it
+	// then), and then at most every ProgressInterval and after each
+	// ingest_progress event the import writes. It is called from one
+	// goroutine of the engine, one call at a time, never after Import
+	// returns; it must not block long.
+	ProgressFunc func(IngestProgress)
+	// ProgressInterval bounds how often ProgressFunc is called (a
+	// terminal's redraw). Defaults to 250ms; at least 50ms.
+	ProgressInterval time.Duration
+	// EventInterval bounds how often the import appends an
+	// ingest_progress event to the batch's log while it reads the file,
+	// for watchers in any process. Defaults to 2s; at least 50ms.
+	EventInterval time.Duration
 }
 
 // ReportError is the error of an import of an error report that names one
@@ -152,7 +167,9 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, 
 	if err := k.beforeImport(ctx); err != nil {
 		return nil, fmt.Errorf("import %s as %s: %w", p.SourceName, p.Kind, err)
 	}
-	src, err := prepare(ctx, k, p)
+	ctx, track, stop := e.trackIngest(ctx, p)
+	defer stop()
+	src, err := prepareTracked(ctx, k, p, track)
 	if err != nil {
 		return nil, importError(p, err)
 	}
@@ -161,6 +178,7 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, 
 	if b, err := e.earlier(ctx, p, src, lookup); b != nil || err != nil {
 		return b, err
 	}
+	track.restart()
 	r, err := src.open(nil)
 	if err != nil {
 		return nil, importError(p, err)
@@ -176,6 +194,7 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, 
 	chk := newRowChecker(k, m)
 	var trimmed int64 // rows whose unread cells were not kept
 	seq := ingestRows(ctx, r, src, m, chk, int64(k.settings().chunkSize), &trimmed)
+	seq = track.count(seq)
 	var accept func(int64) error
 	if p.MaxInvalid.IsZero() {
 		p.MaxInvalid = k.settings().maxInvalid
@@ -200,6 +219,7 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, 
 		Rows:           seq,
 		DuplicateKey:   chk.duplicateKey(),
 		AcceptFunc:     accept,
+		CreatedFunc:    track.createdBatch,
 		SummaryFunc: func() driver.IngestSummary {
 			sum := driver.IngestSummary{SourceDigest: src.digest, SkippedEmpty: r.SkippedEmpty(), ErrorCounts: chk.tally.Counts(), Width: src.width}
 			if trimmed > 0 {
@@ -225,6 +245,7 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, 
 		}
 	}
 	if err != nil {
+		err = track.why(err)
 		return nil, importError(p, err)
 	}
 	e.logger.InfoContext(ctx, "batch imported", "batch_id", b.ID, "kind", b.Kind, "tenant_id", b.TenantID, "rows", b.Counts.Total())

@@ -42,18 +42,31 @@ type source struct {
 	// examples are the rows that repeat the kind's example row, as a
 	// template has it: never imported.
 	examples map[int64]bool
+	// track, for an import, counts the rows and bytes read.
+	track *ingestTracker
 }
 
 // prepare reads the source once and settles its conventions. A file that
 // must be rejected as a whole returns a *rows.FileError.
 func prepare(ctx context.Context, k rowReader, p ImportParams) (*source, error) {
+	return prepareTracked(ctx, k, p, nil)
+}
+
+// prepareTracked is prepare, with the bytes and rows read counted by
+// track (nil: not counted).
+func prepareTracked(ctx context.Context, k rowReader, p ImportParams, track *ingestTracker) (*source, error) {
 	p.Conventions = k.conventions(p.Conventions)
 	// The kind's own number format (a schema's x-decimal-comma) is the
 	// file's too: a workbook's typed number cells are written in it.
 	p.Read.Number = p.Conventions.Number
-	s := &source{p: p, k: k, cleanup: func() {}}
+	s := &source{p: p, k: k, cleanup: func() {}, track: track}
 	if err := s.seekable(); err != nil {
 		return nil, err
+	}
+	if track != nil {
+		if end, err := s.rs.Seek(0, io.SeekEnd); err == nil {
+			track.size.Store(end - s.start)
+		}
 	}
 	if err := s.profile(ctx); err != nil {
 		s.close()
@@ -119,6 +132,9 @@ func (s *source) open(tee io.Writer) (rows.Reader, error) {
 		return nil, fmt.Errorf("import %s: rewind: %w", s.p.SourceName, err)
 	}
 	var src io.Reader = s.rs
+	if s.track != nil {
+		src = countingReader{r: src, n: &s.track.bytes}
+	}
 	if tee != nil {
 		src = io.TeeReader(s.rs, tee)
 	}
@@ -194,6 +210,9 @@ func (s *source) profile(ctx context.Context) error {
 			return err
 		}
 		s.width = max(s.width, len(rec.Values))
+		if s.track != nil {
+			s.track.rows.Add(1)
+		}
 		if isExample(m, len(r.Header()), rec.Values, example) {
 			if s.examples == nil {
 				s.examples = map[int64]bool{}

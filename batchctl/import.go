@@ -37,6 +37,10 @@ type importOptions struct {
 	// only; createTable creates its table.
 	schema      string
 	createTable bool
+	// after is not a flag: the last of the batch's events an import
+	// printed while it read the file (-o jsonl), which the stream of its
+	// work goes on after.
+	after int64
 }
 
 func (c *cli) importCommand() *cobra.Command {
@@ -78,10 +82,15 @@ from. --new-batch imports it as a new batch instead.
 outcome, without opening a database or running a processor.
 
 The batch's id is printed on stderr as soon as the batch exists ("batch 12
-created"), so that another terminal can follow it with batchctl watch.
-While its rows are worked, a bar on stderr shows the rows done, the rate,
+created"), before its rows are stored, so that another terminal can
+follow it with batchctl watch. While the file is read, the rows read and
+the invalid ones so far are shown the same ways: a bar on a terminal, a
+line every --progress-interval, the batch's ingest_progress events for
+-o jsonl (written to its log at most every --progress-interval, 2s by
+default, for watchers anywhere). While its rows are worked, a bar on stderr shows the rows done, the rate,
 the time left and the rows in each state when stderr is a terminal; a
-plain line every --progress-interval when it is not. -o jsonl prints the
+plain line every --progress-interval when it is not. -o jsonl prints
+{"type":"created","batch_id":N,...} once the batch exists, then the
 batch's events on stdout as JSON lines, as batchctl watch -o jsonl does,
 then the batch as the last line.
 
@@ -206,7 +215,7 @@ func (c *cli) runImport(ctx context.Context, kind, path string, o importOptions)
 		return usagef("unknown kind %q; known kinds: %s", kind, kindNames(app.engine.Registry().Kinds()))
 	}
 	p.NewBatch = o.newBatch
-	b, err := app.engine.Import(ctx, p)
+	b, announced, err := c.importShown(ctx, app, p, kind, path, &o)
 	var report *batch.ReportError
 	if errors.As(err, &report) {
 		// The fixed error report of a batch is a re-run of that batch: its
@@ -224,7 +233,7 @@ func (c *cli) runImport(ctx context.Context, kind, path string, o importOptions)
 	}
 	if b.Reused {
 		fmt.Fprintf(c.stderr, "%s was already imported as batch %d with the same options: nothing was imported again (--new-batch imports it as a new batch)\n", path, b.ID)
-	} else {
+	} else if !announced {
 		fmt.Fprintf(c.stderr, "batch %d created (%s, %s)\n", b.ID, b.Kind, path)
 	}
 	if !o.noWork && !b.Reused {
@@ -288,7 +297,7 @@ func (c *cli) work(ctx context.Context, app *app, b *batchtype.Batch, o importOp
 	}
 	done := make(chan followed, 1)
 	go func() {
-		last, err := f.follow(fctx, show, b.ID, 0)
+		last, err := f.follow(fctx, show, b.ID, o.after)
 		done <- followed{last, err}
 	}()
 

@@ -125,6 +125,24 @@ type eventJSON struct {
 	Final         bool        `json:"final"`
 	Reason        string      `json:"reason,omitempty"`
 	At            time.Time   `json:"at"`
+	// Ingest is on ingest_progress events only.
+	Ingest *ingestJSON `json:"ingest,omitempty"`
+}
+
+// ingestJSON is an ingest_progress event's count of what the importer read
+// (batchtype.IngestProgress).
+type ingestJSON struct {
+	RowsRead  int64 `json:"rows_read"`
+	Invalid   int64 `json:"invalid"`
+	BytesRead int64 `json:"bytes_read"`
+	Size      int64 `json:"size,omitempty"`
+}
+
+func toIngestJSON(in *batchtype.IngestProgress) *ingestJSON {
+	if in == nil {
+		return nil
+	}
+	return &ingestJSON{RowsRead: in.RowsRead, Invalid: in.Invalid, BytesRead: in.BytesRead, Size: in.Size}
 }
 
 // messageJSON is one line of -o jsonl: an event, a cursor that expired,
@@ -140,7 +158,8 @@ func toMessageJSON(m progress.Message) messageJSON {
 	out := messageJSON{Type: string(m.Type), Replay: m.Replay, Cursor: m.Cursor}
 	if ev := m.Event; ev != nil {
 		out.Event = &eventJSON{BatchID: ev.BatchID, Seq: ev.Seq, Type: string(ev.Type), Status: string(ev.Status), Paused: ev.Paused,
-			Counts: ev.Counts, Total: ev.Total, Done: ev.Done, RowsPerSecond: ev.RowsPerSecond, ETASeconds: ev.ETASeconds, Final: ev.Final, Reason: ev.Reason, At: ev.At}
+			Counts: ev.Counts, Total: ev.Total, Done: ev.Done, RowsPerSecond: ev.RowsPerSecond, ETASeconds: ev.ETASeconds, Final: ev.Final, Reason: ev.Reason, At: ev.At,
+			Ingest: toIngestJSON(ev.Ingest)}
 	}
 	return out
 }

@@ -19,6 +19,10 @@ type Status string
 
 // Batch statuses.
 const (
+	// StatusIngesting: the batch's file is still being read; its rows
+	// are not stored yet, and no worker sees it. A failed ingest removes
+	// the batch.
+	StatusIngesting Status = "ingesting"
 	// StatusRunning: some rows are still open (valid, processing, retrying).
 	StatusRunning Status = "running"
 	// StatusFinished: every row has reached a terminal state (or unknown).
@@ -151,6 +155,10 @@ const (
 	EventStarted EventType = "started"
 	// EventProgress: a worker recorded outcomes.
 	EventProgress EventType = "progress"
+	// EventIngestProgress: the importer read more of the batch's file
+	// (Event.Ingest); the batch is ingesting. Written at a bounded rate,
+	// never per row, and never after EventStarted.
+	EventIngestProgress EventType = "ingest_progress"
 	// EventFinished: the change that closed the batch's last open row.
 	EventFinished EventType = "finished"
 	// EventCancelled, EventPaused, EventResumed: a person's control.
@@ -169,8 +177,8 @@ const (
 )
 
 // Lifecycle reports whether events of type t must reach every subscriber:
-// all but progress.
-func (t EventType) Lifecycle() bool { return t != EventProgress }
+// all but progress and ingest progress.
+func (t EventType) Lifecycle() bool { return t != EventProgress && t != EventIngestProgress }
 
 // Event is one entry of a batch's event log: what changed it and its state
 // right after, as committed with the change.
@@ -201,6 +209,25 @@ type Event struct {
 	// a pause by the batch's failure bound (Batch.MaxFailed).
 	Reason string
 	At     time.Time
+	// Ingest is what the importer had read when it wrote an
+	// EventIngestProgress event; nil on every other event.
+	Ingest *IngestProgress
+}
+
+// IngestProgress is how far the import of a batch's file has got. The
+// counts are the reader's, not the store's: the rows are not stored
+// until the ingest commits.
+type IngestProgress struct {
+	// RowsRead are the data rows read so far.
+	RowsRead int64
+	// Invalid are the rows read so far that failed validation. Rows that
+	// repeat an earlier row's key are found when every row is written, so
+	// they are not among them.
+	Invalid int64
+	// BytesRead are the bytes of the file read so far, and Size the
+	// file's size, 0 when it is not known: BytesRead/Size is how far the
+	// ingest has got.
+	BytesRead, Size int64
 }
 
 // Coalescable reports whether a later event may stand in for e: a progress

@@ -130,6 +130,24 @@ type EventView struct {
 	Final         bool        `json:"final"`
 	Reason        string      `json:"reason,omitempty"`
 	At            time.Time   `json:"at"`
+	// Ingest is on ingest_progress events only.
+	Ingest *IngestView `json:"ingest,omitempty"`
+}
+
+// IngestView is an ingest_progress event's count of what the importer read
+// (batchtype.IngestProgress).
+type IngestView struct {
+	RowsRead  int64 `json:"rows_read"`
+	Invalid   int64 `json:"invalid"`
+	BytesRead int64 `json:"bytes_read"`
+	Size      int64 `json:"size,omitempty"`
+}
+
+func toIngestView(in *batchtype.IngestProgress) *IngestView {
+	if in == nil {
+		return nil
+	}
+	return &IngestView{RowsRead: in.RowsRead, Invalid: in.Invalid, BytesRead: in.BytesRead, Size: in.Size}
 }
 
 func viewEvent(ev *batchtype.Event) *EventView {
@@ -137,7 +155,8 @@ func viewEvent(ev *batchtype.Event) *EventView {
 		return nil
 	}
 	return &EventView{BatchID: ev.BatchID, Seq: ev.Seq, Type: string(ev.Type), Status: string(ev.Status), Paused: ev.Paused,
-		Counts: ev.Counts, Total: ev.Total, Done: ev.Done, RowsPerSecond: ev.RowsPerSecond, ETASeconds: ev.ETASeconds, Final: ev.Final, Reason: ev.Reason, At: ev.At}
+		Counts: ev.Counts, Total: ev.Total, Done: ev.Done, RowsPerSecond: ev.RowsPerSecond, ETASeconds: ev.ETASeconds, Final: ev.Final, Reason: ev.Reason, At: ev.At,
+		Ingest: toIngestView(ev.Ingest)}
 }
 
 // StreamMessage is one text frame of the event stream: an event, a

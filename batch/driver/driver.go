@@ -110,6 +110,19 @@ type BatchIngestParams struct {
 	// duplicates, before the batch is accepted: an error fails the ingest
 	// (nothing is kept), as an error of Rows does.
 	AcceptFunc func(duplicates int64) error
+	// CreatedFunc, when set, is called with the batch's id once its row is
+	// committed, status ingesting, before a row is written: from then on
+	// other processes see the batch (and its ingest_progress events,
+	// IngestProgress) while the file is still read. No claim sees it
+	// until the ingest commits; a failed ingest removes it.
+	CreatedFunc func(id int64)
+}
+
+// IngestProgressParams are the parameters of Store.IngestProgress.
+type IngestProgressParams struct {
+	TenantID string
+	BatchID  int64
+	Progress batchtype.IngestProgress
 }
 
 // DuplicateKey is how a duplicate_key row error names the key: the column
@@ -490,6 +503,13 @@ type Store interface {
 	// validation outcome, its chunks (counts from an aggregate over the rows)
 	// and a first event, in one transaction.
 	BatchIngest(ctx context.Context, params BatchIngestParams) (*batchtype.Batch, error)
+	// IngestProgress appends an ingest_progress event, carrying what the
+	// importer read so far, to a batch whose ingest has not committed, and
+	// renews the ingest's lease. A batch that is no longer ingesting (its
+	// ingest committed or failed), or is another tenant's, is ErrNotFound
+	// and nothing is written: an event never follows the batch's started
+	// event.
+	IngestProgress(ctx context.Context, params IngestProgressParams) (*batchtype.Event, error)
 	// BatchGet returns a batch with its totals, or ErrNotFound.
 	BatchGet(ctx context.Context, params BatchGetParams) (*batchtype.Batch, error)
 	// BatchFind returns the tenant's batch with the idempotency key or,

@@ -55,8 +55,10 @@ func newControl(d *Dialect) control {
 		// Chunks are locked in order before the batch row, the order of a
 		// flush (its chunk, then the batch): no deadlock between the two.
 		lockChunks: d.Expand(`SELECT chunk_no FROM {t}batch_chunks WHERE batch_id = $1 AND tenant_id = $2 ORDER BY chunk_no{for_update}`),
+		// An ingesting batch is cancelled too: its ingest then fails
+		// (ingestDone) and removes it, nothing kept.
 		cancelBatch: d.Expand(`UPDATE {t}batches SET status = 'cancelled', cancel_requested_at = {now}, finished_at = {now}
-			WHERE id = $1 AND tenant_id = $2 AND status = 'running'`),
+			WHERE id = $1 AND tenant_id = $2 AND status IN ('running', 'ingesting')`),
 		// Rows under a live lease are left to their worker's flush. A row
 		// a dead worker left processing is cancelled, unless its effect
 		// key is claimed: its worker may have run the effect, so it is

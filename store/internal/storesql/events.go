@@ -31,17 +31,37 @@ type eventPayload struct {
 	Final         bool             `json:"final,omitempty"`
 	Finished      bool             `json:"finished,omitempty"`
 	Reason        string           `json:"reason,omitempty"`
+	Ingest        *ingestPayload   `json:"ingest,omitempty"`
+}
+
+// ingestPayload is an ingest_progress event's batchtype.IngestProgress.
+type ingestPayload struct {
+	RowsRead  int64 `json:"rows_read"`
+	Invalid   int64 `json:"invalid"`
+	BytesRead int64 `json:"bytes_read"`
+	Size      int64 `json:"size,omitempty"`
 }
 
 type eventStatements struct {
-	insert, rateRef, head, list, trimAge, trimFinished string
+	insert, rateRef, head, list, trimAge, trimFinished, ingestSeq string
 }
 
 func newEventStatements(d *Dialect) eventStatements {
 	return eventStatements{
+		// The next seq of a batch still ingesting, its lease renewed: the
+		// batch row's lock, as every event takes it (see afterChange). The
+		// status check makes an ingest_progress event that waited for
+		// the ingest's commit write nothing.
+		ingestSeq: d.Expand(`UPDATE {t}batches SET event_seq = event_seq + 1, ingest_expires_at = {now} + CAST($3 AS bigint) * {ms}
+			WHERE id = $1 AND tenant_id = $2 AND status = 'ingesting'
+			RETURNING event_seq, {clock}`),
 		insert: d.Expand(`INSERT INTO {t}batch_events (tenant_id, batch_id, seq, type, payload, created_at)
 			VALUES ($1, $2, $3, $4, $5, $6)`),
-		rateRef: d.Expand(`SELECT payload, created_at FROM {t}batch_events WHERE batch_id = $1 AND seq = $2`),
+		// The event rateWindow back, or the first after it that is not
+		// an ingest's: those come before the rows are stored, and count
+		// none done. At most rateWindow rows of the index are read.
+		rateRef: d.Expand(`SELECT payload, created_at FROM {t}batch_events
+			WHERE batch_id = $1 AND seq >= $2 AND type <> 'ingest_progress' ORDER BY seq LIMIT 1`),
 		// The batch's newest seq and the oldest kept, with the tenant check.
 		head: d.Expand(`SELECT b.event_seq, (SELECT min(seq) FROM {t}batch_events e WHERE e.batch_id = b.id)
 			FROM {t}batches b WHERE b.id = $1 AND b.tenant_id = $2`),
@@ -116,6 +136,47 @@ func (s *Store) appendEvent(ctx context.Context, q Querier, id int64, typ batcht
 	return ev, nil
 }
 
+// IngestProgress appends an ingest_progress event to a batch still
+// ingesting and renews its lease (driver.Store.IngestProgress). Its counts
+// are the importer's: the batch's rows are not stored yet, so its totals
+// are empty.
+func (s *Store) IngestProgress(ctx context.Context, p driver.IngestProgressParams) (*batchtype.Event, error) {
+	var ev *batchtype.Event
+	err := s.changeTx(ctx, func(q Querier, evs *[]committedEvent) error {
+		var (
+			seq int64
+			now Time
+		)
+		err := q.QueryRow(ctx, s.e.ingestSeq, p.BatchID, p.TenantID, ingestLease.Milliseconds()).Scan(&seq, &now)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("ingest progress of batch %d: no such batch ingesting: %w", p.BatchID, driver.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("ingest progress of batch %d: %w", p.BatchID, err)
+		}
+		in := p.Progress
+		ev = &batchtype.Event{BatchID: p.BatchID, Seq: seq, Type: batchtype.EventIngestProgress, Status: batchtype.StatusIngesting,
+			Counts: rows.Counts{}, At: now.Time, Ingest: &in}
+		payload, err := json.Marshal(eventPayload{Status: ev.Status, Counts: ev.Counts,
+			Ingest: &ingestPayload{RowsRead: in.RowsRead, Invalid: in.Invalid, BytesRead: in.BytesRead, Size: in.Size}})
+		if err != nil {
+			return err
+		}
+		if _, err := q.Exec(ctx, s.e.insert, p.TenantID, p.BatchID, seq, string(ev.Type), string(payload), timeArg(s.d, now)); err != nil {
+			return fmt.Errorf("append event: %w", err)
+		}
+		if err := s.drv.NotifyEvent(ctx, q, p.BatchID, seq); err != nil {
+			return fmt.Errorf("notify event: %w", err)
+		}
+		*evs = append(*evs, committedEvent{batchID: p.BatchID, seq: seq})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ev, nil
+}
+
 // timeArg renders a time for a time column: integer milliseconds where
 // the dialect stores them so.
 func timeArg(d *Dialect, t Time) any {
@@ -179,6 +240,9 @@ func (s *Store) EventsList(ctx context.Context, p driver.EventsListParams) ([]ba
 		ev.BatchID, ev.Type, ev.At = p.BatchID, batchtype.EventType(typ), at.Time
 		ev.Status, ev.Paused, ev.Counts, ev.Total, ev.Done = pl.Status, pl.Paused, pl.Counts, pl.Total, pl.Done
 		ev.RowsPerSecond, ev.ETASeconds, ev.Final, ev.Reason = pl.RowsPerSecond, pl.ETASeconds, pl.Final || pl.Finished, pl.Reason
+		if in := pl.Ingest; in != nil {
+			ev.Ingest = &batchtype.IngestProgress{RowsRead: in.RowsRead, Invalid: in.Invalid, BytesRead: in.BytesRead, Size: in.Size}
+		}
 		if ev.Type == "ingested" { // the first schema's name for started
 			ev.Type = batchtype.EventStarted
 		}

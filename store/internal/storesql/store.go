@@ -138,12 +138,15 @@ func (s *Store) SchemaStatus(ctx context.Context) (batchtype.SchemaStatus, error
 }
 
 // BatchIngest creates a batch and writes all its rows with their outcome,
-// its chunks and a first event. On PostgreSQL that is one transaction
-// (COPY). A store whose writers exclude each other (SQLite) writes the rows
-// in transactions of IngestTxRows rows instead, so that other processes can
-// write between them, into a batch that is 'ingesting' (no claim sees it)
-// until the last transaction makes it running; a failed ingest removes it,
-// and one whose process died is removed by the next Migrate.
+// its chunks and a first event. The batch row is committed first, status
+// 'ingesting' (no claim sees it), so that other processes can watch the
+// ingest's progress; the rows follow, on PostgreSQL in one transaction
+// (COPY) that also makes the batch running. A store whose writers exclude
+// each other (SQLite) writes the rows in transactions of IngestTxRows rows
+// instead, so that other processes can write between them, until the last
+// transaction makes it running. A failed ingest removes the batch, and one
+// whose process died is removed by the next Migrate once its lease ran
+// out.
 func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*batchtype.Batch, error) {
 	header, err := json.Marshal(nonNil(p.Header))
 	if err != nil {
@@ -164,12 +167,6 @@ func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*b
 		maxAttempts = 5
 	}
 	var id int64
-	insertBatch := func(q Querier, status string) error {
-		if err := q.QueryRow(ctx, s.q.insertBatch, p.TenantID, p.Kind, p.SourceName, string(header), string(options), key, maxAttempts, status, p.MaxFailed.String()).Scan(&id); err != nil {
-			return fmt.Errorf("insert batch: %w", err)
-		}
-		return nil
-	}
 	accept := func(q Querier, evs *[]committedEvent) error {
 		var sum driver.IngestSummary
 		if p.SummaryFunc != nil {
@@ -212,40 +209,88 @@ func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*b
 		}
 		return s.drv.Notify(ctx, q)
 	}
+	if err := s.drv.InTx(ctx, func(q Querier) error {
+		err := q.QueryRow(ctx, s.q.insertBatch, p.TenantID, p.Kind, p.SourceName, string(header), string(options), key, maxAttempts, "ingesting", p.MaxFailed.String()).Scan(&id)
+		if err != nil {
+			return fmt.Errorf("insert batch: %w", err)
+		}
+		_, err = q.Exec(ctx, s.q.ingestRenew, id, ingestLease.Milliseconds())
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if p.CreatedFunc != nil {
+		p.CreatedFunc(id)
+	}
 	if s.d.IngestTxRows <= 0 {
+		stop := s.keepIngest(ctx, id)
 		err = s.changeTx(ctx, func(q Querier, evs *[]committedEvent) error {
-			if err := insertBatch(q, "running"); err != nil {
-				return err
-			}
 			if err := s.drv.InsertRows(ctx, q, InsertRowsParams{BatchID: id, TenantID: p.TenantID, Rows: p.Rows}); err != nil {
 				return err
 			}
-			return accept(q, evs)
+			return s.ingestDone(ctx, q, id, accept, evs)
 		})
+		stop()
 	} else {
-		err = s.ingestInParts(ctx, p, insertBatch, accept, &id)
+		err = s.ingestInParts(ctx, p, accept, id)
 	}
 	if err != nil {
+		s.removeIngest(id)
 		return nil, err
 	}
 	return s.BatchGet(ctx, driver.BatchGetParams{TenantID: p.TenantID, ID: id})
 }
 
 // ingestLease is how long an 'ingesting' batch lives without its importer
-// renewing it: a part of IngestTxRows rows takes well under a second.
+// renewing it: a part of IngestTxRows rows takes well under a second, and
+// an importer that writes its rows in one transaction renews it with
+// each ingest_progress event (IngestProgress).
 const ingestLease = 2 * time.Minute
 
-func (s *Store) ingestInParts(ctx context.Context, p driver.BatchIngestParams, insertBatch func(Querier, string) error, accept func(Querier, *[]committedEvent) error, id *int64) error {
-	err := s.drv.InTx(ctx, func(q Querier) error {
-		if err := insertBatch(q, "ingesting"); err != nil {
-			return err
+// keepIngest renews the lease of an ingest that writes its rows in one
+// transaction, from another connection, until stop is called: a file
+// that takes longer than the lease to read must not look abandoned to
+// the next Migrate. (Its ingest_progress events renew it too, but an
+// ingest without them, a recalculation's, would not.)
+func (s *Store) keepIngest(ctx context.Context, id int64) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(ingestLease / 4)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				// A failed renewal is tried again at the next tick; the
+				// ingest's own transaction decides its fate.
+				_, _ = s.drv.DB().Exec(ctx, s.q.ingestRenew, id, ingestLease.Milliseconds())
+			}
 		}
-		_, err := q.Exec(ctx, s.q.ingestRenew, *id, ingestLease.Milliseconds())
-		return err
-	})
+	}()
+	return func() { cancel(); <-done }
+}
+
+// ingestDone makes an ingesting batch running and accepts it. Its status
+// change is what ends the ingest's progress events: IngestProgress finds
+// no ingesting batch after it (and one waiting on the batch row's lock
+// sees the new status when the ingest commits).
+func (s *Store) ingestDone(ctx context.Context, q Querier, id int64, accept func(Querier, *[]committedEvent) error, evs *[]committedEvent) error {
+	n, err := q.Exec(ctx, s.q.ingestDone, id)
 	if err != nil {
 		return err
 	}
+	if n == 0 {
+		// Cancelled while its file was read (BatchCancel): the ingest
+		// fails, and the batch is removed.
+		return fmt.Errorf("batch %d was cancelled while its file was read: %w", id, driver.ErrBatchStopped)
+	}
+	return accept(q, evs)
+}
+
+func (s *Store) ingestInParts(ctx context.Context, p driver.BatchIngestParams, accept func(Querier, *[]committedEvent) error, id int64) error {
 	// Each part is read from the source before its transaction begins:
 	// reading (and validating) the file never holds the write lock.
 	next, stop := iter.Pull2(p.Rows)
@@ -260,33 +305,24 @@ func (s *Store) ingestInParts(ctx context.Context, p driver.BatchIngestParams, i
 				break
 			}
 			if err != nil {
-				s.removeIngest(*id)
 				return err
 			}
 			buf = append(buf, r)
 		}
-		err = s.drv.InTx(ctx, func(q Querier) error {
-			if err := s.drv.InsertRows(ctx, q, InsertRowsParams{BatchID: *id, TenantID: p.TenantID, Rows: sliceRows(buf)}); err != nil {
+		err := s.drv.InTx(ctx, func(q Querier) error {
+			if err := s.drv.InsertRows(ctx, q, InsertRowsParams{BatchID: id, TenantID: p.TenantID, Rows: sliceRows(buf)}); err != nil {
 				return err
 			}
-			_, err := q.Exec(ctx, s.q.ingestRenew, *id, ingestLease.Milliseconds())
+			_, err := q.Exec(ctx, s.q.ingestRenew, id, ingestLease.Milliseconds())
 			return err
 		})
 		if err != nil {
-			s.removeIngest(*id)
 			return err
 		}
 	}
-	err = s.changeTx(ctx, func(q Querier, evs *[]committedEvent) error {
-		if _, err := q.Exec(ctx, s.q.ingestDone, *id); err != nil {
-			return err
-		}
-		return accept(q, evs)
+	return s.changeTx(ctx, func(q Querier, evs *[]committedEvent) error {
+		return s.ingestDone(ctx, q, id, accept, evs)
 	})
-	if err != nil {
-		s.removeIngest(*id)
-	}
-	return err
 }
 
 // removeIngest removes a batch whose ingest failed, with whatever of it was
