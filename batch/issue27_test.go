@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 )
 
@@ -66,6 +68,9 @@ func TestRerunWithCorrectedLocale(t *testing.T) {
 			if err != nil || b.Counts[rows.StateInvalid] != 3 || b.Counts.Total() != 3 {
 				t.Fatalf("import without the locale: %+v, %v; want 3 invalid rows", b, err)
 			}
+			if !slices.ContainsFunc(b.Warnings, settledByLocale) {
+				t.Fatalf("import without the locale: no decimal comma warning in %+v", b.Warnings)
+			}
 			p := batch.RerunParams{BatchID: b.ID, Actor: "ann", Conventions: rows.Conventions{Number: de}}
 			if withFile {
 				f := openFixture(t, "../fixtures/real/locale_de.csv")
@@ -81,6 +86,9 @@ func TestRerunWithCorrectedLocale(t *testing.T) {
 			got, err := e.Batch(ctx, batch.BatchParams{TenantID: b.TenantID, ID: b.ID})
 			if err != nil || got.Counts[rows.StateSucceeded] != 3 || got.Counts.Total() != 3 {
 				t.Fatalf("file %v: after the re-run: %+v, %v; want every row succeeded", withFile, got, err)
+			}
+			if slices.ContainsFunc(got.Warnings, settledByLocale) {
+				t.Errorf("file %v: the re-run with the locale keeps the warning it settled: %+v", withFile, got.Warnings)
 			}
 			if got.Conventions.Number.Decimal != ',' || len(got.Conventions.CommaColumns) != 0 {
 				t.Errorf("file %v: the batch keeps %+v, want the German number format", withFile, got.Conventions)
@@ -168,6 +176,40 @@ func TestLookAlikeColumnStopsTheImport(t *testing.T) {
 		_, err = e.Import(ctx, params(rows.Conventions{Ignore: []string{"Amount (USD)"}}))
 		if !errors.Is(err, rows.ErrBadHeader) || !strings.Contains(err.Error(), `"Amount (USD)" is not one of the file's`) {
 			t.Errorf("ignoring a column the file lacks: %v", err)
+		}
+	})
+}
+
+// settledByLocale reports whether w is a warning a locale settles.
+func settledByLocale(w batchtype.Warning) bool {
+	return slices.ContainsFunc(w.Hints, func(h rows.Hint) bool { return h.Option == rows.OptionLocale })
+}
+
+// TestRerunRefreshesWarnings: a column a re-run's mapping maps is no
+// longer warned about as unknown (issue 27, frictions: the warnings after
+// re-runs).
+func TestRerunRefreshesWarnings(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, bd *bundle) {
+		e := customersEngine(t, bd)
+		ctx := context.Background()
+		src := "email,name,country,signup_date,Betrag,Fax\nw1@example.com,Ann,FR,2021-03-04,1.50,\n"
+		b, err := e.Import(ctx, batch.ImportParams{Kind: "customers", SourceName: "w.csv", Source: strings.NewReader(src)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b.Warnings) != 1 || b.Warnings[0].Message != `unknown columns ignored: "Betrag", "Fax"` {
+			t.Fatalf("warnings at import: %+v", b.Warnings)
+		}
+		if _, err := e.Rerun(ctx, batch.RerunParams{BatchID: b.ID, Actor: "ann", Conventions: rows.Conventions{Renames: []rows.Rename{{From: "Betrag", To: "amount"}}}}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.Batch(ctx, batch.BatchParams{ID: b.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Warnings) != 1 || got.Warnings[0].Message != `unknown columns ignored: "Fax"` {
+			t.Fatalf("warnings after a re-run that maps Betrag: %+v", got.Warnings)
 		}
 	})
 }

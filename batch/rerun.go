@@ -127,7 +127,7 @@ func (e *Engine) Rerun(ctx context.Context, p RerunParams) (*RerunResult, error)
 	if err != nil {
 		return nil, err
 	}
-	plan := &rerunPlan{e: e, b: b, k: k, mb: mb, st: st, header: b.Header, conv: conv, res: &RerunResult{}}
+	plan := &rerunPlan{e: e, b: b, k: k, mb: mb, st: st, header: b.Header, conv: conv, asked: p.Conventions, res: &RerunResult{}}
 	if p.Source == nil {
 		err = plan.revalidate(ctx)
 	} else {
@@ -213,7 +213,9 @@ type rerunPlan struct {
 	// laid over them: the stored rows are checked, and later worked,
 	// under them.
 	conv rows.Conventions
-	res  *RerunResult
+	// asked are the conventions the re-run declared.
+	asked rows.Conventions
+	res   *RerunResult
 	// replace and add are the rows to parse again and to add, in the
 	// batch's layout, before the checks.
 	replace []candidate
@@ -517,6 +519,9 @@ func (pl *rerunPlan) conventions(params *driver.BatchRerunParams, conv rows.Conv
 		return nil
 	}
 	params.Conventions = &conv
+	if ws := rerunWarnings(pl.b.Warnings, pl.asked, pl.mb); !slices.EqualFunc(ws, pl.b.Warnings, func(a, b batchtype.Warning) bool { return a.Message == b.Message }) {
+		params.Warnings = &ws
+	}
 	var detail map[string]any
 	if err := json.Unmarshal(params.Detail, &detail); err != nil {
 		return err
@@ -524,6 +529,35 @@ func (pl *rerunPlan) conventions(params *driver.BatchRerunParams, conv rows.Conv
 	detail["conventions"] = map[string]json.RawMessage{"old": old, "new": changed}
 	params.Detail, err = json.Marshal(detail)
 	return err
+}
+
+// rerunWarnings are a batch's warnings after a re-run that declared d and
+// maps the batch's header as mb: a warning that names an option the re-run
+// declared is settled and goes (a decimal comma column, with a locale
+// declared); the unknown columns are those of the new mapping (a column
+// now mapped, or ignored, is no longer one). The others stay: they are
+// about the file (an example row, cells not kept).
+func rerunWarnings(old []batchtype.Warning, d rows.Conventions, mb *rows.Mapping) []batchtype.Warning {
+	settles := map[rows.Option]bool{
+		rows.OptionLocale:       d.Number.Decimal != 0 || len(d.Number.Groups) > 0,
+		rows.OptionDecimalComma: d.Number.Decimal != 0 || len(d.Number.Groups) > 0,
+		rows.OptionDateOrder:    d.DateOrder != rows.DateOrderUnknown,
+		rows.OptionDateFormat:   d.DateFormat != "",
+		rows.OptionMap:          len(d.Renames) > 0,
+		rows.OptionIgnore:       len(d.Ignore) > 0,
+	}
+	var out []batchtype.Warning
+	for _, w := range old {
+		if strings.HasPrefix(w.Message, unknownColumnsPrefix) ||
+			slices.ContainsFunc(w.Hints, func(h rows.Hint) bool { return settles[h.Option] }) {
+			continue
+		}
+		out = append(out, w)
+	}
+	if len(mb.Unknown) > 0 {
+		out = append(out, unknownColumnsWarning(mb.Unknown))
+	}
+	return out
 }
 
 // relabel moves a file row's read errors to the row it replaces.

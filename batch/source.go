@@ -298,7 +298,7 @@ func (s *source) settle(r rows.Reader, m *rows.Mapping, ev evidence) error {
 		slices.Sort(s.conv.CommaColumns)
 	}
 	if len(m.Unknown) > 0 {
-		s.warn("unknown columns ignored: %s", joinQuoted(m.Unknown))
+		s.warnings = append(s.warnings, unknownColumnsWarning(m.Unknown))
 	}
 	if n := len(s.examples); n > 0 {
 		rowsList := make([]int64, 0, n)
@@ -360,6 +360,14 @@ func (s *source) nearMisses(r rows.Reader, m *rows.Mapping) error {
 	msg := strings.Join(msgs, "; ") + ": map it onto that column, or ignore it"
 	return &rows.FileError{File: s.p.SourceName, Line: headerLine(r), Err: rows.WithHints(fmt.Errorf("%w: %s", rows.ErrBadHeader, msg), hints...)}
 }
+
+// unknownColumnsWarning is the warning of a header's unknown columns,
+// which a re-run with another mapping replaces (rerunWarnings).
+func unknownColumnsWarning(unknown []string) batchtype.Warning {
+	return batchtype.Warning{Message: unknownColumnsPrefix + joinQuoted(unknown)}
+}
+
+const unknownColumnsPrefix = "unknown columns ignored: "
 
 func (s *source) warn(format string, args ...any) {
 	s.warnHints(nil, format, args...)

@@ -697,6 +697,9 @@ type BatchRerunParams struct {
 	// Conventions, when set, become the batch's (Batch.Conventions): the
 	// re-run declared another locale, date order or mapping.
 	Conventions *rows.Conventions
+	// Warnings, when set, replace the batch's: those the re-run's
+	// conventions settled are gone.
+	Warnings *[]batchtype.Warning
 }
 
 // ErrBatchBusy is returned by a re-run of a batch with rows under a

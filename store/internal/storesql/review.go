@@ -248,7 +248,7 @@ func (s *Store) rerunBatchFields(ctx context.Context, q Querier, p driver.BatchR
 			return fmt.Errorf("widen header: %w", err)
 		}
 	}
-	if p.ErrorCounts == nil && p.KindVersion == 0 && p.Conventions == nil {
+	if p.ErrorCounts == nil && p.KindVersion == 0 && p.Conventions == nil && p.Warnings == nil {
 		return nil
 	}
 	var raw string
@@ -267,6 +267,9 @@ func (s *Store) rerunBatchFields(ctx context.Context, q Querier, p driver.BatchR
 	}
 	if p.Conventions != nil {
 		opts.Conventions = *p.Conventions
+	}
+	if p.Warnings != nil {
+		opts.Warnings = storedWarnings(*p.Warnings)
 	}
 	b, err := json.Marshal(opts)
 	if err != nil {
