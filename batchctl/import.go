@@ -231,7 +231,11 @@ func (c *cli) runImport(ctx context.Context, kind, path string, o importOptions)
 	if err != nil {
 		return interrupted(ctx, err, "nothing was written")
 	}
-	if b.Reused {
+	if b.Reused && b.Status == batchtype.StatusIngesting {
+		// Another import of the same file with the same options is
+		// reading it right now: its batch is this one.
+		fmt.Fprintf(c.stderr, "%s is being imported as batch %d by another import with the same options: nothing was imported again; follow it: batchctl watch %d%s\n", path, b.ID, b.ID, c.hint())
+	} else if b.Reused {
 		fmt.Fprintf(c.stderr, "%s was already imported as batch %d with the same options: nothing was imported again (--new-batch imports it as a new batch)\n", path, b.ID)
 	} else if !announced {
 		fmt.Fprintf(c.stderr, "batch %d created (%s, %s)\n", b.ID, b.Kind, path)

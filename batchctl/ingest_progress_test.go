@@ -252,3 +252,25 @@ func TestIngestLines(t *testing.T) {
 		}
 	}
 }
+
+// TestImportOfAFileBeingImported: the same file imported with the same
+// options while another import still reads it answers that import's
+// batch at once, saying it is being imported (not "already imported"),
+// and imports nothing; the first import then finishes as usual.
+func TestImportOfAFileBeingImported(t *testing.T) {
+	t.Parallel()
+	bothStores(t, func(t *testing.T, c *session) {
+		path, _ := gatedFile(t, 3000, 2000)
+		g := newGate(t)
+		first := g.start(c, "import", "gated", path, "--no-work")
+		<-g.reached
+		r := g.start(c, "import", "gated", path, "--no-work").wait(t)
+		if r.code != exitOK || !strings.Contains(r.stderr, "is being imported as batch 1 by another import with the same options: nothing was imported again; follow it: batchctl watch 1") {
+			t.Fatalf("an import of a file being imported: %s", r)
+		}
+		g.release()
+		if r := first.wait(t); r.code != exitOK || !strings.Contains(r.stdout, "valid  2701") {
+			t.Fatalf("the first import: %s", r)
+		}
+	})
+}

@@ -88,6 +88,11 @@ type BatchIngestParams struct {
 	// MaxFailed is stored with the batch (Batch.MaxFailed): the flush whose
 	// failures pass it pauses the batch.
 	MaxFailed batchtype.Threshold
+	// SourceDigest, when known before the rows are read (the importer's
+	// first pass), is stored with the batch row as it is created, so that
+	// an import of the same file meanwhile sees its content is the same;
+	// IngestSummary.SourceDigest sets it at the end either way.
+	SourceDigest string
 	// Rows yields the rows in order. A non-nil error aborts the ingest: the
 	// store rolls back and nothing of the batch is left.
 	Rows iter.Seq2[IngestRow, error]

@@ -44,8 +44,8 @@ func newStatements(d *Dialect) statements {
 // ingestAndCounts: ingest, its clean-up, and the counts.
 func (s *statements) ingestAndCounts(d *Dialect) {
 	sums := SumColumns()
-	s.insertBatch = d.Expand(`INSERT INTO {t}batches (tenant_id, kind, source_name, header, options, idempotency_key, max_attempts, status, max_failed, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, {now}) RETURNING id`)
+	s.insertBatch = d.Expand(`INSERT INTO {t}batches (tenant_id, kind, source_name, header, options, idempotency_key, max_attempts, status, max_failed, source_digest, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, {now}) RETURNING id`)
 	s.ingestRenew = d.Expand(`UPDATE {t}batches SET ingest_expires_at = {now} + CAST($2 AS bigint) * {ms} WHERE id = $1`)
 	s.ingestDone = d.Expand(`UPDATE {t}batches SET status = 'running', ingest_expires_at = NULL WHERE id = $1 AND status = 'ingesting'`)
 	s.deadIngests = d.Expand(`SELECT id FROM {t}batches WHERE status = 'ingesting' AND ingest_expires_at < {now}`)

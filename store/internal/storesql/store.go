@@ -210,7 +210,7 @@ func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*b
 		return s.drv.Notify(ctx, q)
 	}
 	if err := s.drv.InTx(ctx, func(q Querier) error {
-		err := q.QueryRow(ctx, s.q.insertBatch, p.TenantID, p.Kind, p.SourceName, string(header), string(options), key, maxAttempts, "ingesting", p.MaxFailed.String()).Scan(&id)
+		err := q.QueryRow(ctx, s.q.insertBatch, p.TenantID, p.Kind, p.SourceName, string(header), string(options), key, maxAttempts, "ingesting", p.MaxFailed.String(), p.SourceDigest).Scan(&id)
 		if err != nil {
 			return fmt.Errorf("insert batch: %w", err)
 		}
