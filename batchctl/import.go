@@ -231,15 +231,7 @@ func (c *cli) runImport(ctx context.Context, kind, path string, o importOptions)
 	if err != nil {
 		return interrupted(ctx, err, "nothing was written")
 	}
-	if b.Reused && b.Status == batchtype.StatusIngesting {
-		// Another import of the same file with the same options is
-		// reading it right now: its batch is this one.
-		fmt.Fprintf(c.stderr, "%s is being imported as batch %d by another import with the same options: nothing was imported again; follow it: batchctl watch %d%s\n", path, b.ID, b.ID, c.hint())
-	} else if b.Reused {
-		fmt.Fprintf(c.stderr, "%s was already imported as batch %d with the same options: nothing was imported again (--new-batch imports it as a new batch)\n", path, b.ID)
-	} else if !announced {
-		fmt.Fprintf(c.stderr, "batch %d created (%s, %s)\n", b.ID, b.Kind, path)
-	}
+	c.announce(b, path, announced)
 	if !o.noWork && !b.Reused {
 		if b, err = c.work(ctx, app, b, o); err != nil {
 			return err
@@ -423,4 +415,19 @@ func (c *cli) printDryRun(res *batch.DryRunResult) error {
 		return err
 	}
 	return exitWith(code)
+}
+
+// announce says what an import did with its file: a batch created (unless
+// it was said as soon as the batch existed), or the batch that has it.
+func (c *cli) announce(b *batchtype.Batch, path string, announced bool) {
+	switch {
+	case b.Reused && b.Status == batchtype.StatusIngesting:
+		// Another import of the same file with the same options is
+		// reading it right now: its batch is this one.
+		fmt.Fprintf(c.stderr, "%s is being imported as batch %d by another import with the same options: nothing was imported again; follow it: batchctl watch %d%s\n", path, b.ID, b.ID, c.hint())
+	case b.Reused:
+		fmt.Fprintf(c.stderr, "%s was already imported as batch %d with the same options: nothing was imported again (--new-batch imports it as a new batch)\n", path, b.ID)
+	case !announced:
+		fmt.Fprintf(c.stderr, "batch %d created (%s, %s)\n", b.ID, b.Kind, path)
+	}
 }
