@@ -115,11 +115,16 @@ type BatchIngestParams struct {
 	// duplicates, before the batch is accepted: an error fails the ingest
 	// (nothing is kept), as an error of Rows does.
 	AcceptFunc func(duplicates int64) error
-	// CreatedFunc, when set, is called with the batch's id once its row is
-	// committed, status ingesting, before a row is written: from then on
-	// other processes see the batch (and its ingest_progress events,
-	// IngestProgress) while the file is still read. No claim sees it
-	// until the ingest commits; a failed ingest removes it.
+	// CreatedFunc, when set, is called with the batch's id once its row
+	// exists, before a row is written. A store that writes a file in parts
+	// (SQLite) commits the row first, status ingesting: from then on other
+	// processes see the batch and its ingest_progress events
+	// (IngestProgress) while the file is still read, and a failed ingest
+	// removes it. A store that writes the whole ingest in one transaction
+	// (PostgreSQL) calls it inside that transaction: the batch, under its
+	// idempotency key, exists for others only once the ingest commits, so
+	// a crash leaves nothing and a second import of the file waits for
+	// the first's outcome; IngestProgress finds no batch then.
 	CreatedFunc func(id int64)
 }
 

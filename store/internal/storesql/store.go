@@ -209,69 +209,63 @@ func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*b
 		}
 		return s.drv.Notify(ctx, q)
 	}
-	if err := s.drv.InTx(ctx, func(q Querier) error {
-		err := q.QueryRow(ctx, s.q.insertBatch, p.TenantID, p.Kind, p.SourceName, string(header), string(options), key, maxAttempts, "ingesting", p.MaxFailed.String(), p.SourceDigest).Scan(&id)
+	insertBatch := func(q Querier, status string) error {
+		err := q.QueryRow(ctx, s.q.insertBatch, p.TenantID, p.Kind, p.SourceName, string(header), string(options), key, maxAttempts, status, p.MaxFailed.String(), p.SourceDigest).Scan(&id)
 		if err != nil {
 			return fmt.Errorf("insert batch: %w", err)
 		}
-		_, err = q.Exec(ctx, s.q.ingestRenew, id, ingestLease.Milliseconds())
-		return err
-	}); err != nil {
-		return nil, err
+		if p.CreatedFunc != nil {
+			p.CreatedFunc(id)
+		}
+		return nil
 	}
-	if p.CreatedFunc != nil {
-		p.CreatedFunc(id)
-	}
-	if s.d.IngestTxRows <= 0 {
-		stop := s.keepIngest(ctx, id)
-		err = s.changeTx(ctx, func(q Querier, evs *[]committedEvent) error {
-			if err := s.drv.InsertRows(ctx, q, InsertRowsParams{BatchID: id, TenantID: p.TenantID, Rows: p.Rows}); err != nil {
-				return err
-			}
-			return s.ingestDone(ctx, q, id, accept, evs)
-		})
-		stop()
-	} else {
-		err = s.ingestInParts(ctx, p, accept, id)
-	}
-	if err != nil {
-		s.removeIngest(id)
+	if err := s.ingest(ctx, p, insertBatch, accept, &id); err != nil {
 		return nil, err
 	}
 	return s.BatchGet(ctx, driver.BatchGetParams{TenantID: p.TenantID, ID: id})
 }
 
-// ingestLease is how long an 'ingesting' batch lives without its importer
-// renewing it: a part of IngestTxRows rows takes well under a second, and
-// an importer that writes its rows in one transaction renews it with
-// each ingest_progress event (IngestProgress).
-const ingestLease = 2 * time.Minute
-
-// keepIngest renews the lease of an ingest that writes its rows in one
-// transaction, from another connection, until stop is called: a file
-// that takes longer than the lease to read must not look abandoned to
-// the next Migrate. (Its ingest_progress events renew it too, but an
-// ingest without them, a recalculation's, would not.)
-func (s *Store) keepIngest(ctx context.Context, id int64) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(ingestLease / 4)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				// A failed renewal is tried again at the next tick; the
-				// ingest's own transaction decides its fate.
-				_, _ = s.drv.DB().Exec(ctx, s.q.ingestRenew, id, ingestLease.Milliseconds())
+// ingest writes a batch row (insertBatch, which sets *id) and its rows,
+// and accepts it: in one transaction, or in parts into a batch row
+// committed first (Dialect.IngestTxRows).
+func (s *Store) ingest(ctx context.Context, p driver.BatchIngestParams, insertBatch func(Querier, string) error, accept func(Querier, *[]committedEvent) error, id *int64) error {
+	if s.d.IngestTxRows <= 0 {
+		// One transaction: the batch row and its key are not seen by
+		// others until the rows are in (a second import of the file
+		// waits on the key, then finds the batch), and an ingest cut off
+		// by a crash or a lost connection leaves nothing behind.
+		return s.changeTx(ctx, func(q Querier, evs *[]committedEvent) error {
+			if err := insertBatch(q, "ingesting"); err != nil {
+				return err
 			}
+			if err := s.drv.InsertRows(ctx, q, InsertRowsParams{BatchID: *id, TenantID: p.TenantID, Rows: p.Rows}); err != nil {
+				return err
+			}
+			return s.ingestDone(ctx, q, *id, accept, evs)
+		})
+	}
+	if err := s.drv.InTx(ctx, func(q Querier) error {
+		if err := insertBatch(q, "ingesting"); err != nil {
+			return err
 		}
-	}()
-	return func() { cancel(); <-done }
+		_, err := q.Exec(ctx, s.q.ingestRenew, *id, ingestLease.Milliseconds())
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := s.ingestInParts(ctx, p, accept, *id); err != nil {
+		s.removeIngest(*id)
+		return err
+	}
+	return nil
 }
+
+// ingestLease is how long an 'ingesting' batch lives without its importer
+// renewing it: a part of IngestTxRows rows takes well under a second.
+// While it lives, an import of the same file answers that batch ("being
+// imported"), so the batch of an importer that died must not outlive it
+// by much: the next process to open the database removes it after this.
+const ingestLease = 30 * time.Second
 
 // ingestDone makes an ingesting batch running and accepts it. Its status
 // change is what ends the ingest's progress events: IngestProgress finds
