@@ -49,6 +49,13 @@ type IngestRow struct {
 	// store marks a row whose digest an earlier row of the batch has as
 	// invalid (BatchIngestParams.DuplicateKey).
 	KeyDigest []byte
+	// ResultID, Attempts and RetryDelay are the outcome of a row worked
+	// while it was ingested (BatchIngestParams.WorkFunc): its result id
+	// when succeeded, the attempts it used, and for a row to retry how
+	// long after now it is due. A row not worked has none of them.
+	ResultID   string
+	Attempts   int
+	RetryDelay time.Duration
 }
 
 // IngestSummary is known only once every row has been read.

@@ -324,7 +324,7 @@ func (d pgDriver) InsertRows(ctx context.Context, q storesql.Querier, p storesql
 	defer src.stop()
 	copyRows := func() error {
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{d.s.schema, "batch_rows"},
-			[]string{"batch_id", "row_no", "tenant_id", "chunk_no", "state", "payload", "errors", "next_attempt_at", "updated_at", "key_digest"},
+			[]string{"batch_id", "row_no", "tenant_id", "chunk_no", "state", "payload", "errors", "next_attempt_at", "updated_at", "key_digest", "result_id", "attempts"},
 			src); err != nil {
 			if src.err != nil {
 				return src.err // the source's own error, not COPY's wrapping of it
@@ -374,14 +374,17 @@ func (c *copySource) Next() bool {
 		c.err = err
 		return false
 	}
-	var errArg, next any
+	var errArg, next, id any
 	if errs != nil {
 		errArg = errs
 	}
 	if r.State.Open() {
-		next = c.now
+		next = c.now.Add(r.RetryDelay)
 	}
-	c.vals = []any{c.batch, r.RowNo, c.tenant, r.ChunkNo, string(r.State), payload, errArg, next, c.now, r.KeyDigest}
+	if r.ResultID != "" {
+		id = r.ResultID
+	}
+	c.vals = []any{c.batch, r.RowNo, c.tenant, r.ChunkNo, string(r.State), payload, errArg, next, c.now, r.KeyDigest, id, r.Attempts}
 	return true
 }
 

@@ -302,8 +302,8 @@ func (liteDriver) LockMigrations(context.Context, storesql.Querier) error { retu
 // InsertRows writes a batch's rows with one prepared INSERT.
 func (liteDriver) InsertRows(ctx context.Context, q storesql.Querier, p storesql.InsertRowsParams) error {
 	ins, err := q.(querier).q.PrepareContext(ctx, `INSERT INTO batch_rows
-		(batch_id, row_no, tenant_id, chunk_no, state, payload, errors, next_attempt_at, updated_at, key_digest)
-		VALUES (?, ?, ?, ?, ?, ?, ?, CASE WHEN ? THEN `+now+` END, `+now+`, ?)`)
+		(batch_id, row_no, tenant_id, chunk_no, state, payload, errors, next_attempt_at, updated_at, key_digest, result_id, attempts)
+		VALUES (?, ?, ?, ?, ?, ?, ?, CASE WHEN ? THEN `+now+` + ? END, `+now+`, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
@@ -324,7 +324,12 @@ func (liteDriver) InsertRows(ctx context.Context, q storesql.Querier, p storesql
 		if errs != nil {
 			errArg = string(errs)
 		}
-		if _, err := ins.ExecContext(ctx, p.BatchID, r.RowNo, p.TenantID, r.ChunkNo, string(r.State), string(payload), errArg, r.State.Open(), nilIfEmpty(r.KeyDigest)); err != nil {
+		var idArg any
+		if r.ResultID != "" {
+			idArg = r.ResultID
+		}
+		if _, err := ins.ExecContext(ctx, p.BatchID, r.RowNo, p.TenantID, r.ChunkNo, string(r.State), string(payload), errArg, r.State.Open(), r.RetryDelay.Milliseconds(),
+			nilIfEmpty(r.KeyDigest), idArg, r.Attempts); err != nil {
 			return fmt.Errorf("insert row %d: %w", r.RowNo, interpretError(err))
 		}
 	}
