@@ -18,6 +18,9 @@ const (
 	inputRaw     = "raw CSV"   // the generated file, invalid rows included
 	inputValid   = "valid CSV" // its valid rows only
 	inputRawXLSX = "raw XLSX"  // the generated rows as XLSX
+	// inputFloor is the valid rows and one outcome row per raw row (see
+	// writeFloorFiles).
+	inputFloor = "valid CSV + outcome rows"
 )
 
 // The stores a contender writes to.
@@ -32,6 +35,11 @@ type contender struct {
 	label string // for the table
 	input string
 	store string
+	// floor marks the floor contenders: the least storing every row's
+	// outcome costs on their store, which the others are compared with.
+	floor bool
+	// base marks a rowfate contender run with -batchctl-base's binary.
+	base bool
 	// limit is how many data rows of the input one run reads (0: all);
 	// the time is then scaled to the whole input.
 	limit func(*config) int
@@ -56,8 +64,20 @@ func contenders(cfg *config) []*contender {
 		}
 		return ""
 	}
-	return []*contender{
+	needSQLite3 := func(*env) string {
+		if _, err := exec.LookPath("sqlite3"); err != nil {
+			return "the sqlite3 shell is not installed (apt-get install -y sqlite3)"
+		}
+		return ""
+	}
+	list := []*contender{
 		{name: "copy", label: `psql \copy`, input: inputValid, store: storePostgres, limit: full, unavailable: always, run: runCopy},
+		{name: "floor-pg", label: `floor: rows + outcomes, psql \copy, 1 transaction`, input: inputFloor, store: storePostgres,
+			floor: true, limit: full, unavailable: always, run: runFloorPG},
+		{name: "floor-pg-parallel", label: `floor: rows + outcomes, psql \copy, 2 parallel sessions`, input: inputFloor, store: storePostgres,
+			limit: full, unavailable: always, run: runFloorPGParallel},
+		{name: "sqlite3-import", label: "floor: rows + outcomes, sqlite3 .import, 1 transaction", input: inputFloor, store: storeSQLite,
+			floor: true, limit: full, unavailable: needSQLite3, run: runFloorSQLite},
 		{name: "pgloader-valid", label: "pgloader", input: inputValid, store: storePostgres, limit: full, unavailable: needPgloader, run: runPgloader},
 		{name: "pgloader-raw", label: "pgloader (bad rows to reject file)", input: inputRaw, store: storePostgres,
 			limit: func(c *config) int { return c.pgloaderRaw }, unavailable: needPgloader, run: runPgloader},
@@ -71,6 +91,27 @@ func contenders(cfg *config) []*contender {
 		{name: "rowfate-pg-xlsx", label: "rowfate, 1 process", input: inputRawXLSX, store: storePostgres, limit: full, unavailable: needBatchctl, run: runRowfate},
 		{name: "rowfate-sqlite-xlsx", label: "rowfate", input: inputRawXLSX, store: storeSQLite, limit: full, unavailable: needBatchctl, run: runRowfate},
 	}
+	if cfg.batchctlBase == "" {
+		return list
+	}
+	// Each rowfate contender's twin on the base binary runs right after
+	// it, so that both see the machine in the same state.
+	needBase := func(*env) string {
+		if _, err := os.Stat(cfg.batchctlBase); err != nil {
+			return fmt.Sprintf("-batchctl-base: %v", err)
+		}
+		return ""
+	}
+	var out []*contender
+	for _, c := range list {
+		out = append(out, c)
+		if strings.HasPrefix(c.name, "rowfate") {
+			b := *c
+			b.name, b.label, b.base, b.unavailable = c.name+"@base", c.label+" (base binary)", true, needBase
+			out = append(out, &b)
+		}
+	}
+	return out
 }
 
 // runCopy loads the file into the target table with psql's \copy: one
@@ -80,7 +121,7 @@ func runCopy(ctx context.Context, e *env, s *slot) (outcome, error) {
 		return outcome{}, err
 	}
 	cmd := fmt.Sprintf(`\copy %s.customers (email, name, country, signup_date, amount) FROM '%s' WITH (FORMAT csv, HEADER true)`,
-		s.schema, strings.ReplaceAll(s.file, "'", "''"))
+		s.schema, sqlQuote(s.file))
 	_, wall, rss, err := measure(ctx, s.dir, nil, command{name: "psql", args: []string{"-X", "-q", "-v", "ON_ERROR_STOP=1", e.cfg.dbURL, "-c", cmd}})
 	return outcome{wall: wall, rssKiB: rss}, err
 }
@@ -167,7 +208,7 @@ func (e *env) database(s *slot) string {
 // validation, and the valid rows upserted by the in-process workers.
 // Exit status 3 (some rows invalid) is success here.
 func runRowfate(ctx context.Context, e *env, s *slot) (outcome, error) {
-	procs, wall, rss, err := measure(ctx, s.dir, []int{3}, command{name: e.batchctl,
+	procs, wall, rss, err := measure(ctx, s.dir, []int{3}, command{name: s.batchctl,
 		args: []string{"import", "customers", s.file, "--database", e.database(s), "-o", "json"}})
 	if err != nil {
 		return outcome{}, err
@@ -189,17 +230,17 @@ func runRowfate(ctx context.Context, e *env, s *slot) (outcome, error) {
 // version, so the harness does not use one.
 func runRowfateWorkers(ctx context.Context, e *env, s *slot) (outcome, error) {
 	db := e.database(s)
-	tok, err := exec.CommandContext(ctx, e.batchctl, "worker-token", "create", "bench", "--database", db).Output()
+	tok, err := exec.CommandContext(ctx, s.batchctl, "worker-token", "create", "bench", "--database", db).Output()
 	if err != nil {
 		return outcome{}, fmt.Errorf("worker-token create: %w", err)
 	}
 	token := "ROWFATE_WORKER_TOKEN=" + strings.TrimSpace(string(tok))
-	_, ingest, rss1, err := measure(ctx, s.dir, []int{3}, command{name: e.batchctl,
+	_, ingest, rss1, err := measure(ctx, s.dir, []int{3}, command{name: s.batchctl,
 		args: []string{"import", "customers", s.file, "--no-work", "--database", db, "-o", "json"}})
 	if err != nil {
 		return outcome{}, err
 	}
-	worker := command{name: e.batchctl, args: []string{"worker", "--until-done", "--database", db}, env: []string{token}}
+	worker := command{name: s.batchctl, args: []string{"worker", "--until-done", "--database", db}, env: []string{token}}
 	_, work, rss2, err := measure(ctx, s.dir, nil, worker, worker)
 	return outcome{wall: ingest + work, rssKiB: max(rss1, rss2)}, err
 }

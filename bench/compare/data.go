@@ -22,7 +22,12 @@ var emailRE = regexp.MustCompile(`^[^@\s]+@[^@\s]+\.[^@\s.]+$`)
 
 // validRow reports whether rec (email, name, country, signup_date, amount)
 // passes the customers kind's validation (processors/customers), as far as
-// a short approximation goes:
+// a short approximation goes (see rowProblem).
+func validRow(rec []string) bool { return rowProblem(rec) == "" }
+
+// rowProblem returns the first column of rec (email, name, country,
+// signup_date, amount) that fails the customers kind's validation, or ""
+// when the row passes, as far as a short approximation goes:
 //
 //   - email: required, an address (emailRE), at most 254 characters;
 //   - name: required, at most 200 characters, no < or >;
@@ -31,45 +36,48 @@ var emailRE = regexp.MustCompile(`^[^@\s]+@[^@\s]+\.[^@\s.]+$`)
 //   - signup_date: required, YYYY-MM-DD or RFC 3339, not before 2000-01-01;
 //   - amount: optional; if given, a decimal of at most 2 places, not
 //     negative, and a country is required when it is above 0.
-func validRow(rec []string) bool {
+//
+// It trims the cells of rec in place. A row with other than 5 cells is a
+// problem of the whole row ("row").
+func rowProblem(rec []string) string {
 	if len(rec) != 5 {
-		return false
+		return "row"
 	}
 	for i := range rec {
 		rec[i] = strings.TrimSpace(rec[i])
 	}
 	email, name, country, date, amount := rec[0], rec[1], rec[2], rec[3], rec[4]
 	if email == "" || len(email) > 254 || !emailRE.MatchString(email) {
-		return false
+		return "email"
 	}
 	if name == "" || len([]rune(name)) > 200 || strings.ContainsAny(name, "<>") {
-		return false
+		return "name"
 	}
 	if country != "" && (len(country) != 2 || !isLetters(country)) {
-		return false
+		return "country"
 	}
 	d, err := time.Parse("2006-01-02", date)
 	if err != nil {
 		if d, err = time.Parse(time.RFC3339, date); err != nil {
-			return false
+			return "signup_date"
 		}
 	}
 	if d.Before(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)) {
-		return false
+		return "signup_date"
 	}
 	if amount != "" {
 		a, err := strconv.ParseFloat(amount, 64)
 		if err != nil || a < 0 {
-			return false
+			return "amount"
 		}
 		if i := strings.IndexByte(amount, '.'); i >= 0 && len(strings.TrimRight(amount[i+1:], "0")) > 2 {
-			return false
+			return "amount"
 		}
 		if a > 0 && country == "" {
-			return false
+			return "country"
 		}
 	}
-	return true
+	return ""
 }
 
 func isLetters(s string) bool {

@@ -28,6 +28,7 @@ type env struct {
 
 	raw, valid, rawXLSX string // the inputs
 	rawRows, validRows  int
+	floor               floorFiles // the floor contenders' inputs
 
 	// rowfateValid and rowfateInvalid are rowfate's own counts of the raw
 	// file, from its first import that reported them.
@@ -86,6 +87,17 @@ func (e *env) prepare(ctx context.Context, selected []*contender) error {
 	e.validRows = kept
 	step(fmt.Sprintf("valid-rows filter kept %d of %d rows", kept, e.rawRows))
 
+	if needs[inputFloor] {
+		step("writing the floor's outcome rows")
+		ff, err := writeFloorFiles(e.raw, e.tmp, time.Now())
+		if err != nil {
+			return fmt.Errorf("floor files: %w", err)
+		}
+		if ff.customers != e.validRows {
+			return fmt.Errorf("floor files: %d valid rows, the valid-rows file %d", ff.customers, e.validRows)
+		}
+		e.floor = ff
+	}
 	if needs[inputRawXLSX] {
 		e.rawXLSX = filepath.Join(e.tmp, "customers.xlsx")
 		step("writing the same rows as XLSX")
@@ -157,6 +169,9 @@ type slot struct {
 	store  string // the contender's
 	file   string // the input
 	rows   int    // its data rows
+	// batchctl is the binary a rowfate contender runs: -batchctl-base's
+	// for a base contender.
+	batchctl string
 }
 
 // outcome is one run's measurement.
@@ -164,6 +179,9 @@ type outcome struct {
 	wall   time.Duration
 	rssKiB int64
 	loaded int64 // rows in the target table afterwards
+	// outcomes is the outcome rows a floor contender loaded (0 for the
+	// others).
+	outcomes int64
 }
 
 // runOnce runs contender c once in a fresh schema and directory, and drops
@@ -176,11 +194,15 @@ func (e *env) runOnce(ctx context.Context, c *contender, round int) (outcome, er
 		return outcome{}, err
 	}
 	s := &slot{
-		schema: fmt.Sprintf("bench_compare_%d_%s_%d", os.Getpid(), strings.ReplaceAll(c.name, "-", "_"), round),
-		dir:    filepath.Join(e.tmp, fmt.Sprintf("%s-round%d", c.name, round)),
-		store:  c.store,
-		file:   file,
-		rows:   n,
+		schema:   fmt.Sprintf("bench_compare_%d_%s_%d", os.Getpid(), schemaName.Replace(c.name), round),
+		dir:      filepath.Join(e.tmp, fmt.Sprintf("%s-round%d", c.name, round)),
+		store:    c.store,
+		file:     file,
+		rows:     n,
+		batchctl: e.batchctl,
+	}
+	if c.base {
+		s.batchctl = e.cfg.batchctlBase
 	}
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return outcome{}, err
@@ -214,6 +236,10 @@ func (e *env) runOnce(ctx context.Context, c *contender, round int) (outcome, er
 	}
 	return o, nil
 }
+
+// schemaName turns a contender's name into a part of an unquoted
+// identifier.
+var schemaName = strings.NewReplacer("-", "_", "@", "_at_")
 
 // createTarget creates the contenders' customers table in schema: the
 // columns, types and unique constraint of rowfate's customers table on

@@ -45,6 +45,7 @@ type config struct {
 	riverConns   int
 	timeout      time.Duration
 	batchctlPath string
+	batchctlBase string // a second batchctl, measured as the <name>@base contenders
 	listOnly     bool
 	tmpParent    string
 }
@@ -74,6 +75,7 @@ func main() {
 	flag.IntVar(&cfg.riverConns, "river-conns", 40, "River's pgx pool size (PostgreSQL allows 100 connections by default)")
 	flag.DurationVar(&cfg.timeout, "timeout", 2*time.Hour, "give up on one run of one contender after this long")
 	flag.StringVar(&cfg.batchctlPath, "batchctl", "", "measure this batchctl binary instead of building one from -repo")
+	flag.StringVar(&cfg.batchctlBase, "batchctl-base", "", "also measure this prebuilt batchctl: every rowfate contender runs with it too, as <name>@base, in the same rounds")
 	flag.BoolVar(&cfg.listOnly, "list", false, "list the contenders and exit")
 	flag.StringVar(&cfg.tmpParent, "tmp", "", "parent of the temporary directory (default $TMPDIR)")
 	flag.Parse()
@@ -81,7 +83,7 @@ func main() {
 
 	if cfg.listOnly {
 		for _, c := range contenders(&cfg) {
-			fmt.Printf("%-20s %s\n", c.name, c.label)
+			fmt.Printf("%-26s %s\n", c.name, c.label)
 		}
 		return
 	}
@@ -175,17 +177,21 @@ func run(ctx context.Context, cfg *config) error {
 			}
 			if reason := c.unavailable(e); reason != "" {
 				r.skipReason = reason
-				fmt.Fprintf(os.Stderr, "round %d  %-20s skipped: %s\n", round, c.name, reason)
+				fmt.Fprintf(os.Stderr, "round %d  %-26s skipped: %s\n", round, c.name, reason)
 				continue
 			}
 			o, err := e.runOnce(ctx, c, round)
 			if err != nil {
 				r.errs = append(r.errs, fmt.Sprintf("round %d: %v", round, err))
-				fmt.Fprintf(os.Stderr, "round %d  %-20s FAILED: %v\n", round, c.name, err)
+				fmt.Fprintf(os.Stderr, "round %d  %-26s FAILED: %v\n", round, c.name, err)
 				continue
 			}
 			r.runs = append(r.runs, o)
-			fmt.Fprintf(os.Stderr, "round %d  %-20s %8.2f s  %7.1f MiB  loaded %d\n", round, c.name, o.wall.Seconds(), float64(o.rssKiB)/1024, o.loaded)
+			var outcomes string
+			if o.outcomes > 0 {
+				outcomes = fmt.Sprintf(", outcome rows %d", o.outcomes)
+			}
+			fmt.Fprintf(os.Stderr, "round %d  %-26s %8.2f s  %7.1f MiB  loaded %d%s\n", round, c.name, o.wall.Seconds(), float64(o.rssKiB)/1024, o.loaded, outcomes)
 		}
 	}
 

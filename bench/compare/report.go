@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"debug/buildinfo"
 	"fmt"
 	"io"
 	"os"
@@ -24,7 +25,7 @@ type result struct {
 
 // row is one line of the results table, formatted.
 type row struct {
-	contender, store, input, rows, loaded, wall, rate, rss, ratio, notes string
+	contender, store, input, rows, loaded, wall, rate, rss, ratio, floorRatio, notes string
 }
 
 // median of a non-empty slice: the middle value, or the mean of the two
@@ -41,12 +42,18 @@ func median[T int64 | time.Duration](xs []T) T {
 
 // summarize turns the results into table rows: the median wall time
 // (scaled to the whole input for a contender that ran on its first rows),
-// rows/s, the median peak RSS and the ratio of the wall time to psql
-// \copy's.
+// rows/s, the median peak RSS and the ratios of the wall time to psql
+// \copy's and to the floor's of the contender's store.
 func summarize(e *env, selected []*contender, results map[string]*result) []row {
 	var copyWall time.Duration
 	if r := results["copy"]; r != nil && len(r.runs) > 0 {
 		copyWall = median(walls(r.runs))
+	}
+	floorWall := map[string]time.Duration{} // store -> its floor's median
+	for _, c := range selected {
+		if r := results[c.name]; c.floor && len(r.runs) > 0 {
+			floorWall[c.store] = median(walls(r.runs))
+		}
 	}
 	var out []row
 	for _, c := range selected {
@@ -83,6 +90,12 @@ func summarize(e *env, selected []*contender, results map[string]*result) []row 
 			if copyWall > 0 {
 				x.ratio = fmt.Sprintf("%.1f×", scaled.Seconds()/copyWall.Seconds())
 			}
+			if f := floorWall[c.store]; f > 0 {
+				x.floorRatio = fmt.Sprintf("%.1f×", scaled.Seconds()/f.Seconds())
+			}
+			if o := r.runs[len(r.runs)-1].outcomes; o > 0 {
+				x.loaded += " + " + thousands(o) + " outcome rows"
+			}
 			if len(r.runs) < e.cfg.rounds && len(r.errs) > 0 {
 				notes = append(notes, fmt.Sprintf("median of %d runs", len(r.runs)))
 			}
@@ -90,10 +103,16 @@ func summarize(e *env, selected []*contender, results map[string]*result) []row 
 		if c.name == "river" || c.name == "naive" {
 			notes = append(notes, "child process")
 		}
-		if strings.HasPrefix(c.name, "pgloader") || c.name == "copy" {
+		if strings.HasPrefix(c.name, "pgloader") || c.name == "copy" || (strings.HasPrefix(c.name, "floor-") && c.store == storePostgres) {
 			notes = append(notes, "client RSS only")
 		}
-		if c.name == "rowfate-pg-2w" {
+		if c.name == "floor-pg-parallel" {
+			notes = append(notes, "RSS: larger psql")
+		}
+		if c.base {
+			notes = append(notes, "-batchctl-base binary")
+		}
+		if strings.HasPrefix(c.name, "rowfate-pg-2w") {
 			notes = append(notes, "RSS: largest process")
 		}
 		x.notes = strings.Join(notes, "; ")
@@ -130,10 +149,10 @@ func thousands(n int64) string {
 	return s
 }
 
-var header = row{"contender", "store", "input", "rows", "loaded", "median wall", "rows/s", "median peak RSS", "vs psql \\copy", "notes"}
+var header = row{"contender", "store", "input", "rows", "loaded", "median wall", "rows/s", "median peak RSS", "vs psql \\copy", "vs its store's floor", "notes"}
 
 func (r row) cells() []string {
-	return []string{r.contender, r.store, r.input, r.rows, r.loaded, r.wall, r.rate, r.rss, r.ratio, r.notes}
+	return []string{r.contender, r.store, r.input, r.rows, r.loaded, r.wall, r.rate, r.rss, r.ratio, r.floorRatio, r.notes}
 }
 
 // printText prints the table aligned for a terminal.
@@ -165,7 +184,8 @@ func markdown(facts []string, e *env, rows []row) string {
 		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
 	}
 	b.WriteString("\nPeak RSS is the client process's (psql, pgloader, batchctl, or the naive/River child); the PostgreSQL server's memory is not counted. " +
-		"\"vs psql \\copy\" is the wall time divided by psql \\copy's. Scaled rows ran on the first rows of the file and their time is multiplied up; " +
+		"\"vs psql \\copy\" is the wall time divided by psql \\copy's; \"vs its store's floor\" divides it by the floor's of the same store " +
+		"(PostgreSQL: floor-pg, the valid rows and one outcome row per input row with psql \\copy in one transaction; SQLite: sqlite3-import, the same with the sqlite3 shell's .import). Scaled rows ran on the first rows of the file and their time is multiplied up; " +
 		"their rows/s is the measured one.\n")
 	return b.String()
 }
@@ -211,7 +231,38 @@ func machineFacts(ctx context.Context, e *env) []string {
 	if rev := strings.TrimSpace(output(ctx, "git", "-C", e.cfg.repo, "rev-parse", "--short", "HEAD")); rev != "" {
 		facts = append(facts, "rowfate: batchctl built from "+rev+" (plus any uncommitted changes in the work tree)")
 	}
+	if e.cfg.batchctlBase != "" {
+		facts = append(facts, "rowfate base (the @base contenders): "+e.cfg.batchctlBase+", "+binaryRevision(e.cfg.batchctlBase))
+	}
 	return facts
+}
+
+// binaryRevision says which commit a Go binary was built from, as its
+// build information records it.
+func binaryRevision(path string) string {
+	bi, err := buildinfo.ReadFile(path)
+	if err != nil {
+		return "revision unknown: " + err.Error()
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev == "" {
+		return "built without VCS information"
+	}
+	if len(rev) > 7 {
+		rev = rev[:7]
+	}
+	if modified == "true" {
+		rev += " with uncommitted changes"
+	}
+	return "built from " + rev
 }
 
 // output is a command's standard output, or "" if it failed.
