@@ -232,7 +232,7 @@ func machineFacts(ctx context.Context, e *env) []string {
 		facts = append(facts, "rowfate: batchctl built from "+rev+" (plus any uncommitted changes in the work tree)")
 	}
 	if e.cfg.batchctlBase != "" {
-		facts = append(facts, "rowfate base (the @base contenders): "+e.cfg.batchctlBase+", "+binaryRevision(e.cfg.batchctlBase))
+		facts = append(facts, "rowfate base (the @base contenders): "+e.cfg.batchctlBase+", "+binaryRevision(e.cfg.batchctlBase)+fileTime(e.cfg.batchctlBase))
 	}
 	return facts
 }
@@ -263,6 +263,16 @@ func binaryRevision(path string) string {
 		rev += " with uncommitted changes"
 	}
 	return "built from " + rev
+}
+
+// fileTime is ", written TIME" for a file, so that a binary without build
+// information can still be told from another; "" if it cannot be read.
+func fileTime(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return ""
+	}
+	return ", written " + fi.ModTime().UTC().Format("2006-01-02 15:04 UTC")
 }
 
 // output is a command's standard output, or "" if it failed.
