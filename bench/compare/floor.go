@@ -320,8 +320,10 @@ func (e *env) checkFloorCounts(o outcome) error {
 	return nil
 }
 
-// sqliteCustomersTable is rowfate's customers table on SQLite
-// (processors/customers sqliteTable).
+// sqliteCustomersTable is rowfate's customers table on SQLite as
+// processors/customers sqliteTable creates it, without what ensureTier
+// adds (the tier columns, an index on tenant_id and id), as the
+// PostgreSQL contenders' table is without them (createTarget).
 const sqliteCustomersTable = `CREATE TABLE customers (
 	id INTEGER PRIMARY KEY,
 	tenant_id TEXT NOT NULL DEFAULT 'default',

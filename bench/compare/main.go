@@ -1,15 +1,19 @@
 // Command compare benchmarks rowfate against the other ways of loading a
-// customers file into PostgreSQL: psql \copy (the physical limit), pgloader,
-// a naive one-INSERT-per-row loop, River (one job per row), and rowfate
-// itself on PostgreSQL (one process, and ingest plus two worker processes)
-// and on SQLite. Run it from bench/compare (make bench-compare does):
+// customers file into PostgreSQL: psql \copy (the physical limit), the
+// floor of each store (the valid rows plus one outcome row per input row,
+// with psql \copy or the sqlite3 shell's .import), pgloader, a naive
+// one-INSERT-per-row loop, River (one job per row), and rowfate itself on
+// PostgreSQL (one process, and ingest plus two worker processes) and on
+// SQLite, optionally also with an older batchctl (-batchctl-base). Run it
+// from bench/compare (make bench-compare does):
 //
 //	DATABASE_URL=postgres://... go run . -rows 1000000 -rounds 3 -md /tmp/compare.md
 //
 // It generates the file with bench/gencustomers, builds batchctl from the
 // repository, runs the contenders interleaved round by round, each from an
 // empty PostgreSQL schema (or a fresh SQLite file), and prints the median
-// wall time and peak RSS of each as a text table and as Markdown. See
+// wall time and peak RSS of each, with its ratios to psql \copy and to
+// its store's floor, as a text table and as Markdown. See
 // README.md for what each contender measures.
 package main
 
