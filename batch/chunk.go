@@ -83,7 +83,7 @@ func (e *Engine) workChunk(ctx context.Context, r *run, l *driver.Lease, claimed
 	if errors.Is(cause, ErrLeaseLost) {
 		return chunkDone{}, ErrLeaseLost
 	}
-	if err := checkOutcomes(l, outcomes); err != nil {
+	if err := checkOutcomes(l.BatchID, outcomes); err != nil {
 		return chunkDone{}, err
 	}
 	done := chunkDone{outcomes: len(outcomes), givenBack: len(unworked) + len(inflight), stopped: errors.Is(cause, ErrBatchStopped)}
@@ -281,33 +281,10 @@ func (e *Engine) workTx(ctx, wctx context.Context, cancel context.CancelCauseFun
 		if err != nil {
 			return nil, err
 		}
-		outcomes = outcomes[:0]
-		for i, res := range results {
-			row := l.Rows[i]
-			if res.Err == nil && res.ID == "" {
-				// Its writes are in this transaction: roll them all back
-				// rather than commit an effect the engine cannot name.
-				return nil, fmt.Errorf("the processor answered row %d with neither a result id nor an error", row.RowNo)
-			}
-			out, ok := classify(wctx, res.ID, res.Err, row.Attempts, set.maxAttempts)
-			if !ok {
-				return nil, context.Cause(wctx)
-			}
-			if out.State == rows.StateUnknown {
-				// Rolled back or not, a row's own timeout inside the
-				// transaction has no effect outside it: retry it.
-				out.State = rows.StateRetrying
-			}
-			out.RowNo = row.RowNo
-			if out.Error != nil {
-				out.Error.Row = row.RowNo
-			}
-			if out.State == rows.StateRetrying {
-				out.RetryDelay = set.backoff(row.Attempts)
-			}
-			outcomes = append(outcomes, out)
+		if outcomes, err = txOutcomes(wctx, set, l.Rows, results, outcomes[:0]); err != nil {
+			return nil, err
 		}
-		if err := checkOutcomes(l, outcomes); err != nil {
+		if err := checkOutcomes(l.BatchID, outcomes); err != nil {
 			return nil, err
 		}
 		return outcomes, nil
@@ -362,12 +339,44 @@ func (e *Engine) workTx(ctx, wctx context.Context, cancel context.CancelCauseFun
 	return chunkDone{outcomes: len(outs)}, e.flushChunk(ctx, s, l, driver.ChunkFlushParams{Outcomes: outs, Release: true})
 }
 
+// txOutcomes turns a transactional processor's results for worked rows
+// into their outcomes, appended to outs. A result with neither an id nor
+// an error is an error for the whole call: its writes are in the
+// transaction, and are rolled back rather than committed as an effect the
+// engine cannot name.
+func txOutcomes(ctx context.Context, set kindSettings, worked []driver.LeasedRow, results []Result, outs []driver.RowOutcome) ([]driver.RowOutcome, error) {
+	for i, res := range results {
+		row := worked[i]
+		if res.Err == nil && res.ID == "" {
+			return nil, fmt.Errorf("the processor answered row %d with neither a result id nor an error", row.RowNo)
+		}
+		out, ok := classify(ctx, res.ID, res.Err, row.Attempts, set.maxAttempts)
+		if !ok {
+			return nil, context.Cause(ctx)
+		}
+		if out.State == rows.StateUnknown {
+			// Rolled back or not, a row's own timeout inside the
+			// transaction has no effect outside it: retry it.
+			out.State = rows.StateRetrying
+		}
+		out.RowNo = row.RowNo
+		if out.Error != nil {
+			out.Error.Row = row.RowNo
+		}
+		if out.State == rows.StateRetrying {
+			out.RetryDelay = set.backoff(row.Attempts)
+		}
+		outs = append(outs, out)
+	}
+	return outs, nil
+}
+
 // checkOutcomes applies the row state machine, the engine's rule, once for
 // every store: an outcome the machine does not allow is a bug.
-func checkOutcomes(l *driver.Lease, outcomes []driver.RowOutcome) error {
+func checkOutcomes(batchID int64, outcomes []driver.RowOutcome) error {
 	for _, o := range outcomes {
 		if err := rows.Transition(rows.StateProcessing, o.State); err != nil {
-			return fmt.Errorf("batch %d row %d: %w", l.BatchID, o.RowNo, err)
+			return fmt.Errorf("batch %d row %d: %w", batchID, o.RowNo, err)
 		}
 	}
 	return nil

@@ -76,6 +76,23 @@ type ImportParams struct {
 	// before it has run them all. Defaults to the kind's; the zero value
 	// is no bound. Engine.Limit changes it while the batch runs.
 	MaxFailed Threshold
+	// WorkInline works the valid rows of a transactional kind (its
+	// Processor a TxProcessor, its effects not keyed) while they are
+	// stored, in the import's own transaction: each row is written once,
+	// with its outcome, and a batch whose rows all got one is finished
+	// when Import returns. Its writes commit with the rows or not at
+	// all: an import that fails or is cut off leaves no effect behind.
+	// What cannot be settled there is left valid for Work, as without
+	// it: a chunk whose processor call fails as a whole (and the rest of
+	// the file after it), a row that may repeat an earlier row's key
+	// until the store has checked, and the rows after the failures pass
+	// the batch's bound (its first flush pauses it). It is ignored for
+	// other kinds and while the kind or the tenant is paused. One
+	// connection does the whole import: a caller that wants many
+	// workers on the rows leaves it off. On SQLite the import holds the
+	// database's write lock until it commits (other processes wait), and
+	// writes no ingest_progress events.
+	WorkInline bool
 	// ProgressFunc, when set, is told how far the import has got while it
 	// reads the file: during the first pass (BatchID 0), at once when the
 	// batch exists (its id, before any row is stored: batchctl prints it
@@ -191,18 +208,11 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, 
 	if err != nil {
 		return nil, err
 	}
-	chk := newRowChecker(k, m)
-	var trimmed int64 // rows whose unread cells were not kept
-	seq := ingestRows(ctx, r, src, m, chk, int64(k.settings().chunkSize), &trimmed)
-	seq = track.count(seq)
-	var accept func(int64) error
-	if p.MaxInvalid.IsZero() {
-		p.MaxInvalid = k.settings().maxInvalid
+	pipe, err := e.newIngestPipe(ctx, k, p, src, r, m, track)
+	if err != nil {
+		return nil, err
 	}
-	if !p.MaxInvalid.IsZero() {
-		bound := &invalidBound{max: p.MaxInvalid, name: p.SourceName}
-		seq, accept = bound.count(seq), bound.accept
-	}
+	chk, inline := pipe.chk, pipe.inline
 	b, err := e.store.BatchIngest(ctx, driver.BatchIngestParams{
 		TenantID:       p.TenantID,
 		Kind:           p.Kind,
@@ -213,20 +223,21 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, 
 		IdempotencyKey: key,
 		OptionsDigest:  optionsDigest(p),
 		MaxAttempts:    k.settings().maxAttempts,
-		MaxFailed:      cmp.Or(p.MaxFailed, k.settings().maxFailed),
+		MaxFailed:      pipe.maxFailed,
 		SourceDigest:   src.digest,
 		KindVersion:    k.version(),
 		KindDefinition: k.definition(),
-		Rows:           seq,
-		DuplicateKey:   chk.duplicateKey(),
-		AcceptFunc:     accept,
+		Rows:           pipe.seq,
+		DuplicateKey:   pipe.screen.duplicateKey(chk.duplicateKey()),
+		WorkFunc:       inline.workFunc(),
+		AcceptFunc:     pipe.accept,
 		CreatedFunc:    track.createdBatch,
 		SummaryFunc: func() driver.IngestSummary {
 			sum := driver.IngestSummary{SourceDigest: src.digest, SkippedEmpty: r.SkippedEmpty(), ErrorCounts: chk.tally.Counts(), Width: src.width}
-			if trimmed > 0 {
+			if pipe.trimmed > 0 {
 				sum.Warnings = append(sum.Warnings, batchtype.Warning{Message: fmt.Sprintf(
 					"%d rows carried more than %d KiB in columns %s does not read: those cells were not kept (the error report leaves them empty)",
-					trimmed, unreadCellsKept>>10, p.Kind)})
+					pipe.trimmed, unreadCellsKept>>10, p.Kind)})
 			}
 			return sum
 		},
@@ -249,9 +260,49 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, 
 		err = track.why(err)
 		return nil, importError(p, err)
 	}
+	inline.committed(b.Kind)
 	e.logger.InfoContext(ctx, "batch imported", "batch_id", b.ID, "kind", b.Kind, "tenant_id", b.TenantID, "rows", b.Counts.Total())
 	e.bell.ring()
 	return b, nil
+}
+
+// ingestPipe is how an import's rows go from its reader to the store: read
+// and checked (ingestRows), their keys screened, counted for the progress
+// and for MaxInvalid, and, with inline work, read ahead.
+type ingestPipe struct {
+	seq       iter.Seq2[driver.IngestRow, error]
+	chk       *rowChecker
+	screen    *keyScreen
+	inline    *inlineWork
+	accept    func(duplicates int64) error
+	maxFailed Threshold
+	// trimmed counts the rows whose unread cells were not kept.
+	trimmed int64
+}
+
+func (e *Engine) newIngestPipe(ctx context.Context, k kind, p ImportParams, src *source, r rows.Reader, m *rows.Mapping, track *ingestTracker) (*ingestPipe, error) {
+	pipe := &ingestPipe{chk: newRowChecker(k, m), maxFailed: cmp.Or(p.MaxFailed, k.settings().maxFailed)}
+	var err error
+	if pipe.inline, err = e.inlineFor(ctx, k, m, p, pipe.maxFailed, src.rowCount); err != nil {
+		return nil, err
+	}
+	pipe.screen = newKeyScreen(k.hasKey(), cmp.Or(e.keyFilterRows, src.rowCount))
+	seq := ingestRows(ctx, r, src, m, pipe.chk, int64(k.settings().chunkSize), &pipe.trimmed, pipe.screen)
+	seq = track.count(seq)
+	if pipe.inline != nil {
+		pipe.inline.screen = pipe.screen
+		track.quiet.Store(true)
+	}
+	maxInvalid := cmp.Or(p.MaxInvalid, k.settings().maxInvalid)
+	if !maxInvalid.IsZero() {
+		bound := &invalidBound{max: maxInvalid, name: p.SourceName}
+		seq, pipe.accept = bound.count(seq), bound.accept
+	}
+	if pipe.inline != nil {
+		seq = readAhead(seq, readAheadRows)
+	}
+	pipe.seq = seq
+	return pipe, nil
 }
 
 // importKey returns the idempotency key an import's batch is stored
@@ -278,7 +329,7 @@ func importKey(p ImportParams, digest string) (key, lookup string) {
 // (every validation phase, the natural key's digest), numbered into
 // chunks of chunkSize, the template's example rows left out; trimmed
 // counts the rows whose unread cells were not kept.
-func ingestRows(ctx context.Context, r rows.Reader, src *source, m *rows.Mapping, chk *rowChecker, chunkSize int64, trimmed *int64) iter.Seq2[driver.IngestRow, error] {
+func ingestRows(ctx context.Context, r rows.Reader, src *source, m *rows.Mapping, chk *rowChecker, chunkSize int64, trimmed *int64, screen *keyScreen) iter.Seq2[driver.IngestRow, error] {
 	return func(yield func(driver.IngestRow, error) bool) {
 		var n int64
 		for rec, err := range src.records(ctx, r) {
@@ -292,6 +343,7 @@ func ingestRows(ctx context.Context, r rows.Reader, src *source, m *rows.Mapping
 				row.State, row.Errors = rows.StateInvalid, errs
 			}
 			row.KeyDigest = digest
+			screen.add(row.RowNo, digest)
 			var cut bool
 			if row.Values, cut = keptCells(m, rec.Values); cut {
 				*trimmed++

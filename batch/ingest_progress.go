@@ -57,6 +57,10 @@ type ingestTracker struct {
 	// batch is the batch's id once it exists; created is then signalled.
 	batch   atomic.Int64
 	created chan struct{}
+	// quiet stops the events: an import that works its rows inline
+	// writes in one transaction, which no other process sees (and on
+	// SQLite, whose one connection it holds, an event would wait for it).
+	quiet atomic.Bool
 	// stop cancels the ingest with a cause, which cause returns;
 	// callerErr is the caller's context's Err.
 	stop             context.CancelCauseFunc
@@ -153,7 +157,7 @@ func (t *ingestTracker) run(ctx context.Context) {
 		case <-evTick.C:
 			id := t.batch.Load()
 			now := t.snapshot()
-			if id == 0 || !writing || now == logged {
+			if id == 0 || !writing || now == logged || t.quiet.Load() {
 				continue
 			}
 			ev, err := t.e.store.IngestProgress(ctx, driver.IngestProgressParams{TenantID: t.tenant, BatchID: id, Progress: now})

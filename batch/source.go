@@ -39,6 +39,9 @@ type source struct {
 	// width is the most cells any row has: an error report keeps the
 	// cells of a row longer than the header.
 	width int
+	// rowCount is how many records the first pass read: what the key
+	// filter is sized for.
+	rowCount int64
 	// examples are the rows that repeat the kind's example row, as a
 	// template has it: never imported.
 	examples map[int64]bool
@@ -210,6 +213,7 @@ func (s *source) profile(ctx context.Context) error {
 			return err
 		}
 		s.width = max(s.width, len(rec.Values))
+		s.rowCount++
 		if s.track != nil {
 			s.track.rows.Add(1)
 		}

@@ -21,9 +21,14 @@ import (
 type importOptions struct {
 	workers int
 	noWork  bool
-	dryRun  bool
-	strict  bool
-	once    bool
+	// inline is --inline: work a transactional kind's rows as they are
+	// stored (batch.ImportParams.WorkInline).
+	inline bool
+	// workersSet: --workers was given, asking for the workers.
+	workersSet bool
+	dryRun     bool
+	strict     bool
+	once       bool
 	// newBatch imports an error report as a new batch, not as a re-run.
 	newBatch bool
 	// maxInvalid is --max-invalid: N or P%.
@@ -53,7 +58,12 @@ kind's columns and validated, and all rows are stored with their outcome
 (valid, or invalid with field errors) in one transaction; a file rejected
 as a whole (no header, a missing required column, a malformed line) writes
 nothing. The valid rows are then worked by the kind's processor, unless
---no-work leaves them for ` + "`batchctl worker`" + `.
+--no-work leaves them for ` + "`batchctl worker`" + `. A kind whose processor
+writes in the engine's own database (customers, a --schema or stored
+kind) has its rows worked while they are stored, in the same
+transaction: each row is written once, with its outcome, and the import
+leaves all of its effects or none. --workers N (or --inline=false)
+stores the rows first and works them with N workers instead.
 
 The format is found from the file's content (a workbook is XLSX whatever
 its name); CSV encoding and delimiter are detected unless given. The header
@@ -124,22 +134,11 @@ or unknown; 4 the file was rejected (nothing was written).`,
 			if len(a) == 2 {
 				kind = a[0]
 			}
+			o.workersSet = cmd.Flags().Changed("workers")
 			return c.runImport(cmd.Context(), kind, file, o)
 		},
 	}
-	f := cmd.Flags()
-	f.IntVar(&o.workers, "workers", 2, "concurrent workers for the batch's rows")
-	f.BoolVar(&o.noWork, "no-work", false, "only import; leave the valid rows for batchctl worker")
-	f.BoolVar(&o.dryRun, "dry-run", false, "validate every row and report; write nothing, run no processor")
-	f.StringVar(&o.maxInvalid, "max-invalid", "", "reject the file, nothing written, when more than N (or P%) of its rows are invalid")
-	f.StringVar(&o.maxFailed, "max-failed", "", "pause the batch when more than N (or P%) of its rows to work have failed or died (batchctl limit changes it)")
-	f.BoolVar(&o.strict, "strict", false, "reject the file if it has a column the kind does not know, or lacks one of its optional columns")
-	f.BoolVar(&o.newBatch, "new-batch", false, "import as a new batch: a file this tenant already imported as this kind with the same options (whose batch is returned otherwise), or an error report of a batch (re-run otherwise)")
-	f.BoolVar(&o.once, "once", false, "what every import does now without --new-batch (kept for scripts that pass it)")
-	f.StringVar(&o.schema, "schema", "", "a Table Schema file that defines the kind for this import alone (kept with the batch for its re-runs, retries and reports)")
-	f.BoolVar(&o.createTable, "create-table", false, "with --schema: create the schema's table when it does not exist")
-	addProgressInterval(f.DurationVar, &o.interval)
-	o.read.add(f)
+	importFlags(cmd, &o)
 	return cmd
 }
 
@@ -166,7 +165,8 @@ func (c *cli) runImport(ctx context.Context, kind, path string, o importOptions)
 	if err := c.checkImport(reg, kind, o); err != nil {
 		return err
 	}
-	p := batch.ImportParams{TenantID: c.global.tenant, Kind: kind, SourceName: path, Strict: o.strict, Once: o.once}
+	p := batch.ImportParams{TenantID: c.global.tenant, Kind: kind, SourceName: path, Strict: o.strict, Once: o.once,
+		WorkInline: o.inline && !o.noWork && !o.workersSet}
 	if p.MaxInvalid, err = batch.ParseThreshold(o.maxInvalid); err != nil {
 		return usagef("--max-invalid %v", err)
 	}
@@ -238,6 +238,24 @@ func (c *cli) runImport(ctx context.Context, kind, path string, o importOptions)
 		}
 	}
 	return c.printOutcome(b)
+}
+
+// importFlags adds import's flags to cmd, into o.
+func importFlags(cmd *cobra.Command, o *importOptions) {
+	f := cmd.Flags()
+	f.IntVar(&o.workers, "workers", 2, "concurrent workers for the batch's rows")
+	f.BoolVar(&o.noWork, "no-work", false, "only import; leave the valid rows for batchctl worker")
+	f.BoolVar(&o.inline, "inline", true, "work the rows of a transactional kind (customers, a --schema or stored kind) while they are stored, each written once with its outcome; --inline=false, or --workers, stores them first and works them with the workers")
+	f.BoolVar(&o.dryRun, "dry-run", false, "validate every row and report; write nothing, run no processor")
+	f.StringVar(&o.maxInvalid, "max-invalid", "", "reject the file, nothing written, when more than N (or P%) of its rows are invalid")
+	f.StringVar(&o.maxFailed, "max-failed", "", "pause the batch when more than N (or P%) of its rows to work have failed or died (batchctl limit changes it)")
+	f.BoolVar(&o.strict, "strict", false, "reject the file if it has a column the kind does not know, or lacks one of its optional columns")
+	f.BoolVar(&o.newBatch, "new-batch", false, "import as a new batch: a file this tenant already imported as this kind with the same options (whose batch is returned otherwise), or an error report of a batch (re-run otherwise)")
+	f.BoolVar(&o.once, "once", false, "what every import does now without --new-batch (kept for scripts that pass it)")
+	f.StringVar(&o.schema, "schema", "", "a Table Schema file that defines the kind for this import alone (kept with the batch for its re-runs, retries and reports)")
+	f.BoolVar(&o.createTable, "create-table", false, "with --schema: create the schema's table when it does not exist")
+	addProgressInterval(f.DurationVar, &o.interval)
+	o.read.add(f)
 }
 
 // importSchema reads --schema FILE, when given: the schema, and the kind it

@@ -133,6 +133,19 @@ type BatchIngestParams struct {
 	// a crash leaves nothing and a second import of the file waits for
 	// the first's outcome; IngestProgress finds no batch then.
 	CreatedFunc func(id int64)
+	// WorkFunc, when set, works rows while they are ingested, so that
+	// each is written once, with its outcome: the store calls it with
+	// the rows in order, in groups of whole chunks (ChunkNo), inside the
+	// ingest's transaction and before it writes them, and it sets the
+	// outcome of the rows it worked in place (State, ResultID, Errors,
+	// Attempts, RetryDelay). Its writes commit with the rows or not at
+	// all; it must leave the transaction usable for the rows (a
+	// processor's failure rolled back to a savepoint of its own), and an
+	// error fails the ingest. A row it leaves valid is worked later by
+	// the workers. A store that writes an ingest in parts (SQLite)
+	// writes one with a WorkFunc in one transaction: a failed or
+	// crashed ingest then leaves none of its effects behind.
+	WorkFunc func(ctx context.Context, tx Tx, batchID int64, rows []IngestRow) error
 }
 
 // IngestProgressParams are the parameters of Store.IngestProgress.
@@ -149,6 +162,13 @@ type DuplicateKey struct {
 	Column string
 	Field  string
 	Name   string
+	// Screen, when set, is called once every row is read. When ok, the
+	// importer screened the rows' digests in order (a Bloom filter) and
+	// found that only rows whose digest is among candidates can repeat
+	// an earlier row's: the store looks only at those digests, and at
+	// none when there are none, instead of sorting every digest of the
+	// batch.
+	Screen func() (candidates [][]byte, ok bool)
 }
 
 // BatchGetParams are the parameters of Store.BatchGet.

@@ -241,10 +241,12 @@ func (e *env) runOnce(ctx context.Context, c *contender, round int) (outcome, er
 // identifier.
 var schemaName = strings.NewReplacer("-", "_", "@", "_at_")
 
-// createTarget creates the contenders' customers table in schema: the
-// columns, types and unique constraint of rowfate's customers table on
-// PostgreSQL (processors/customers EnsureSchema), with a default for
-// updated_at so that COPY and pgloader can leave it out.
+// createTarget creates the contenders' customers table in schema: rowfate's
+// customers table on PostgreSQL as processors/customers EnsureSchema
+// leaves it (its columns, types, unique constraint, and the tier columns
+// and the index on tenant_id and id that ensureTier adds), with a default
+// for updated_at so that COPY and pgloader can leave it out. Every
+// contender writes the same three indexes rowfate's upsert maintains.
 func (e *env) createTarget(ctx context.Context, schema string) error {
 	_, err := e.admin.Exec(ctx, `CREATE TABLE `+schema+`.customers (
 		id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -255,7 +257,10 @@ func (e *env) createTarget(ctx context.Context, schema string) error {
 		signup_date date NOT NULL,
 		amount numeric(18,2),
 		updated_at timestamptz NOT NULL DEFAULT now(),
-		CONSTRAINT customers_tenant_email_key UNIQUE (tenant_id, email))`)
+		tier text,
+		tier_runs integer NOT NULL DEFAULT 0,
+		CONSTRAINT customers_tenant_email_key UNIQUE (tenant_id, email));
+		CREATE INDEX customers_tenant_id ON `+schema+`.customers (tenant_id, id)`)
 	return err
 }
 

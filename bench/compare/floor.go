@@ -109,7 +109,7 @@ func writeFloorFiles(raw, dir string, now time.Time) (floorFiles, error) {
 	if err != nil {
 		return ff, err
 	}
-	cust, err := open(ff.sqliteCustomers, "id", "tenant_id", "email", "name", "country", "signup_date", "amount", "updated_at")
+	cust, err := open(ff.sqliteCustomers, "id", "tenant_id", "email", "name", "country", "signup_date", "amount", "updated_at", "tier", "tier_runs")
 	if err != nil {
 		return ff, err
 	}
@@ -159,7 +159,7 @@ func writeFloorFiles(raw, dir string, now time.Time) (floorFiles, error) {
 			err = errors.Join(
 				pg.w.Write([]string{"1", row, "default", chunk, "succeeded", string(payload), empty, id, "1", pgNow, `\x` + digest}),
 				lite.w.Write([]string{"1", row, "default", chunk, "succeeded", string(payload), empty, id, "1", empty, empty, liteNow, "0", digest}),
-				cust.w.Write([]string{id, "default", rec[0], rec[1], rec[2], rec[3], rec[4], pgNow}))
+				cust.w.Write([]string{id, "default", rec[0], rec[1], rec[2], rec[3], rec[4], pgNow, "", "0"}))
 		} else {
 			e, jerr := json.Marshal([]floorError{errs})
 			if jerr != nil {
@@ -321,9 +321,9 @@ func (e *env) checkFloorCounts(o outcome) error {
 }
 
 // sqliteCustomersTable is rowfate's customers table on SQLite as
-// processors/customers sqliteTable creates it, without what ensureTier
-// adds (the tier columns, an index on tenant_id and id), as the
-// PostgreSQL contenders' table is without them (createTarget).
+// processors/customers creates it, with what ensureTier adds (the tier
+// columns, an index on tenant_id and id), as the PostgreSQL contenders'
+// table has them (createTarget).
 const sqliteCustomersTable = `CREATE TABLE customers (
 	id INTEGER PRIMARY KEY,
 	tenant_id TEXT NOT NULL DEFAULT 'default',
@@ -333,7 +333,10 @@ const sqliteCustomersTable = `CREATE TABLE customers (
 	signup_date TEXT NOT NULL,
 	amount TEXT,
 	updated_at TEXT NOT NULL,
-	UNIQUE (tenant_id, email))`
+	tier TEXT,
+	tier_runs INTEGER NOT NULL DEFAULT 0,
+	UNIQUE (tenant_id, email));
+CREATE INDEX customers_tenant_id ON customers (tenant_id, id)`
 
 // sqliteBatchRows is rowfate's batch_rows on SQLite after every migration
 // (migrations/sqlite: 0001 the table, 0004 reviewed, 0005 key_digest); the

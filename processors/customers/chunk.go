@@ -22,7 +22,7 @@ func (p *Processor) ProcessTx(ctx context.Context, tx batch.Tx, cs []Customer) (
 	if _, err := tx.Exec(ctx, `SAVEPOINT customers_chunk`); err != nil {
 		return nil, err
 	}
-	ids, err := upsertAll(ctx, tx, tenant, cs)
+	ids, err := p.upsertAll(ctx, tx, tenant, cs)
 	if err == nil {
 		out := make([]batch.Result, len(cs))
 		for i, id := range ids {
@@ -68,9 +68,9 @@ func (p *Processor) ProcessTx(ctx context.Context, tx batch.Tx, cs []Customer) (
 // upsertAll upserts a chunk: on PostgreSQL one statement over unnest'ed
 // arrays (one round trip instead of one per row), on SQLite one statement
 // per row (in-process calls, no round trips to save).
-func upsertAll(ctx context.Context, tx batch.Tx, tenant string, cs []Customer) ([]int64, error) {
+func (p *Processor) upsertAll(ctx context.Context, tx batch.Tx, tenant string, cs []Customer) ([]int64, error) {
 	if tx.Engine() == Postgres {
-		return upsertAllPostgres(ctx, tx, tenant, cs)
+		return p.upsertAllPostgres(ctx, tx, tenant, cs)
 	}
 	ids := make([]int64, len(cs))
 	for i, c := range cs {
@@ -85,7 +85,16 @@ func upsertAll(ctx context.Context, tx batch.Tx, tenant string, cs []Customer) (
 // to update the same row twice in one INSERT ... ON CONFLICT, so repeated
 // emails are folded first, the last row winning as it would row by row;
 // every row with that email gets the one customer id.
-func upsertAllPostgres(ctx context.Context, tx batch.Tx, tenant string, cs []Customer) ([]int64, error) {
+//
+// A chunk of customers none of which exists yet (a first import) is
+// inserted without ON CONFLICT: PostgreSQL's speculative insertion, which
+// ON CONFLICT needs, made the upsert 1.6 times as slow as a plain INSERT
+// of the same rows. A plain INSERT that meets an existing customer fails
+// at that row with a unique violation, rolled back to the caller's
+// savepoint, and the chunk is upserted; after one such chunk the next
+// insertFreshChunks are upserted at once, so that a re-import pays for no
+// failed INSERT but every so often one that fails at its first row.
+func (p *Processor) upsertAllPostgres(ctx context.Context, tx batch.Tx, tenant string, cs []Customer) ([]int64, error) {
 	last := make(map[string]int, len(cs))
 	keys := make([]string, len(cs))
 	for i, c := range cs {
@@ -107,32 +116,24 @@ func upsertAllPostgres(ctx context.Context, tx batch.Tx, tenant string, cs []Cus
 		countries = append(countries, nullable(args[3]))
 		amounts = append(amounts, nullable(args[5]))
 	}
-	rs, err := tx.Query(ctx, `INSERT INTO customers (tenant_id, email, name, country, signup_date, amount, updated_at)
-		SELECT $6, e, n, c, d::date, a::numeric, now()
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS u(e, n, c, d, a)
-		ON CONFLICT (tenant_id, email) DO UPDATE SET name = excluded.name,
-			country = COALESCE(excluded.country, customers.country),
-			signup_date = excluded.signup_date,
-			amount = COALESCE(excluded.amount, customers.amount),
-			updated_at = excluded.updated_at
-		RETURNING email, id`, emails, names, countries, dates, amounts, tenant)
-	if err != nil {
-		return nil, fmt.Errorf("upsert %d customers: %w", len(emails), err)
-	}
-	byEmail := make(map[string]int64, len(emails))
-	for rs.Next() {
-		var (
-			email string
-			id    int64
-		)
-		if err := rs.Scan(&email, &id); err != nil {
-			rs.Close()
-			return nil, err
+	args := []any{emails, names, countries, dates, amounts, tenant}
+	var byEmail map[string]int64
+	err := errors.ErrUnsupported
+	if p.upsertsDue.Load() <= 0 {
+		byEmail, err = customerIDs(ctx, tx, insertChunkSQL, args)
+		if errors.Is(err, batch.ErrConflict) && ctx.Err() == nil {
+			if _, rerr := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT customers_chunk`); rerr != nil {
+				return nil, rerr
+			}
+			p.upsertsDue.Store(insertFreshChunks)
 		}
-		byEmail[email] = id
+	} else {
+		p.upsertsDue.Add(-1)
 	}
-	if err := rs.Close(); err != nil {
-		return nil, fmt.Errorf("upsert %d customers: %w", len(emails), err)
+	if err != nil {
+		if byEmail, err = customerIDs(ctx, tx, upsertChunkSQL, args); err != nil {
+			return nil, fmt.Errorf("upsert %d customers: %w", len(emails), err)
+		}
 	}
 	ids := make([]int64, len(cs))
 	for i, k := range keys {
@@ -152,4 +153,51 @@ func nullable(v any) *string {
 		return &s
 	}
 	return nil
+}
+
+// insertFreshChunks is how many chunks are upserted at once after a
+// chunk's plain INSERT met an existing customer.
+const insertFreshChunks = 16
+
+// The chunk statements over unnest'ed arrays: $1 emails, $2 names, $3
+// countries, $4 dates, $5 amounts, $6 the tenant. insertChunkSQL fails at
+// the first customer that exists; upsertChunkSQL updates it.
+const (
+	chunkRowsSQL = `INSERT INTO customers (tenant_id, email, name, country, signup_date, amount, updated_at)
+		SELECT $6, e, n, c, d::date, a::numeric, now()
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS u(e, n, c, d, a)`
+	insertChunkSQL = chunkRowsSQL + `
+		RETURNING email, id`
+	upsertChunkSQL = chunkRowsSQL + `
+		ON CONFLICT (tenant_id, email) DO UPDATE SET name = excluded.name,
+			country = COALESCE(excluded.country, customers.country),
+			signup_date = excluded.signup_date,
+			amount = COALESCE(excluded.amount, customers.amount),
+			updated_at = excluded.updated_at
+		RETURNING email, id`
+)
+
+// customerIDs runs a chunk statement and returns the customers' ids by
+// email.
+func customerIDs(ctx context.Context, tx batch.Tx, stmt string, args []any) (map[string]int64, error) {
+	rs, err := tx.Query(ctx, stmt, args...)
+	if err != nil {
+		return nil, err
+	}
+	byEmail := make(map[string]int64, len(args[0].([]string)))
+	for rs.Next() {
+		var (
+			email string
+			id    int64
+		)
+		if err := rs.Scan(&email, &id); err != nil {
+			rs.Close()
+			return nil, err
+		}
+		byEmail[email] = id
+	}
+	if err := rs.Close(); err != nil {
+		return nil, err
+	}
+	return byEmail, nil
 }

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/rowfate/rowfate/batch"
@@ -198,6 +199,9 @@ func upgrade(ctx context.Context, tx *sql.Tx, d Dialect) error {
 type Processor struct {
 	db *sql.DB
 	d  Dialect
+	// upsertsDue counts the chunks still to upsert without trying a
+	// plain INSERT first (upsertAllPostgres).
+	upsertsDue atomic.Int64
 }
 
 var _ batch.TxProcessor[Customer] = (*Processor)(nil)

@@ -117,6 +117,10 @@ func dialect(schema string) *storesql.Dialect {
 			return fmt.Sprintf("%s = ANY(CAST(%s AS bigint[]))", col, param)
 		},
 		IntListArg: func(ns []int64) any { return ns },
+		InBytes: func(col, param string) string {
+			return fmt.Sprintf("%s = ANY(CAST(%s AS bytea[]))", col, param)
+		},
+		BytesListArg: func(bs [][]byte) any { return bs },
 		JSONRecords: func(param string, cols map[string]string) string {
 			return fmt.Sprintf("jsonb_to_recordset(CAST(%s AS jsonb)) AS u(%s)", param, storesql.ColumnList(cols, func(name, typ string) string { return name + " " + typ }))
 		},

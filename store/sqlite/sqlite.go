@@ -19,6 +19,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -183,6 +184,17 @@ func dialect() *storesql.Dialect {
 		},
 		IntListArg: func(ns []int64) any {
 			b, _ := json.Marshal(ns) // an []int64 always marshals
+			return string(b)
+		},
+		InBytes: func(col, param string) string {
+			return fmt.Sprintf("%s IN (SELECT unhex(value) FROM json_each(%s))", col, param)
+		},
+		BytesListArg: func(bs [][]byte) any {
+			hexes := make([]string, len(bs))
+			for i, b := range bs {
+				hexes[i] = hex.EncodeToString(b)
+			}
+			b, _ := json.Marshal(hexes) // a []string always marshals
 			return string(b)
 		},
 		JSONRecords: func(param string, cols map[string]string) string {

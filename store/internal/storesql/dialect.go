@@ -59,6 +59,10 @@ type Dialect struct {
 	// IntListArg renders the argument for it.
 	InInt      func(col, param string) string
 	IntListArg func([]int64) any
+	// InBytes renders "col is one of the byte strings in parameter $n";
+	// BytesListArg renders the argument for it.
+	InBytes      func(col, param string) string
+	BytesListArg func([][]byte) any
 	// JSONRecords renders a table u of the records of a JSON array
 	// parameter (an array of objects, JSONArg), with the given columns and
 	// SQL types, for INSERT ... SELECT.

@@ -85,7 +85,9 @@ func (s *Store) appendEvent(ctx context.Context, q Querier, id int64, typ batcht
 	ev.Done = ev.Total - counts.Open()
 	switch ev.Status {
 	case batchtype.StatusFinished:
-		ev.Final = true
+		// A batch finished as it is accepted has its finished event
+		// right after started (BatchIngest): that one is the last word.
+		ev.Final = typ != batchtype.EventStarted
 		if typ == batchtype.EventProgress {
 			ev.Type = batchtype.EventFinished
 		}

@@ -8,7 +8,7 @@ import (
 
 // statements are the shared statements, expanded once for the dialect.
 type statements struct {
-	insertBatch, ingestSummary, insertChunks, markDuplicates                      string
+	insertBatch, ingestSummary, insertChunks, markDuplicates, markCandidates      string
 	nextSeq, finish, sumChunks                                                    string
 	batchGet, batchList, batchFind                                                string
 	findChunk, leaseChunk, markProcessing, dueRows, recount, recountFree          string
@@ -58,17 +58,24 @@ func (s *statements) ingestAndCounts(d *Dialect) {
 	}
 	s.ingestSummary = d.Expand(`UPDATE {t}batches SET source_digest = $1, skipped_empty = $2, options = $3 WHERE id = $4`)
 	// A valid row whose key an earlier valid row of the batch has is a
-	// duplicate; the error names that first row. The window sorts the
-	// batch's digests in the database, not in the importer's memory.
-	s.markDuplicates = d.Expand(`UPDATE {t}batch_rows AS r
+	// duplicate; the error names that first row. markDuplicates finds
+	// them with a window over the batch's digests, sorted in the database,
+	// not in the importer's memory; markCandidates does it among the rows whose
+	// digest is one of $5 only (DuplicateKey.Screen): a scan of the
+	// batch's rows with a small hash set, not a sort of every digest.
+	duplicates := func(rowsWith string) string {
+		return d.Expand(`UPDATE {t}batch_rows AS r
 		SET state = 'invalid', next_attempt_at = NULL,
 		    errors = ` + d.JSONError("r.row_no", "column", "NULLIF($2, '')", "field", "NULLIF($3, '')",
-		"code", "'"+string(rows.CodeDuplicateKey)+"'", "message", "'same ' || $4 || ' as row ' || d.first") + `
+			"code", "'"+string(rows.CodeDuplicateKey)+"'", "message", "'same ' || $4 || ' as row ' || d.first") + `
 		FROM (SELECT row_no, first FROM (
 			SELECT row_no, first_value(row_no) OVER (PARTITION BY key_digest ORDER BY row_no) AS first
-			FROM {t}batch_rows WHERE batch_id = $1 AND key_digest IS NOT NULL) w
+			FROM {t}batch_rows WHERE batch_id = $1 AND ` + rowsWith + `) w
 			WHERE first <> row_no) d
 		WHERE r.batch_id = $1 AND r.row_no = d.row_no`)
+	}
+	s.markDuplicates = duplicates("key_digest IS NOT NULL")
+	s.markCandidates = duplicates(d.InBytes("key_digest", "$5"))
 	s.insertChunks = d.Expand(`INSERT INTO {t}batch_chunks
 		(batch_id, chunk_no, tenant_id, first_row_no, last_row_no, next_due_at, ` + CountColumns() + `)
 		SELECT batch_id, chunk_no, tenant_id, min(row_no), max(row_no),
