@@ -151,8 +151,10 @@ func updateOutcomesSQL(where, attempts string) string {
 }
 
 // UpdateOutcomes writes a flush's outcomes with one UPDATE from a JSON
-// array of them: a prepared UPDATE per row spent most of a flush starting
-// and resetting the statement (issue 28).
+// array of them, as PostgreSQL does from arrays: a fifth faster than a
+// prepared UPDATE run per row, for a 1,000-row chunk (BenchmarkFlush).
+// Most of what is left is SQLite writing the rows: an UPDATE ... FROM
+// collects the new rows first, then finds each row again to write it.
 func (liteDriver) UpdateOutcomes(ctx context.Context, q storesql.Querier, p storesql.UpdateOutcomesParams) error {
 	recs := make([]outcomeRecord, 0, len(p.Outcomes))
 	// An UPDATE ... FROM takes one of a row's records, any one; one

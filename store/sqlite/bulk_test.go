@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
+	"errors"
 	"fmt"
 	"iter"
 	"reflect"
@@ -377,4 +378,24 @@ func TestInsertRowsAsPerRow(t *testing.T) {
 	ingest(t, d, insertRowsPerRow, 1, rs)
 	ingest(t, d, d.InsertRows, 2, rs)
 	sameRows(t, "insert", readRows(t, s, 2), readRows(t, s, 1))
+}
+
+// TestInsertRowsConflict: a row written twice fails the insert as a
+// conflict, naming the rows of its INSERT, whether it is in a full group
+// or in the rows left over.
+func TestInsertRowsConflict(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, d := benchStore(t)
+	rs := benchRows(250)
+	ingest(t, d, d.InsertRows, 1, rs)
+	for _, again := range [][]driver.IngestRow{rs[:insertGroup], rs[240:]} {
+		err := d.InTx(ctx, func(q storesql.Querier) error {
+			return d.InsertRows(ctx, q, storesql.InsertRowsParams{BatchID: 1, TenantID: "t", Rows: sliceOf(again)})
+		})
+		want := fmt.Sprintf("insert rows %d to %d", again[0].RowNo, again[len(again)-1].RowNo)
+		if !errors.Is(err, driver.ErrConflict) || !strings.Contains(fmt.Sprint(err), want) {
+			t.Fatalf("rows %d-%d written again: %v, want a conflict saying %q", again[0].RowNo, again[len(again)-1].RowNo, err, want)
+		}
+	}
 }
