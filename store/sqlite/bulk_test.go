@@ -399,3 +399,97 @@ func TestInsertRowsConflict(t *testing.T) {
 		}
 	}
 }
+
+// The claim's marking (storesql's markProcessing, an UPDATE ... RETURNING)
+// and the same in two statements, for the report on issue 28: on SQLite a
+// RETURNING clause runs a trigger program per row that stores the row,
+// payload included, before the first one is returned. Within the claim's
+// BEGIN IMMEDIATE transaction nothing writes between a SELECT and an
+// UPDATE with the same condition and one clock reading, so they take the
+// same rows.
+const (
+	markCond = `batch_id = $1 AND row_no BETWEEN $2 AND $3 AND tenant_id = $4
+		AND state IN ` + storesql.ClaimableStates + ` AND next_attempt_at <= `
+	markReturning = `UPDATE batch_rows SET state = 'processing', attempts = attempts + 1, updated_at = ` + now + `
+		WHERE ` + markCond + now + ` RETURNING row_no, payload, attempts`
+	markSelect = `SELECT row_no, payload, attempts + 1 FROM batch_rows WHERE ` + markCond + `$5 ORDER BY row_no`
+	markUpdate = `UPDATE batch_rows SET state = 'processing', attempts = attempts + 1, updated_at = ` + now + `
+		WHERE ` + markCond + `$5`
+)
+
+func readMarked(tb testing.TB, rs *sql.Rows, err error) int {
+	tb.Helper()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer rs.Close()
+	n := 0
+	for rs.Next() {
+		var (
+			row, attempts int64
+			payload       string
+		)
+		if err := rs.Scan(&row, &payload, &attempts); err != nil {
+			tb.Fatal(err)
+		}
+		n++
+	}
+	if err := rs.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}
+
+// BenchmarkClaimMark measures marking a 1,000-row chunk's due rows
+// processing and reading them, in a 100,000-row batch.
+func BenchmarkClaimMark(b *testing.B) {
+	for _, form := range []string{"returning", "select_update"} {
+		b.Run(form, func(b *testing.B) {
+			ctx := context.Background()
+			s, d := benchStore(b)
+			rs := benchRows(100_000)
+			for i := range rs {
+				rs[i].State, rs[i].Errors, rs[i].RetryDelay = rows.StateValid, nil, 0
+			}
+			ingest(b, d, d.InsertRows, 1, rs)
+			chunk := int64(0)
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				first, last := chunk*1000+2, chunk*1000+1001
+				chunk = (chunk + 1) % 100
+				if _, err := s.db.Exec(`UPDATE batch_rows SET state = 'valid' WHERE batch_id = 1 AND row_no BETWEEN ? AND ?`, first, last); err != nil {
+					b.Fatal(err)
+				}
+				tx, err := s.db.BeginTx(ctx, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				var n int
+				if form == "returning" {
+					r, err := tx.QueryContext(ctx, markReturning, 1, first, last, "t")
+					n = readMarked(b, r, err)
+				} else {
+					var clock int64
+					if err := tx.QueryRowContext(ctx, `SELECT `+now).Scan(&clock); err != nil {
+						b.Fatal(err)
+					}
+					r, err := tx.QueryContext(ctx, markSelect, 1, first, last, "t", clock)
+					n = readMarked(b, r, err)
+					if _, err := tx.ExecContext(ctx, markUpdate, 1, first, last, "t", clock); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				if n != 1000 {
+					b.Fatalf("%d rows marked, want 1000", n)
+				}
+				if err := tx.Commit(); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+		})
+	}
+}
