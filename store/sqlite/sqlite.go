@@ -9,8 +9,9 @@
 // PostgreSQL takes explicitly.
 //
 // The statements are shared with the PostgreSQL store (store/internal/storesql);
-// this package supplies the connection, a prepared INSERT for ingest and a
-// prepared UPDATE per outcome. Times are integer milliseconds from SQLite's
+// this package supplies the connection and the two bulk writes (bulk.go): a
+// prepared INSERT of 100 rows for ingest, and one UPDATE per flush from a
+// JSON array of its outcomes. Times are integer milliseconds from SQLite's
 // own clock.
 //
 // ARCHITECTURE.md at the repository root describes the data model.
@@ -32,7 +33,6 @@ import (
 
 	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/migrations"
-	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/store/internal/storesql"
 )
 
@@ -310,82 +310,3 @@ func (liteDriver) NotifyEvent(context.Context, storesql.Querier, int64, int64) e
 // LockMigrations has nothing to do: the transaction is BEGIN IMMEDIATE,
 // which already excludes every other writer of the file.
 func (liteDriver) LockMigrations(context.Context, storesql.Querier) error { return nil }
-
-// InsertRows writes a batch's rows with one prepared INSERT.
-func (liteDriver) InsertRows(ctx context.Context, q storesql.Querier, p storesql.InsertRowsParams) error {
-	ins, err := q.(querier).q.PrepareContext(ctx, `INSERT INTO batch_rows
-		(batch_id, row_no, tenant_id, chunk_no, state, payload, errors, next_attempt_at, updated_at, key_digest, result_id, attempts)
-		VALUES (?, ?, ?, ?, ?, ?, ?, CASE WHEN ? THEN `+now+` + ? END, `+now+`, ?, ?, ?)`)
-	if err != nil {
-		return err
-	}
-	defer ins.Close()
-	for r, err := range p.Rows {
-		if err != nil {
-			return err
-		}
-		payload, err := storesql.EncodeValues(r.Values)
-		if err != nil {
-			return err
-		}
-		errs, err := storesql.EncodeErrors(r.Errors)
-		if err != nil {
-			return err
-		}
-		var errArg any
-		if errs != nil {
-			errArg = string(errs)
-		}
-		var idArg any
-		if r.ResultID != "" {
-			idArg = r.ResultID
-		}
-		if _, err := ins.ExecContext(ctx, p.BatchID, r.RowNo, p.TenantID, r.ChunkNo, string(r.State), string(payload), errArg, r.State.Open(), r.RetryDelay.Milliseconds(),
-			nilIfEmpty(r.KeyDigest), idArg, r.Attempts); err != nil {
-			return fmt.Errorf("insert row %d: %w", r.RowNo, interpretError(err))
-		}
-	}
-	return nil
-}
-
-// UpdateOutcomes writes a flush's outcomes with one prepared UPDATE per
-// row: in-process calls, so no round trips to save.
-func (liteDriver) UpdateOutcomes(ctx context.Context, q storesql.Querier, p storesql.UpdateOutcomesParams) error {
-	where, attempts := p.OutcomeRows("")
-	upd, err := q.(querier).q.PrepareContext(ctx, `UPDATE batch_rows
-		SET state = ?, result_id = ?, errors = ?, attempts = `+attempts+`,
-		    next_attempt_at = CASE WHEN ? IN `+storesql.OpenStates+` THEN `+now+` + ? END,
-		    updated_at = `+now+`
-		WHERE batch_id = ? AND row_no = ? AND tenant_id = ? AND `+where+`
-		  AND row_no BETWEEN ? AND ?`)
-	if err != nil {
-		return err
-	}
-	defer upd.Close()
-	for _, o := range p.Outcomes {
-		var errArg, idArg any
-		if o.Error != nil {
-			b, err := storesql.EncodeErrors([]rows.FieldError{*o.Error})
-			if err != nil {
-				return err
-			}
-			errArg = string(b)
-		}
-		if o.ResultID != "" {
-			idArg = o.ResultID
-		}
-		if _, err := upd.ExecContext(ctx, string(o.State), idArg, errArg, string(o.State), o.RetryDelay.Milliseconds(),
-			p.BatchID, o.RowNo, p.TenantID, p.First, p.Last); err != nil {
-			return fmt.Errorf("record row %d: %w", o.RowNo, interpretError(err))
-		}
-	}
-	return nil
-}
-
-// nilIfEmpty stores an absent digest as NULL, not as an empty BLOB.
-func nilIfEmpty(b []byte) any {
-	if len(b) == 0 {
-		return nil
-	}
-	return b
-}
