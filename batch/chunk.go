@@ -92,7 +92,7 @@ func (e *Engine) workChunk(ctx context.Context, r *run, l *driver.Lease, claimed
 
 // rowInfos are the RowInfo of a lease's rows, effect keys included.
 func (e *Engine) rowInfos(k kind, m *rows.Mapping, l *driver.Lease) []RowInfo {
-	refs := k.effectRefs(l.TenantID, l.BatchID, m, l.Rows)
+	refs := k.effectRefs(l.TenantID, l.BatchID, m, l.Rows, false)
 	infos := make([]RowInfo, len(l.Rows))
 	for i, row := range l.Rows {
 		infos[i] = RowInfo{TenantID: l.TenantID, BatchID: l.BatchID, RowNo: row.RowNo, Attempt: row.Attempts, EffectKey: refs[i].Key}
@@ -247,7 +247,7 @@ func (s kindSettings) runFor() time.Duration { return s.timeout + s.runGrace }
 
 // claimEffects claims a lease's effect keys, retrying transient errors.
 func (e *Engine) claimEffects(ctx context.Context, s *WorkStats, k kind, m *rows.Mapping, l *driver.Lease) ([]driver.EffectClaim, error) {
-	refs := k.effectRefs(l.TenantID, l.BatchID, m, l.Rows)
+	refs := k.effectRefs(l.TenantID, l.BatchID, m, l.Rows, true)
 	var claims []driver.EffectClaim
 	err := e.retry(ctx, s, "claim effects", func(ctx context.Context) (err error) {
 		claims, err = e.store.EffectsClaim(ctx, driver.EffectsClaimParams{TenantID: l.TenantID, BatchID: l.BatchID, ChunkNo: l.ChunkNo, Token: l.Token, Effects: refs,

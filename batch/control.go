@@ -238,7 +238,7 @@ func (e *Engine) Reconcile(ctx context.Context, tenant string, id int64) (Reconc
 		}
 		for _, r := range page {
 			info := RowInfo{TenantID: tenant, BatchID: id, RowNo: r.RowNo, Attempt: r.Attempts,
-				EffectKey: k.effectRefs(tenant, id, m, []driver.LeasedRow{{RowNo: r.RowNo, Values: r.Values}})[0].Key}
+				EffectKey: k.effectRefs(tenant, id, m, []driver.LeasedRow{{RowNo: r.RowNo, Values: r.Values}}, false)[0].Key}
 			rid, rerr, ok := k.reconcile(ContextWithRow(ctx, info), m, r.RowNo, r.Values)
 			if !ok {
 				return st, fmt.Errorf("batch %d (%s): %w", id, b.Kind, ErrNoReconcile)

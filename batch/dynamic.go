@@ -267,10 +267,13 @@ func (d *dynamicKind) processTx(ctx context.Context, tx Tx, m *rows.Mapping, lea
 	return results, nil
 }
 
-func (d *dynamicKind) effectRefs(tenant string, batchID int64, _ *rows.Mapping, leased []driver.LeasedRow) []driver.EffectRef {
+func (d *dynamicKind) effectRefs(tenant string, batchID int64, _ *rows.Mapping, leased []driver.LeasedRow, digests bool) []driver.EffectRef {
 	out := make([]driver.EffectRef, len(leased))
 	for i, l := range leased {
-		out[i] = driver.EffectRef{RowNo: l.RowNo, Key: defaultEffectKey(tenant, batchID, l.RowNo), Digest: valuesDigest(l.Values)}
+		out[i] = driver.EffectRef{RowNo: l.RowNo, Key: defaultEffectKey(tenant, batchID, l.RowNo)}
+		if digests {
+			out[i].Digest = valuesDigest(l.Values)
+		}
 	}
 	return out
 }

@@ -77,7 +77,7 @@ func (w *inlineWork) chunk(ctx context.Context, tx Tx, batchID int64, rs []drive
 	if len(worked) == 0 {
 		return nil
 	}
-	refs := w.k.effectRefs(w.tenant, batchID, w.m, worked)
+	refs := w.k.effectRefs(w.tenant, batchID, w.m, worked, false)
 	infos := make([]RowInfo, len(worked))
 	for j, r := range worked {
 		infos[j] = RowInfo{TenantID: w.tenant, BatchID: batchID, RowNo: r.RowNo, Attempt: 1, EffectKey: refs[j].Key}

@@ -226,14 +226,20 @@ const upsertSQL = `INSERT INTO customers (tenant_id, email, name, country, signu
 // upsertArgs are a customer's values for upsertSQL, NULL (nil) for an
 // optional value the file did not give.
 func upsertArgs(tenant string, c Customer) []any {
-	var country, amount any
+	country, amount := optionals(c)
+	return []any{tenant, strings.ToLower(c.Email), c.Name, country, c.SignupDate.Format(time.DateOnly), amount, time.Now().UTC().Format(time.RFC3339Nano)}
+}
+
+// optionals are a customer's optional values as stored, nil (NULL) for
+// one the file did not give.
+func optionals(c Customer) (country, amount any) {
 	if c.Country.Set {
 		country = strings.ToUpper(c.Country.Value)
 	}
 	if c.Amount.Set {
 		amount = c.Amount.Value.String()
 	}
-	return []any{tenant, strings.ToLower(c.Email), c.Name, country, c.SignupDate.Format("2006-01-02"), amount, time.Now().UTC().Format(time.RFC3339Nano)}
+	return country, amount
 }
 
 // tenantOf is the tenant a processor's context names: the row's, or the
