@@ -68,7 +68,7 @@ func (w *inlineWork) chunk(ctx context.Context, tx Tx, batchID int64, rs []drive
 	idx := make([]int, 0, len(rs))
 	worked := make([]driver.LeasedRow, 0, len(rs))
 	for i, r := range rs {
-		if r.State != rows.StateValid || w.screen.isSuspect(r.RowNo) {
+		if r.State != rows.StateValid || r.KeyDigest != nil && w.screen.isSuspect(r.RowNo) {
 			continue
 		}
 		idx = append(idx, i)

@@ -10,28 +10,31 @@ import (
 // keyFilter is a Bloom filter over the natural-key digests of an import's
 // valid rows, in file order. A row whose digest the filter has not seen
 // cannot repeat an earlier row's key, so it may be worked while it is
-// ingested; a row the filter may have seen (a true repeat, or a few in a
-// million at the filter's size) is left for the store's exact check
-// (driver.DuplicateKey.Candidates) and worked after it, if valid.
+// ingested; a row the filter may have seen (a true repeat, or a false
+// alarm) is held back until the store's exact check, which looks only at
+// those digests (driver.DuplicateKey.Screen), and the false alarms are
+// worked after it, in the same transaction.
 //
-// Its size is fixed by the row count, 20 bits a row (2.4 MiB for a
-// million rows), where an exact set of digests takes about 50 bytes a
-// row. Its hashes are the digest's own bytes: a digest is already a
-// uniform 128-bit hash, so its two 64-bit halves give every probe by
-// double hashing (Kirsch and Mitzenmacher) without hashing again. A
-// blocked filter (every probe in one cache line) was measured too: 40%
-// faster to add to, but 288 false positives in a million keys against 4,
-// each a row left to the workers.
+// Its size is fixed by the row count, 8 bits a row (1 MiB for a million
+// rows, 5 MiB for five), where an exact set of digests takes about 50
+// bytes a row: memory stays flat in the file's length. At 8 bits and 6
+// probes about 4,000 keys in a million are false alarms (measured on
+// generated keys), each a row read and written a second time; at 20 bits
+// there were 4, for 2.5 times the memory. Its hashes are the digest's own
+// bytes: a digest is already a uniform 128-bit hash, so its two halves
+// give every probe by double hashing (Kirsch and Mitzenmacher) without
+// hashing again. A blocked filter (every probe in one cache line) was
+// measured too: 40% faster to add to, many more false alarms.
 type keyFilter struct {
 	bits []uint64
 	m    uint64 // bits in the filter
 }
 
 // keyFilterBitsPerRow sizes the filter, and keyFilterProbes is how many
-// of its bits a key sets (20 ln 2).
+// of its bits a key sets (about 8 ln 2).
 const (
-	keyFilterBitsPerRow = 20
-	keyFilterProbes     = 14
+	keyFilterBitsPerRow = 8
+	keyFilterProbes     = 6
 )
 
 // newKeyFilter sizes a filter for about n keys; n may be an estimate (the

@@ -142,7 +142,10 @@ type BatchIngestParams struct {
 	// all; it must leave the transaction usable for the rows (a
 	// processor's failure rolled back to a savepoint of its own), and an
 	// error fails the ingest. A row it leaves valid is worked later by
-	// the workers. A store that writes an ingest in parts (SQLite)
+	// the workers. Once every row is written and the duplicates found,
+	// the store hands it again the rows still valid whose digest is
+	// among the screen's candidates (DuplicateKey.Screen), with
+	// KeyDigest nil: they repeat no earlier row, and may be worked. A store that writes an ingest in parts (SQLite)
 	// writes one with a WorkFunc in one transaction: a failed or
 	// crashed ingest then leaves none of its effects behind.
 	WorkFunc func(ctx context.Context, tx Tx, batchID int64, rows []IngestRow) error

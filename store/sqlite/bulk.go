@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"encoding/hex"
 	"fmt"
 	"strings"
@@ -59,13 +58,15 @@ func insertArgs(args []any, p storesql.InsertRowsParams, r driver.IngestRow) ([]
 // INSERT of that many rows; the rows left over at the end are one INSERT
 // of their own.
 func (liteDriver) InsertRows(ctx context.Context, q storesql.Querier, p storesql.InsertRowsParams) error {
-	sq := q.(querier).q
-	var group *sql.Stmt
-	defer func() {
-		if group != nil {
-			group.Close()
-		}
-	}()
+	sq, stmts := q.(querier).q, q.(querier).stmts
+	if stmts == nil {
+		stmts = &txStmts{}
+		defer func() {
+			if stmts.insert != nil {
+				stmts.insert.Close()
+			}
+		}()
+	}
 	const width = 12 // the arguments of insertColumns
 	args := make([]any, 0, insertGroup*width)
 	var first, last int64 // the rows in args, for errors
@@ -74,11 +75,11 @@ func (liteDriver) InsertRows(ctx context.Context, q storesql.Querier, p storesql
 		if n := len(args) / width; n < insertGroup {
 			_, err = sq.ExecContext(ctx, insertRowsSQL(n), args...)
 		} else {
-			if group == nil {
-				group, err = sq.PrepareContext(ctx, insertRowsSQL(insertGroup))
+			if stmts.insert == nil {
+				stmts.insert, err = sq.PrepareContext(ctx, insertRowsSQL(insertGroup))
 			}
 			if err == nil {
-				_, err = group.ExecContext(ctx, args...)
+				_, err = stmts.insert.ExecContext(ctx, args...)
 			}
 		}
 		if err != nil {

@@ -318,7 +318,7 @@ func BenchmarkFlush(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				err = update(ctx, querier{tx}, storesql.UpdateOutcomesParams{BatchID: 1, TenantID: "t", First: first, Last: last, Outcomes: outs})
+				err = update(ctx, querier{q: tx}, storesql.UpdateOutcomesParams{BatchID: 1, TenantID: "t", First: first, Last: last, Outcomes: outs})
 				b.StopTimer()
 				if err != nil {
 					b.Fatal(err)

@@ -49,24 +49,17 @@ func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*b
 		}
 		opts.ErrorCounts, opts.Width = sum.ErrorCounts, sum.Width
 		opts.Warnings = append(opts.Warnings, sum.Warnings...)
-		var dups int64
-		k := p.DuplicateKey
-		stmt, args := s.q.markDuplicates, []any{id, k.Column, k.Field, k.Name}
-		if k.Screen != nil {
-			if candidates, ok := k.Screen(); ok {
-				stmt, args = s.q.markCandidates, append(args, s.d.BytesListArg(candidates))
-				if len(candidates) == 0 {
-					stmt = ""
-				}
-			}
+		dups, candidates, err := s.ingestDuplicates(ctx, q, id, p.DuplicateKey)
+		if err != nil {
+			return err
 		}
-		if k.Name != "" && stmt != "" {
-			n, err := q.Exec(ctx, stmt, args...)
-			if err != nil {
-				return fmt.Errorf("find duplicate keys: %w", err)
+		if dups > 0 {
+			opts.ErrorCounts = addErrorCount(opts.ErrorCounts, rows.ErrorCount{Column: p.DuplicateKey.Column, Code: rows.CodeDuplicateKey, Count: dups})
+		}
+		if p.WorkFunc != nil && len(candidates) > 0 {
+			if err := s.workSuspects(ctx, q, id, p, candidates); err != nil {
+				return err
 			}
-			dups = n
-			opts.ErrorCounts = addErrorCount(opts.ErrorCounts, rows.ErrorCount{Column: k.Column, Code: rows.CodeDuplicateKey, Count: n})
 		}
 		if p.AcceptFunc != nil {
 			if err := p.AcceptFunc(dups); err != nil {
@@ -155,6 +148,92 @@ func (s *Store) ingest(ctx context.Context, p driver.BatchIngestParams, insertBa
 		return err
 	}
 	return nil
+}
+
+// ingestDuplicates makes invalid each row whose key an earlier row of the
+// batch has, and returns how many, and the digests the importer's screen
+// could not clear (nil when it screened none).
+func (s *Store) ingestDuplicates(ctx context.Context, q Querier, id int64, k driver.DuplicateKey) (int64, [][]byte, error) {
+	if k.Name == "" {
+		return 0, nil, nil
+	}
+	stmt, args := s.q.markDuplicates, []any{id, k.Column, k.Field, k.Name}
+	var candidates [][]byte
+	if k.Screen != nil {
+		var ok bool
+		if candidates, ok = k.Screen(); ok {
+			if len(candidates) == 0 {
+				return 0, nil, nil
+			}
+			stmt, args = s.q.markCandidates, append(args, s.d.BytesListArg(candidates))
+		}
+	}
+	n, err := q.Exec(ctx, stmt, args...)
+	if err != nil {
+		return 0, nil, fmt.Errorf("find duplicate keys: %w", err)
+	}
+	return n, candidates, nil
+}
+
+// workSuspects hands WorkFunc, once the duplicates are found, the rows it
+// held back as possible repeats that are still valid (the filter's false
+// alarms), with their key digest nil, as groups of at most workGroupRows,
+// and records their outcomes as a flush would. They are a few in a
+// thousand: a second write for them costs less than a filter large
+// enough to have none. It stops at a group WorkFunc leaves as it was (the
+// work stopped: a failed call, the failure bound), for the workers.
+func (s *Store) workSuspects(ctx context.Context, q Querier, id int64, p driver.BatchIngestParams, candidates [][]byte) error {
+	for after := int64(0); ; {
+		group, err := s.validRows(ctx, q, id, candidates, after)
+		if err != nil || len(group) == 0 {
+			return err
+		}
+		if err := p.WorkFunc(ctx, txOf(q, s.d), id, group); err != nil {
+			return err
+		}
+		outs := make([]driver.RowOutcome, 0, len(group))
+		for _, r := range group {
+			if r.State == rows.StateValid {
+				continue
+			}
+			o := driver.RowOutcome{RowNo: r.RowNo, State: r.State, ResultID: r.ResultID, RetryDelay: r.RetryDelay}
+			if len(r.Errors) > 0 {
+				o.Error = &r.Errors[0]
+			}
+			outs = append(outs, o)
+		}
+		if len(outs) == 0 {
+			return nil
+		}
+		first, last := group[0].RowNo, group[len(group)-1].RowNo
+		if err := s.drv.UpdateOutcomes(ctx, q, UpdateOutcomesParams{BatchID: id, TenantID: p.TenantID, First: first, Last: last, Outcomes: outs, Deferred: true}); err != nil {
+			return fmt.Errorf("record outcomes: %w", err)
+		}
+		after = last
+	}
+}
+
+// validRows reads the next group of valid rows after row_no after whose
+// key digest is one of candidates.
+func (s *Store) validRows(ctx context.Context, q Querier, id int64, candidates [][]byte, after int64) ([]driver.IngestRow, error) {
+	rs, err := q.Query(ctx, s.q.suspectRows, id, s.d.BytesListArg(candidates), after, workGroupRows)
+	if err != nil {
+		return nil, fmt.Errorf("read held rows: %w", err)
+	}
+	defer rs.Close()
+	var group []driver.IngestRow
+	for rs.Next() {
+		r := driver.IngestRow{State: rows.StateValid}
+		var payload []byte
+		if err := rs.Scan(&r.RowNo, &r.ChunkNo, &payload); err != nil {
+			return nil, err
+		}
+		if r.Values, err = DecodeValues(payload); err != nil {
+			return nil, err
+		}
+		group = append(group, r)
+	}
+	return group, rs.Err()
 }
 
 // insertRows writes an ingest's rows in q's transaction: streamed as they

@@ -9,6 +9,7 @@ import (
 // statements are the shared statements, expanded once for the dialect.
 type statements struct {
 	insertBatch, ingestSummary, insertChunks, markDuplicates, markCandidates      string
+	suspectRows                                                                   string
 	nextSeq, finish, sumChunks                                                    string
 	batchGet, batchList, batchFind                                                string
 	findChunk, leaseChunk, markProcessing, dueRows, recount, recountFree          string
@@ -76,6 +77,9 @@ func (s *statements) ingestAndCounts(d *Dialect) {
 	}
 	s.markDuplicates = duplicates("key_digest IS NOT NULL")
 	s.markCandidates = duplicates(d.InBytes("key_digest", "$5"))
+	s.suspectRows = d.Expand(`SELECT row_no, chunk_no, payload FROM {t}batch_rows
+		WHERE batch_id = $1 AND state = 'valid' AND ` + d.InBytes("key_digest", "$2") + ` AND row_no > $3
+		ORDER BY row_no LIMIT $4`)
 	s.insertChunks = d.Expand(`INSERT INTO {t}batch_chunks
 		(batch_id, chunk_no, tenant_id, first_row_no, last_row_no, next_due_at, ` + CountColumns() + `)
 		SELECT batch_id, chunk_no, tenant_id, min(row_no), max(row_no),
