@@ -64,12 +64,17 @@ func (f *keyFilter) add(digest []byte) (maybeSeen bool) {
 
 // keyScreen screens an import's key digests in file order (keyFilter):
 // the rows that may repeat an earlier row's key are suspects, and their
-// digests the only ones the store's duplicate check looks at.
+// digests the only ones the store's duplicate check looks at. Both are
+// kept flat, in file order (8 and 16 bytes a suspect, where a map and a
+// slice per digest took about 60), for a file with many repeated keys.
 type keyScreen struct {
-	filter     *keyFilter
-	mu         sync.Mutex // suspect is read by the inline work, in another goroutine
-	suspect    map[int64]bool
-	candidates [][]byte
+	filter *keyFilter
+	// mu guards what the reading goroutine appends and the inline work
+	// reads, in another goroutine.
+	mu         sync.Mutex
+	suspects   []int64 // row numbers, ascending
+	next       int     // isSuspect's place in suspects
+	candidates []byte  // their digests, 16 bytes each
 }
 
 // maxCandidates bounds the digests handed to the store: past it (a file
@@ -82,19 +87,22 @@ func newKeyScreen(keyed bool, n int64) *keyScreen {
 	if !keyed {
 		return nil
 	}
-	return &keyScreen{filter: newKeyFilter(n), suspect: map[int64]bool{}}
+	return &keyScreen{filter: newKeyFilter(n)}
 }
 
-// add screens a valid row's digest (nil for an invalid row).
+// add screens a valid row's digest (nil for an invalid row), in file
+// order.
 func (s *keyScreen) add(row int64, digest []byte) {
 	if s == nil || digest == nil || !s.filter.add(digest) {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.suspect[row] = true
-	if len(s.candidates) <= maxCandidates {
-		s.candidates = append(s.candidates, digest)
+	s.suspects = append(s.suspects, row)
+	if len(s.candidates) <= maxCandidates*16 {
+		var d [16]byte
+		copy(d[:], digest)
+		s.candidates = append(s.candidates, d[:]...)
 	}
 }
 
@@ -111,18 +119,26 @@ func (s *keyScreen) duplicateKey(k driver.DuplicateKey) driver.DuplicateKey {
 func (s *keyScreen) result() ([][]byte, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.candidates) > maxCandidates {
+	if len(s.candidates) > maxCandidates*16 {
 		return nil, false
 	}
-	return s.candidates, true
+	out := make([][]byte, 0, len(s.candidates)/16)
+	for i := 0; i < len(s.candidates); i += 16 {
+		out = append(out, s.candidates[i:i+16:i+16])
+	}
+	return out, true
 }
 
-// isSuspect reports whether a row's key may repeat an earlier row's.
+// isSuspect reports whether a row's key may repeat an earlier row's. It
+// is asked about rows in file order, each after add saw it.
 func (s *keyScreen) isSuspect(row int64) bool {
 	if s == nil {
 		return false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.suspect[row]
+	for s.next < len(s.suspects) && s.suspects[s.next] < row {
+		s.next++
+	}
+	return s.next < len(s.suspects) && s.suspects[s.next] == row
 }
