@@ -134,6 +134,11 @@ func newCore(typ reflect.Type, custom map[string]validator.Func, codes map[strin
 		return nil, err
 	}
 	v := validator.New(validator.WithRequiredStructEnabled())
+	// Registered before the kind's own checks, so that a kind's "email"
+	// still replaces it.
+	if err := v.RegisterValidation("email", emailCheck()); err != nil {
+		return nil, fmt.Errorf("validate: check email: %w", err)
+	}
 	for tag, f := range custom {
 		if err := v.RegisterValidation(tag, f, codes[tag] == rows.CodeRequired); err != nil {
 			return nil, fmt.Errorf("validate: check %q: %w", tag, err)
