@@ -48,11 +48,14 @@ type inlineWork struct {
 const inlineSavepoint = "rowfate_inline_chunk"
 
 // work works the valid rows of a group of whole chunks, setting their
-// outcomes in place: one processor call per chunk.
+// outcomes in place: one processor call per chunk, or per run of chunks
+// of which rs holds a few rows each (the suspects the store hands back at
+// the end) up to a chunk's size, where one call per chunk cost a
+// statement or three for a row or two.
 func (w *inlineWork) work(ctx context.Context, tx Tx, batchID int64, rs []driver.IngestRow) error {
 	for start := 0; start < len(rs) && !w.off; {
 		end := start + 1
-		for end < len(rs) && rs[end].ChunkNo == rs[start].ChunkNo {
+		for end < len(rs) && (rs[end].ChunkNo == rs[end-1].ChunkNo || end-start < w.set.chunkSize) {
 			end++
 		}
 		if err := w.chunk(ctx, tx, batchID, rs[start:end]); err != nil {
@@ -63,7 +66,8 @@ func (w *inlineWork) work(ctx context.Context, tx Tx, batchID int64, rs []driver
 	return nil
 }
 
-// chunk works one chunk's valid rows in one processor call.
+// chunk works the valid rows of one chunk, or of a run of chunks, in one
+// processor call.
 func (w *inlineWork) chunk(ctx context.Context, tx Tx, batchID int64, rs []driver.IngestRow) error {
 	idx := make([]int, 0, len(rs))
 	worked := make([]driver.LeasedRow, 0, len(rs))

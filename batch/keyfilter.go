@@ -115,18 +115,19 @@ func (s *keyScreen) duplicateKey(k driver.DuplicateKey) driver.DuplicateKey {
 }
 
 // result is what the screen found once every row is read: the digests
-// the store must check, unless there are too many to hand over.
-func (s *keyScreen) result() ([][]byte, bool) {
+// the store must check and the suspects' row numbers, unless there are too
+// many to hand over.
+func (s *keyScreen) result() (driver.Screened, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.candidates) > maxCandidates*16 {
-		return nil, false
+		return driver.Screened{}, false
 	}
 	out := make([][]byte, 0, len(s.candidates)/16)
 	for i := 0; i < len(s.candidates); i += 16 {
 		out = append(out, s.candidates[i:i+16:i+16])
 	}
-	return out, true
+	return driver.Screened{Candidates: out, Suspects: s.suspects}, true
 }
 
 // isSuspect reports whether a row's key may repeat an earlier row's. It

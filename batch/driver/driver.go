@@ -170,8 +170,19 @@ type DuplicateKey struct {
 	// found that only rows whose digest is among candidates can repeat
 	// an earlier row's: the store looks only at those digests, and at
 	// none when there are none, instead of sorting every digest of the
-	// batch.
-	Screen func() (candidates [][]byte, ok bool)
+	// batch. suspects are those rows' numbers, ascending: the rows a
+	// WorkFunc held back, which the store reads by number.
+	Screen func() (s Screened, ok bool)
+}
+
+// Screened is what an importer's screen of key digests found
+// (DuplicateKey.Screen).
+type Screened struct {
+	// Candidates are the digests the store must check.
+	Candidates [][]byte
+	// Suspects are the numbers of the rows whose digest may repeat an
+	// earlier row's, ascending.
+	Suspects []int64
 }
 
 // BatchGetParams are the parameters of Store.BatchGet.

@@ -172,6 +172,10 @@ type UpdateOutcomesParams struct {
 	// Deferred: the rows are still due, not processing, and the update
 	// counts their attempt (driver.ChunkFlushParams.Deferred).
 	Deferred bool
+	// Sparse: the outcomes are a few rows spread over First..Last (the
+	// key filter's false alarms over a whole batch), to be found one by
+	// one rather than by a scan of the range.
+	Sparse bool
 }
 
 // OutcomeRows is the condition on a row an outcome may be written to, and

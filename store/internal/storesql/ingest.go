@@ -49,15 +49,15 @@ func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*b
 		}
 		opts.ErrorCounts, opts.Width = sum.ErrorCounts, sum.Width
 		opts.Warnings = append(opts.Warnings, sum.Warnings...)
-		dups, candidates, err := s.ingestDuplicates(ctx, q, id, p.DuplicateKey)
+		dups, screened, err := s.ingestDuplicates(ctx, q, id, p.DuplicateKey)
 		if err != nil {
 			return err
 		}
 		if dups > 0 {
 			opts.ErrorCounts = addErrorCount(opts.ErrorCounts, rows.ErrorCount{Column: p.DuplicateKey.Column, Code: rows.CodeDuplicateKey, Count: dups})
 		}
-		if p.WorkFunc != nil && len(candidates) > 0 {
-			if err := s.workSuspects(ctx, q, id, p, candidates); err != nil {
+		if p.WorkFunc != nil && len(screened.Suspects) > 0 {
+			if err := s.workSuspects(ctx, q, id, p, screened.Suspects); err != nil {
 				return err
 			}
 		}
@@ -151,42 +151,49 @@ func (s *Store) ingest(ctx context.Context, p driver.BatchIngestParams, insertBa
 }
 
 // ingestDuplicates makes invalid each row whose key an earlier row of the
-// batch has, and returns how many, and the digests the importer's screen
-// could not clear (nil when it screened none).
-func (s *Store) ingestDuplicates(ctx context.Context, q Querier, id int64, k driver.DuplicateKey) (int64, [][]byte, error) {
+// batch has, and returns how many, and what the importer's screen found
+// (nothing when it screened none).
+func (s *Store) ingestDuplicates(ctx context.Context, q Querier, id int64, k driver.DuplicateKey) (int64, driver.Screened, error) {
+	var screened driver.Screened
 	if k.Name == "" {
-		return 0, nil, nil
+		return 0, screened, nil
 	}
 	stmt, args := s.q.markDuplicates, []any{id, k.Column, k.Field, k.Name}
-	var candidates [][]byte
 	if k.Screen != nil {
 		var ok bool
-		if candidates, ok = k.Screen(); ok {
-			if len(candidates) == 0 {
-				return 0, nil, nil
+		if screened, ok = k.Screen(); ok {
+			if len(screened.Candidates) == 0 {
+				return 0, screened, nil
 			}
-			stmt, args = s.q.markCandidates, append(args, s.d.BytesListArg(candidates))
+			stmt, args = s.q.markCandidates, append(args, s.d.BytesListArg(screened.Candidates))
 		}
 	}
 	n, err := q.Exec(ctx, stmt, args...)
 	if err != nil {
-		return 0, nil, fmt.Errorf("find duplicate keys: %w", err)
+		return 0, screened, fmt.Errorf("find duplicate keys: %w", err)
 	}
-	return n, candidates, nil
+	return n, screened, nil
 }
 
 // workSuspects hands WorkFunc, once the duplicates are found, the rows it
-// held back as possible repeats that are still valid (the filter's false
-// alarms), with their key digest nil, as groups of at most workGroupRows,
-// and records their outcomes as a flush would. They are a few in a
-// thousand: a second write for them costs less than a filter large
-// enough to have none. It stops at a group WorkFunc leaves as it was (the
-// work stopped: a failed call, the failure bound), for the workers.
-func (s *Store) workSuspects(ctx context.Context, q Querier, id int64, p driver.BatchIngestParams, candidates [][]byte) error {
-	for after := int64(0); ; {
-		group, err := s.validRows(ctx, q, id, candidates, after)
-		if err != nil || len(group) == 0 {
+// held back as possible repeats (suspects, ascending) that are still
+// valid (the filter's false alarms), with their key digest nil, as groups
+// of at most workGroupRows, and records their outcomes as a flush would.
+// They are a few in a thousand: a second write for them costs less than a
+// filter large enough to have none. They are read by row number, not by
+// digest: a lookup each instead of a scan of the batch. It stops at a
+// group WorkFunc leaves as it was (the work stopped: a failed call, the
+// failure bound), for the workers.
+func (s *Store) workSuspects(ctx context.Context, q Querier, id int64, p driver.BatchIngestParams, suspects []int64) error {
+	for len(suspects) > 0 {
+		n := min(len(suspects), workGroupRows)
+		group, err := s.validRows(ctx, q, id, suspects[:n])
+		if err != nil {
 			return err
+		}
+		suspects = suspects[n:]
+		if len(group) == 0 {
+			continue
 		}
 		if err := p.WorkFunc(ctx, txOf(q, s.d), id, group); err != nil {
 			return err
@@ -206,17 +213,16 @@ func (s *Store) workSuspects(ctx context.Context, q Querier, id int64, p driver.
 			return nil
 		}
 		first, last := group[0].RowNo, group[len(group)-1].RowNo
-		if err := s.drv.UpdateOutcomes(ctx, q, UpdateOutcomesParams{BatchID: id, TenantID: p.TenantID, First: first, Last: last, Outcomes: outs, Deferred: true}); err != nil {
+		if err := s.drv.UpdateOutcomes(ctx, q, UpdateOutcomesParams{BatchID: id, TenantID: p.TenantID, First: first, Last: last, Outcomes: outs, Deferred: true, Sparse: true}); err != nil {
 			return fmt.Errorf("record outcomes: %w", err)
 		}
-		after = last
 	}
+	return nil
 }
 
-// validRows reads the next group of valid rows after row_no after whose
-// key digest is one of candidates.
-func (s *Store) validRows(ctx context.Context, q Querier, id int64, candidates [][]byte, after int64) ([]driver.IngestRow, error) {
-	rs, err := q.Query(ctx, s.q.suspectRows, id, s.d.BytesListArg(candidates), after, workGroupRows)
+// validRows reads those of the rows numbered rowNos that are still valid.
+func (s *Store) validRows(ctx context.Context, q Querier, id int64, rowNos []int64) ([]driver.IngestRow, error) {
+	rs, err := q.Query(ctx, s.q.suspectRows, id, s.d.IntListArg(rowNos))
 	if err != nil {
 		return nil, fmt.Errorf("read held rows: %w", err)
 	}

@@ -78,8 +78,8 @@ func (s *statements) ingestAndCounts(d *Dialect) {
 	s.markDuplicates = duplicates("key_digest IS NOT NULL")
 	s.markCandidates = duplicates(d.InBytes("key_digest", "$5"))
 	s.suspectRows = d.Expand(`SELECT row_no, chunk_no, payload FROM {t}batch_rows
-		WHERE batch_id = $1 AND state = 'valid' AND ` + d.InBytes("key_digest", "$2") + ` AND row_no > $3
-		ORDER BY row_no LIMIT $4`)
+		WHERE batch_id = $1 AND ` + d.InInt("row_no", "$2") + ` AND state = 'valid'
+		ORDER BY row_no`)
 	s.insertChunks = d.Expand(`INSERT INTO {t}batch_chunks
 		(batch_id, chunk_no, tenant_id, first_row_no, last_row_no, next_due_at, ` + CountColumns() + `)
 		SELECT batch_id, chunk_no, tenant_id, min(row_no), max(row_no),
