@@ -82,6 +82,9 @@ type importStats struct {
 	Tries     int `json:"tries"`
 	Retries   int `json:"retries"`
 	Reimports int `json:"reimports"`
+	// Inline counts the files imported inline: their rows worked in the
+	// ingest's own transaction, under the same commit faults.
+	Inline int `json:"inline"`
 	// CommitFaults counts the ingests whose COMMIT the proxy cut, by how.
 	CommitFaults map[string]int `json:"commit_faults"`
 }
