@@ -212,6 +212,9 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, 
 	if err != nil {
 		return nil, err
 	}
+	// After the store's ingest, which reads every row it is handed (or
+	// stops the reading goroutine) before it returns.
+	defer pipe.screen.close()
 	chk, inline := pipe.chk, pipe.inline
 	b, err := e.store.BatchIngest(ctx, driver.BatchIngestParams{
 		TenantID:       p.TenantID,

@@ -241,4 +241,4 @@ const readAheadRows = 1024
 // readAheadParts is how many parts readAhead holds ready: more than a
 // group the store works at once (workGroupRows), so that the reader
 // never waits while the database works.
-const readAheadParts = 8
+const readAheadParts = 5

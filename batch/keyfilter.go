@@ -26,8 +26,9 @@ import (
 // hashing again. A blocked filter (every probe in one cache line) was
 // measured too: 40% faster to add to, many more false alarms.
 type keyFilter struct {
-	bits []uint64
-	m    uint64 // bits in the filter
+	bits    []uint64
+	m       uint64 // bits in the filter
+	release func()
 }
 
 // keyFilterBitsPerRow sizes the filter, and keyFilterProbes is how many
@@ -39,10 +40,22 @@ const (
 
 // newKeyFilter sizes a filter for about n keys; n may be an estimate (the
 // first pass's row count), and more keys only raise the false positives.
+// Its words are mapped outside the Go heap where the system allows
+// (filterWords): free releases them, and nothing may use the filter after.
 func newKeyFilter(n int64) *keyFilter {
 	words := (max(n, 64)*keyFilterBitsPerRow + 63) / 64
-	return &keyFilter{bits: make([]uint64, words), m: uint64(words) * 64}
+	bits, release := filterWords(int(words))
+	return &keyFilter{bits: bits, m: uint64(words) * 64, release: release}
 }
+
+// free releases the filter's words.
+func (f *keyFilter) free() {
+	f.release()
+	f.bits = nil
+}
+
+// heapWords returns n zeroed words on the Go heap.
+func heapWords(n int) ([]uint64, func()) { return make([]uint64, n), func() {} }
 
 // add adds a digest and reports whether the filter may have held it
 // before: false means it surely did not.
@@ -103,6 +116,14 @@ func (s *keyScreen) add(row int64, digest []byte) {
 		var d [16]byte
 		copy(d[:], digest)
 		s.candidates = append(s.candidates, d[:]...)
+	}
+}
+
+// close releases the screen's filter, once nothing reads or checks rows
+// any more (the store's ingest returned).
+func (s *keyScreen) close() {
+	if s != nil {
+		s.filter.free()
 	}
 }
 
