@@ -358,3 +358,34 @@ func testPolicySweep(t *testing.T, s driver.Store, backdate BackdateFunc) {
 		t.Fatalf("sweep under the tenant's policy = %+v, want batch %d", out, young.ID)
 	}
 }
+
+// MigrateRetentionOverRows checks migration 0013 (row retention) on a
+// database that has batches and rows: undo must take the database back to
+// migration 0012 (drop what 0013 added and its schema_migrations row).
+// The batches read back as before, with their values, and can be purged.
+func MigrateRetentionOverRows(t *testing.T, s driver.Store, undo func(t *testing.T)) {
+	t.Helper()
+	ctx := context.Background()
+	done := finished(t, s, tenant, 25)
+	open := ingest(t, s, tenant, 5, 10)
+	before := rowsOf(t, s, done.ID)
+	undo(t)
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("migrate from 0012 with rows: %v", err)
+	}
+	for _, b := range []*batchtype.Batch{done, open} {
+		got, err := s.BatchGet(ctx, driver.BatchGetParams{TenantID: tenant, ID: b.ID})
+		if err != nil || got.ValuesPurgedAt != nil || got.Status != b.Status || got.Counts.Total() != b.Counts.Total() {
+			t.Fatalf("batch %d after the migration = %+v, %v", b.ID, got, err)
+		}
+	}
+	for no, r := range rowsOf(t, s, done.ID) {
+		if r.ValuesPurged || len(r.Values) != 2 || r.Values[0] != before[no].Values[0] || r.State != before[no].State {
+			t.Fatalf("row %d after the migration = %+v, was %+v", no, r, before[no])
+		}
+	}
+	rs := retentionOf(t, s)
+	if out := purge(t, rs, driver.ValuesPurgeParams{TenantID: tenant, BatchID: done.ID}); len(out) != 1 || out[0].Rows != 25 {
+		t.Fatalf("purge after the migration = %+v", out)
+	}
+}
