@@ -17,9 +17,9 @@ var _ driver.RetentionStore = (*Store)(nil)
 // retentionStatements are the statements of the retention policies and
 // of purges, expanded once for the dialect.
 type retentionStatements struct {
-	set, list, remove                          string
-	byAge, byPolicy, purgeState, rowsOf, clear string
-	mark                                       string
+	set, list, remove                  string
+	byAge, byPolicy, purgeState, clear string
+	mark                               string
 }
 
 // purgedPayload is what a purged row's payload holds: the JSON null, as
@@ -55,7 +55,6 @@ func newRetentionStatements(d *Dialect) retentionStatements {
 		// then sees the values gone.
 		purgeState: d.Expand(`SELECT status, kind, finished_at, values_purged_at, values_purged_by FROM {t}batches
 			WHERE id = $1 AND tenant_id = $2{for_update}`),
-		rowsOf: d.Expand(`SELECT count(*) FROM {t}batch_rows WHERE batch_id = $1 AND tenant_id = $2`),
 		// updated_at is the time of the row's outcome, which a purge
 		// does not change.
 		clear: d.Expand(`UPDATE {t}batch_rows SET payload = '` + purgedPayload + `' WHERE batch_id = $1 AND tenant_id = $2`),
@@ -218,9 +217,13 @@ func (s *Store) purgeBatch(ctx context.Context, p driver.ValuesPurgeParams, tena
 			}
 			return nil
 		}
-		if err := q.QueryRow(ctx, s.rt.rowsOf, id, tenant).Scan(&pg.Rows); err != nil {
+		// The batch's totals, not a count of its rows: a scan of a
+		// 1,000,000-row batch costs 0.2 s.
+		dests, counts := CountDests()
+		if err := q.QueryRow(ctx, s.q.sumChunks, id).Scan(dests...); err != nil {
 			return fmt.Errorf("count rows of batch %d: %w", id, err)
 		}
+		pg.Rows = counts().Total()
 		out = pg
 		if p.DryRun {
 			return nil
