@@ -3,11 +3,17 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batchtype"
+	"github.com/rowfate/rowfate/internal/testenv"
+	"github.com/rowfate/rowfate/processors/customers"
+	"github.com/rowfate/rowfate/server"
 )
 
 // TestAPIPurgedBatch: a purged batch says when and how on GET, its rows
@@ -38,5 +44,64 @@ func TestAPIPurgedBatch(t *testing.T) {
 	if p := a.problem(t); a.status != http.StatusConflict || p.Code != "values_purged" || !strings.Contains(p.Detail, date) ||
 		!strings.Contains(p.Detail, fmt.Sprintf("batch %d", b.ID)) {
 		t.Fatalf("report of a purged batch: %s", a)
+	}
+}
+
+// TestServicePurgesByPolicy: a running Service applies the tenants'
+// retention policies on its sweep: a batch past its policy loses its
+// values, one within it keeps them.
+func TestServicePurgesByPolicy(t *testing.T) {
+	t.Parallel()
+	s, reg, files := serviceParts(t)
+	eng, err := batch.NewEngine(batch.Config{Store: s, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if _, err := eng.RetentionSet(ctx, batch.RetentionSetParams{TenantID: "acme", Kind: customers.Name, ValuesDays: 30}); err != nil {
+		t.Fatal(err)
+	}
+	// Rows all invalid: each batch is finished as it is imported.
+	imp := func(name string) int64 {
+		b, err := eng.Import(ctx, batch.ImportParams{TenantID: "acme", Kind: customers.Name, SourceName: name,
+			Source: strings.NewReader("email,name,signup_date\nnot-an-email," + name + ",2024-01-02\n")})
+		if err != nil || b.Status != batchtype.StatusFinished {
+			t.Fatalf("import %s = %+v, %v", name, b, err)
+		}
+		return b.ID
+	}
+	old, young := imp("old.csv"), imp("young.csv")
+	if _, err := s.DB().Exec(`UPDATE batches SET finished_at = finished_at - ? WHERE id = ?`, (40 * 24 * time.Hour).Milliseconds(), old); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := server.NewService(server.ServiceConfig{Store: s, Registry: reg, PurgeEvery: 10 * time.Millisecond,
+		Server: server.Config{Files: files, TmpDir: t.TempDir(), Auth: server.NewStaticToken("tok", "acme")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(runCtx, ln) }()
+	get := func(id int64) *batchtype.Batch {
+		b, err := eng.Batch(ctx, batch.BatchParams{TenantID: "acme", ID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	testenv.Until(t, func() bool { return get(old).ValuesPurgedAt != nil }, func() string { return fmt.Sprintf("batch %d not purged by the sweep", old) })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if b := get(old); b.ValuesPurgedBy != batchtype.PurgedByPolicy {
+		t.Fatalf("swept batch = %+v", b)
+	}
+	if b := get(young); b.ValuesPurgedAt != nil {
+		t.Fatalf("a batch within its policy was purged: %+v", b)
 	}
 }
