@@ -69,6 +69,11 @@ func (e *Engine) ErrorReport(ctx context.Context, p ErrorReportParams, w io.Writ
 	if err != nil {
 		return 0, fmt.Errorf("error report of batch %d: %w", p.BatchID, err)
 	}
+	// The report's cells are the rows' values: without them it would be
+	// rows of empty cells, which an import would take for the data.
+	if err := batchtype.PurgedError(b, "the error report"); err != nil {
+		return 0, err
+	}
 	keep, header := reportColumns(e.registry, b)
 
 	// Rows are paged in row order across states, so the report reads in

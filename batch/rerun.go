@@ -110,6 +110,9 @@ func (e *Engine) Rerun(ctx context.Context, p RerunParams) (*RerunResult, error)
 	if err != nil {
 		return nil, fmt.Errorf("re-run batch %d: %w", p.BatchID, err)
 	}
+	if err := batchtype.PurgedError(b, "a re-run"); err != nil {
+		return nil, err
+	}
 	k, err := e.registry.lookup(b.Kind)
 	if err != nil {
 		return nil, fmt.Errorf("re-run batch %d: %w", b.ID, err)

@@ -95,6 +95,9 @@ func (e *Engine) EditRow(ctx context.Context, p EditRowParams) (*batchtype.Row, 
 	if err != nil {
 		return nil, fmt.Errorf("edit row: %w", err)
 	}
+	if err := batchtype.PurgedError(b, "an edit"); err != nil {
+		return nil, err
+	}
 	if err := reviewable(b, r); err != nil {
 		return nil, err
 	}

@@ -66,6 +66,9 @@ func (c *cli) printBatch(w io.Writer, b *batchtype.Batch, hints bool) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if b.ValuesPurgedAt != nil {
+		fmt.Fprintf(w, "values purged %s by %s: rows keep their outcomes and errors, not their cells\n", purgedDate(b), b.ValuesPurgedBy)
+	}
 	if !b.MaxFailed.IsZero() {
 		failures, worked := batchtype.FailureBound(b.Counts)
 		fmt.Fprintf(w, "max-failed %s: %d of %d rows failed so far\n", b.MaxFailed, failures, worked)

@@ -248,7 +248,11 @@ is still invalid.`,
 				if len(r.Errors) > 0 {
 					fmt.Fprintf(c.stdout, "  %s", rows.FieldErrors(r.Errors).Error())
 				}
-				fmt.Fprintf(c.stdout, "\n    %s\n", recordLine(b.Header, r.Values))
+				if r.ValuesPurged {
+					fmt.Fprintf(c.stdout, "\n    (values purged %s by %s)\n", purgedDate(b), b.ValuesPurgedBy)
+				} else {
+					fmt.Fprintf(c.stdout, "\n    %s\n", recordLine(b.Header, r.Values))
+				}
 			}
 			if r.State != rows.StateValid {
 				return exitWith(exitRows)

@@ -253,7 +253,7 @@ func (c *cli) rootCommand() *cobra.Command {
 	}
 	for _, cmd := range []*cobra.Command{c.statusCommand(), c.watchCommand(), c.rowsCommand(), c.batchesCommand(),
 		c.cancelCommand(), c.pauseCommand(true), c.pauseCommand(false), c.limitCommand(), c.retryCommand(), c.reconcileCommand(),
-		c.rerunCommand(), c.rowCommand(), c.historyCommand()} {
+		c.rerunCommand(), c.rowCommand(), c.historyCommand(), c.purgeCommand()} {
 		cmd.GroupID = "batches"
 		root.AddCommand(cmd)
 	}
@@ -261,7 +261,7 @@ func (c *cli) rootCommand() *cobra.Command {
 		cmd.GroupID = "admin"
 		root.AddCommand(cmd)
 	}
-	root.AddCommand(c.webhookCommand())
+	root.AddCommand(c.webhookCommand(), c.retentionCommand())
 	c.completions(root)
 	root.SetHelpCommandGroupID("admin")
 	root.SetCompletionCommandGroupID("admin")

@@ -95,6 +95,10 @@ func (c *cli) rows(cmd *cobra.Command, id int64, o rowsOptions) error {
 		if len(r.Errors) > 0 {
 			fmt.Fprintf(c.stdout, "  %s", fieldErrorsText(r.Errors))
 		}
+		if r.ValuesPurged {
+			fmt.Fprintf(c.stdout, "\n    (values purged %s by %s)\n", purgedDate(b), b.ValuesPurgedBy)
+			continue
+		}
 		fmt.Fprintf(c.stdout, "\n    %s\n", recordLine(b.Header, r.Values))
 	}
 	if len(out) == 0 {
@@ -124,4 +128,12 @@ func (c *cli) printMore(b *batchtype.Batch, o rowsOptions, page []batchtype.Row)
 		return
 	}
 	fmt.Fprintf(c.stdout, "more rows follow (use --limit/--after): %s\n", next)
+}
+
+// purgedDate is when b's values were purged, as the CLI prints it.
+func purgedDate(b *batchtype.Batch) string {
+	if b == nil || b.ValuesPurgedAt == nil {
+		return "?"
+	}
+	return b.ValuesPurgedAt.UTC().Format("2006-01-02")
 }

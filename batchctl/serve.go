@@ -30,6 +30,7 @@ type serveOptions struct {
 	lease         time.Duration
 	files         string
 	fileRetention time.Duration
+	purgeEvery    time.Duration
 	maxUpload     string
 	hookSecrets   []string
 	hookPrefixes  []string
@@ -119,6 +120,7 @@ polls the file.`,
 	f.DurationVar(&o.lease, "lease", 30*time.Second, "how long a claimed chunk is this process's without a renewal")
 	f.StringVar(&o.files, "files", "", "folder of kept uploads and exports (default: beside a SQLite file, else ./rowfate-files)")
 	f.DurationVar(&o.fileRetention, "file-retention", 30*24*time.Hour, "remove kept files not used for this long (0 keeps them)")
+	f.DurationVar(&o.purgeEvery, "purge-every", 10*time.Minute, "apply the tenants' retention policies (batchctl retention) this often (0: never)")
 	f.StringVar(&o.maxUpload, "max-upload", "1GiB", "largest file an upload may have (bytes, or with KB, MB, GB, KiB, MiB, GiB)")
 	f.StringArrayVar(&o.hookSecrets, "hook-secret", nil, "TENANT=whsec_... a secret that signs incoming import webhooks for a tenant; repeatable (default $ROWFATE_HOOK_SECRETS, comma-separated)")
 	f.StringArrayVar(&o.hookPrefixes, "hook-fetch-prefix", nil, "a URL prefix incoming webhooks may fetch files from; repeatable")
@@ -226,7 +228,7 @@ func (c *cli) runServe(ctx context.Context, o serveOptions) error {
 			Hooks: server.HooksConfig{Secrets: secrets, FetchPrefixes: o.hookPrefixes}, AllowPrivateWebhooks: o.allowPrivate},
 		Workers: o.workers, WorkerName: worker.name, WorkerTenants: worker.tenants, LeaseDuration: o.lease,
 		Work:           c.serveWork(worker, o.lease),
-		EventRetention: o.retention, CompactFinished: o.compact, FileRetention: o.fileRetention,
+		EventRetention: o.retention, CompactFinished: o.compact, FileRetention: o.fileRetention, PurgeEvery: purgeEvery(o.purgeEvery),
 		AllowPrivateWebhooks: o.allowPrivate,
 		ReloadKinds:          func(ctx context.Context) (int, error) { return c.loadKinds(ctx, app) },
 		ReloadEvery:          kindReload,
@@ -298,4 +300,13 @@ func (c *cli) filesDir(flag string) string {
 		return t.path + ".files"
 	}
 	return "rowfate-files"
+}
+
+// purgeEvery maps --purge-every to server.ServiceConfig.PurgeEvery: 0 is
+// never there, the default here.
+func purgeEvery(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }

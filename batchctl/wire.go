@@ -35,6 +35,10 @@ type batchJSON struct {
 	MaxFailed    string            `json:"max_failed,omitempty"`
 	CreatedAt    time.Time         `json:"created_at"`
 	FinishedAt   *time.Time        `json:"finished_at,omitempty"`
+	// ValuesPurgedAt and ValuesPurgedBy say when and how the rows'
+	// values were dropped (batchctl purge, a retention policy).
+	ValuesPurgedAt *time.Time `json:"values_purged_at,omitempty"`
+	ValuesPurgedBy string     `json:"values_purged_by,omitempty"`
 }
 
 func toBatchJSON(b *batchtype.Batch) *batchJSON {
@@ -44,7 +48,8 @@ func toBatchJSON(b *batchtype.Batch) *batchJSON {
 	return &batchJSON{ID: b.ID, TenantID: b.TenantID, Kind: b.Kind, SourceName: b.SourceName, SourceDigest: b.SourceDigest,
 		Status: string(b.Status), Header: b.Header, Counts: b.Counts, SkippedEmpty: b.SkippedEmpty, Warnings: toWarningsJSON(b.Warnings),
 		ErrorCounts: b.ErrorCounts, Conventions: b.Conventions, Recalc: b.Recalc, KindVersion: b.KindVersion, Reused: b.Reused,
-		Paused: b.Paused, MaxFailed: b.MaxFailed.String(), CreatedAt: b.CreatedAt, FinishedAt: b.FinishedAt}
+		Paused: b.Paused, MaxFailed: b.MaxFailed.String(), CreatedAt: b.CreatedAt, FinishedAt: b.FinishedAt,
+		ValuesPurgedAt: b.ValuesPurgedAt, ValuesPurgedBy: b.ValuesPurgedBy}
 }
 
 func toBatchesJSON(bs []*batchtype.Batch) []*batchJSON {
@@ -70,6 +75,8 @@ type rowJSON struct {
 	Attempts int               `json:"attempts"`
 	Reviewed bool              `json:"reviewed,omitempty"`
 	Updated  time.Time         `json:"updated_at"`
+	// ValuesPurged: values is null because they were purged.
+	ValuesPurged bool `json:"values_purged,omitempty"`
 }
 
 func toRowJSON(r *batchtype.Row) *rowJSON {
@@ -77,7 +84,7 @@ func toRowJSON(r *batchtype.Row) *rowJSON {
 		return nil
 	}
 	return &rowJSON{BatchID: r.BatchID, RowNo: r.RowNo, ChunkNo: r.ChunkNo, State: r.State, Values: r.Values, Errors: r.Errors,
-		ResultID: r.ResultID, Attempts: r.Attempts, Reviewed: r.Reviewed, Updated: r.Updated}
+		ResultID: r.ResultID, Attempts: r.Attempts, Reviewed: r.Reviewed, Updated: r.Updated, ValuesPurged: r.ValuesPurged}
 }
 
 func toRowsJSON(rs []batchtype.Row) []*rowJSON {

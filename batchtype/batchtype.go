@@ -93,6 +93,12 @@ type Batch struct {
 	MaxFailed  Threshold
 	CreatedAt  time.Time
 	FinishedAt *time.Time
+	// ValuesPurgedAt is when its rows' values were dropped (a retention
+	// policy or a purge command, ValuesPurgedBy: "policy" or "command");
+	// nil while they are kept. A purged batch keeps its rows' outcomes,
+	// errors and counts; whatever needs the values refuses it.
+	ValuesPurgedAt *time.Time
+	ValuesPurgedBy string
 }
 
 // Warning is a problem of a source that did not reject it, in words, with
@@ -120,6 +126,9 @@ type Row struct {
 	// as it is, like a completed row.
 	Reviewed bool
 	Updated  time.Time
+	// ValuesPurged says its values were dropped with its batch's
+	// (Batch.ValuesPurgedAt): Values is nil, never an empty row.
+	ValuesPurged bool
 }
 
 // Worker is a worker credential: a name, the tenants it may work (nil:

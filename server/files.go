@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rowfate/rowfate/batch"
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/rows/fileformat"
 )
@@ -63,6 +64,10 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request, p Principal) err
 	}
 	states, err := parseStates(r.URL.Query().Get("states"))
 	if err != nil {
+		return err
+	}
+	// Refused before the status goes out: a problem, not a cut download.
+	if err := batchtype.PurgedError(b, "the error report"); err != nil {
 		return err
 	}
 	download(w, fmt.Sprintf("batch-%d-errors.%s", b.ID, f.Name()))

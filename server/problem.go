@@ -70,6 +70,7 @@ var ProblemCodes = map[string]string{
 	"cursor_ahead":            "The cursor is beyond the batch's newest event",
 	"origin_not_allowed":      "This origin may not open the stream",
 	"websocket_required":      "This endpoint streams over a websocket",
+	"values_purged":           "The batch's row values were purged",
 }
 
 // problemError is an error that is already a problem.
@@ -115,6 +116,8 @@ func problemFor(err error) (p Problem, ok bool) {
 		return Problem{Status: http.StatusConflict, Code: "batch_busy", Detail: err.Error()}, true
 	case errors.Is(err, batch.ErrRowLocked):
 		return Problem{Status: http.StatusConflict, Code: "row_locked", Detail: err.Error()}, true
+	case errors.Is(err, batch.ErrValuesPurged):
+		return Problem{Status: http.StatusConflict, Code: "values_purged", Detail: err.Error()}, true
 	case errors.Is(err, batch.ErrNotFound):
 		return Problem{Status: http.StatusNotFound, Code: "not_found", Detail: err.Error()}, true
 	case errors.Is(err, batch.ErrPastBound):

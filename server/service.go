@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -62,6 +63,10 @@ type ServiceConfig struct {
 	// FileRetention removes kept files not used for this long, every
 	// hour; 0 keeps them.
 	FileRetention time.Duration
+	// PurgeEvery is how often the tenants' retention policies are applied
+	// (batch.Engine.Purge with Policy): the rows' values of the batches
+	// past them are dropped. Defaults to 10 minutes; negative never.
+	PurgeEvery time.Duration
 	// AllowPrivateWebhooks lets the webhook sender reach non-public
 	// addresses (outbox.Config.AllowPrivate); the server refuses such
 	// endpoints unless it is set too (Config.AllowPrivateWebhooks).
@@ -171,6 +176,9 @@ func (s *Service) Run(ctx context.Context, ln net.Listener) error {
 	if s.cfg.FileRetention > 0 && s.cfg.Server.Files != nil {
 		g.Go(func() error { s.every(gctx, time.Hour, true, s.sweepFiles); return nil })
 	}
+	if s.cfg.PurgeEvery >= 0 {
+		g.Go(func() error { s.every(gctx, cmp.Or(s.cfg.PurgeEvery, 10*time.Minute), true, s.purgeValues); return nil })
+	}
 	if s.cfg.Workers > 0 {
 		g.Go(func() error {
 			err := s.cfg.Work(gctx, s.engine, batch.WorkParams{Workers: s.cfg.Workers, TenantIDs: s.cfg.WorkerTenants})
@@ -221,6 +229,30 @@ func (s *Service) trimEvents(ctx context.Context) {
 		s.cfg.Logger.Warn("trim events", "err", err)
 	case n > 0:
 		s.cfg.Logger.Info("trimmed events", "n", n)
+	}
+}
+
+// purgeValues applies every tenant's retention policies, a page of
+// batches at a time, each batch in a transaction of its own. A running
+// batch is not a candidate: it is purged on a later sweep, once ended.
+func (s *Service) purgeValues(ctx context.Context) {
+	const page = 100
+	for ctx.Err() == nil {
+		ps, err := s.engine.Purge(ctx, batch.PurgeParams{AllTenants: true, Policy: true, Actor: "retention", Limit: page})
+		for _, p := range ps {
+			if !p.Already {
+				s.cfg.Logger.Info("purged rows' values by policy", "batch_id", p.BatchID, "tenant_id", p.TenantID, "rows", p.Rows)
+			}
+		}
+		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, batch.ErrNoService) {
+				s.cfg.Logger.Warn("purge rows' values by policy", "err", err)
+			}
+			return
+		}
+		if len(ps) < page {
+			return
+		}
 	}
 }
 

@@ -12,12 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/filestore"
 	"github.com/rowfate/rowfate/internal/testenv"
 	"github.com/rowfate/rowfate/internal/teststore"
 	"github.com/rowfate/rowfate/processors"
 	"github.com/rowfate/rowfate/processors/customers"
 	"github.com/rowfate/rowfate/server"
+	"github.com/rowfate/rowfate/store/sqlite"
 )
 
 // TestServiceRunsAndStops: a Service on SQLite serves the API, works an
@@ -25,19 +27,7 @@ import (
 // returns nil once its context ends.
 func TestServiceRunsAndStops(t *testing.T) {
 	t.Parallel()
-	s := teststore.SQLite(t)
-	cfg := processors.Config{DB: s.DB(), Dialect: customers.SQLite}
-	if err := processors.EnsureSchema(t.Context(), cfg); err != nil {
-		t.Fatal(err)
-	}
-	reg, err := processors.Registry(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := filestore.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, reg, files := serviceParts(t)
 	svc, err := server.NewService(server.ServiceConfig{
 		Store: s, Registry: reg, Rate: 100, Metrics: true, Workers: 2, LeaseDuration: time.Minute,
 		Server: server.Config{Files: files, TmpDir: t.TempDir(), Auth: server.NewStaticToken("tok", "acme")},
@@ -103,4 +93,24 @@ func TestServiceRunsAndStops(t *testing.T) {
 	if err, _ := testenv.Receive(t, done, func() string { return "Run to return" }); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
+}
+
+// serviceParts returns a SQLite store with the built-in kinds' tables,
+// their registry and a file store: what a Service is made of.
+func serviceParts(t *testing.T) (*sqlite.Store, *batch.Registry, *filestore.Store) {
+	t.Helper()
+	s := teststore.SQLite(t)
+	cfg := processors.Config{DB: s.DB(), Dialect: customers.SQLite}
+	if err := processors.EnsureSchema(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := processors.Registry(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filestore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, reg, files
 }

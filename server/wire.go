@@ -39,6 +39,10 @@ type BatchView struct {
 	MaxFailed  string     `json:"max_failed,omitempty"`
 	CreatedAt  time.Time  `json:"created_at"`
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	// ValuesPurgedAt and ValuesPurgedBy ("policy" or "command") say when
+	// and how the rows' values were dropped; absent while they are kept.
+	ValuesPurgedAt *time.Time `json:"values_purged_at,omitempty"`
+	ValuesPurgedBy string     `json:"values_purged_by,omitempty"`
 	// Total is every row; Done are the rows no worker will touch again
 	// (terminal or unknown); Open are the rest.
 	Total int64 `json:"total"`
@@ -62,6 +66,7 @@ func view(b *batchtype.Batch) *BatchView {
 		Status: string(b.Status), Header: b.Header, Counts: b.Counts, SkippedEmpty: b.SkippedEmpty, Warnings: viewWarnings(b.Warnings),
 		ErrorCounts: b.ErrorCounts, Conventions: b.Conventions, Recalc: b.Recalc, KindVersion: b.KindVersion, Reused: b.Reused,
 		Paused: b.Paused, MaxFailed: b.MaxFailed.String(), CreatedAt: b.CreatedAt, FinishedAt: b.FinishedAt,
+		ValuesPurgedAt: b.ValuesPurgedAt, ValuesPurgedBy: b.ValuesPurgedBy,
 		Total: total, Done: total - open, Open: open, DurationSeconds: max(0, end.Sub(b.CreatedAt).Seconds())}
 }
 
@@ -78,6 +83,8 @@ type RowView struct {
 	Attempts int               `json:"attempts"`
 	Reviewed bool              `json:"reviewed,omitempty"`
 	Updated  time.Time         `json:"updated_at"`
+	// ValuesPurged: Values is null because they were purged.
+	ValuesPurged bool `json:"values_purged,omitempty"`
 }
 
 func viewRow(r *batchtype.Row) *RowView {
@@ -85,7 +92,7 @@ func viewRow(r *batchtype.Row) *RowView {
 		return nil
 	}
 	return &RowView{BatchID: r.BatchID, RowNo: r.RowNo, ChunkNo: r.ChunkNo, State: r.State, Values: r.Values, Errors: r.Errors,
-		ResultID: r.ResultID, Attempts: r.Attempts, Reviewed: r.Reviewed, Updated: r.Updated}
+		ResultID: r.ResultID, Attempts: r.Attempts, Reviewed: r.Reviewed, Updated: r.Updated, ValuesPurged: r.ValuesPurged}
 }
 
 func viewRows(rs []batchtype.Row) []*RowView {

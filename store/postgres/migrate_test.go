@@ -83,3 +83,36 @@ func TestSchemaNewerThanBuild(t *testing.T) {
 		t.Fatalf("status of a newer schema = %+v, %v", st, err)
 	}
 }
+
+// TestMigrateRetentionOverRows: migration 0013 applies to a schema with
+// batches and rows at 0012, row-level security included.
+func TestMigrateRetentionOverRows(t *testing.T) {
+	t.Parallel()
+	pool := testdb.PostgresPool(t)
+	schema := testdb.SchemaOf(pool.Config())
+	s := postgres.New(pool, &postgres.Config{Schema: schema})
+	if err := s.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	storetest.MigrateRetentionOverRows(t, s, func(t *testing.T) {
+		q := `SET LOCAL search_path = "` + schema + `";
+			DROP TABLE retention_policies;
+			ALTER TABLE batches DROP COLUMN values_purged_at, DROP COLUMN values_purged_by;
+			DELETE FROM schema_migrations WHERE version = 13`
+		tx, err := pool.Begin(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(context.Background())
+		if _, err := tx.Exec(context.Background(), q); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+	var rls bool
+	if err := pool.QueryRow(context.Background(), `SELECT relrowsecurity FROM pg_class WHERE oid = CAST($1 AS regclass)`, schema+".retention_policies").Scan(&rls); err != nil || !rls {
+		t.Fatalf("retention_policies row-level security = %v, %v", rls, err)
+	}
+}

@@ -677,3 +677,22 @@ func BenchmarkBatchGetTenantRole(b *testing.B) {
 		})
 	}
 }
+
+func (s scoped) RetentionSet(ctx context.Context, p driver.RetentionSetParams) (*batchtype.RetentionPolicy, error) {
+	return s.Store.RetentionSet(as(ctx, p.TenantID), p)
+}
+func (s scoped) RetentionList(ctx context.Context, tenantID string) ([]batchtype.RetentionPolicy, error) {
+	return s.Store.RetentionList(as(ctx, tenantID), tenantID)
+}
+func (s scoped) RetentionRemove(ctx context.Context, tenantID, kind string) error {
+	return s.Store.RetentionRemove(as(ctx, tenantID), tenantID, kind)
+}
+
+// ValuesPurge of one tenant runs as the tenant; the sweep of every tenant
+// runs as the owner, as batchctl serve's does.
+func (s scoped) ValuesPurge(ctx context.Context, p driver.ValuesPurgeParams) ([]batchtype.Purge, error) {
+	if p.TenantID != "" {
+		ctx = as(ctx, p.TenantID)
+	}
+	return s.Store.ValuesPurge(ctx, p)
+}

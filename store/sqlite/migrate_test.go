@@ -118,3 +118,18 @@ func TestOpenReadOnly(t *testing.T) {
 		t.Fatal("a write through a read-only store succeeded")
 	}
 }
+
+// TestMigrateRetentionOverRows: migration 0013 applies to a file with
+// batches and rows at 0012.
+func TestMigrateRetentionOverRows(t *testing.T) {
+	t.Parallel()
+	s := openMigrated(t, testdb.SQLitePath(t))
+	storetest.MigrateRetentionOverRows(t, s, func(t *testing.T) {
+		for _, stmt := range []string{`DROP INDEX batches_values_kept`, `ALTER TABLE batches DROP COLUMN values_purged_at`,
+			`ALTER TABLE batches DROP COLUMN values_purged_by`, `DROP TABLE retention_policies`, `DELETE FROM schema_migrations WHERE version = 13`} {
+			if _, err := s.DB().Exec(stmt); err != nil {
+				t.Fatalf("%s: %v", stmt, err)
+			}
+		}
+	})
+}

@@ -54,6 +54,7 @@ func Run(t *testing.T, newStore NewStoreFunc) {
 	runStats(t, newStore)
 	runFair(t, newStore)
 	runGroups(t, newStore)
+	runRetention(t, newStore)
 	t.Run("KindDefinitions", func(t *testing.T) { t.Parallel(); testKindDefinitions(t, newStore(t)) })
 	t.Run("SchemaStatus", func(t *testing.T) {
 		t.Parallel()

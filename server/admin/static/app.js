@@ -817,7 +817,11 @@
     const values = r.values || [];
     const errors = r.errors || [];
 
-    const details = el('details', null, el('summary', null, 'Values'));
+    // A purged row has no values (null, values_purged): say so, never a
+    // row of empty cells.
+    const details = r.values_purged
+      ? el('p', { class: 'muted' }, 'Values purged with the batch\u2019s; outcome and errors kept.')
+      : el('details', null, el('summary', null, 'Values'));
     details.addEventListener('toggle', () => {
       if (!details.open || details.querySelector('dl')) return;
       const n = Math.max(header.length, values.length);
@@ -892,7 +896,7 @@
       reason.focus();
     });
 
-    const acts = canAct() && OPEN_TO_REVIEW.has(r.state) ? el('span', { class: 'row-actions' }, editBtn, skipBtn) : null;
+    const acts = canAct() && OPEN_TO_REVIEW.has(r.state) ? el('span', { class: 'row-actions' }, r.values_purged ? null : editBtn, skipBtn) : null;
     // append, not li.append: the DOM would write the nulls of the
     // conditional parts (a row without errors) as the text "null".
     append(li, [

@@ -501,6 +501,9 @@ func (s *Store) RowsRetry(ctx context.Context, p driver.RowsRetryParams) (int64,
 		if err := s.lockChunksOf(ctx, q, p.TenantID, p.BatchID); err != nil {
 			return err
 		}
+		if err := s.checkValuesKept(ctx, q, p.TenantID, p.BatchID, "a retry"); err != nil {
+			return err
+		}
 		if n, err = q.Exec(ctx, s.c.retryRows, p.BatchID, p.TenantID, s.d.ListArg(states)); err != nil {
 			return fmt.Errorf("retry rows: %w", err)
 		}
@@ -570,6 +573,11 @@ func (s *Store) RowSettle(ctx context.Context, p driver.RowSettleParams) error {
 		var one int
 		if err := q.QueryRow(ctx, s.c.lockChunk, p.BatchID, chunk).Scan(&one); err != nil {
 			return fmt.Errorf("lock chunk: %w", err)
+		}
+		if p.State == rows.StateValid {
+			if err := s.checkValuesKept(ctx, q, p.TenantID, p.BatchID, "working a row again"); err != nil {
+				return err
+			}
 		}
 		n, err := q.Exec(ctx, s.c.settleRow, p.BatchID, p.RowNo, p.TenantID, string(p.State), idArg, errsArg)
 		if err != nil {

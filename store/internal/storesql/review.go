@@ -173,6 +173,9 @@ func (s *Store) BatchRerun(ctx context.Context, p driver.BatchRerunParams) (*bat
 		if err := s.lockChunksOf(ctx, q, p.TenantID, p.BatchID); err != nil {
 			return err
 		}
+		if err := s.checkValuesKept(ctx, q, p.TenantID, p.BatchID, "a re-run"); err != nil {
+			return err
+		}
 		if err := s.notBusy(ctx, q, p.TenantID, p.BatchID); err != nil {
 			return err
 		}
@@ -360,6 +363,12 @@ func (s *Store) RowReview(ctx context.Context, p driver.RowReviewParams) error {
 		var deferred bool
 		if err := q.QueryRow(ctx, s.c.lockChunkDeferred, p.BatchID, chunk).Scan(&deferred); err != nil {
 			return fmt.Errorf("lock chunk: %w", err)
+		}
+		if p.State != rows.StateSkipped {
+			// After the chunk's lock, which a purge takes too.
+			if err := s.checkValuesKept(ctx, q, p.TenantID, p.BatchID, "an edit"); err != nil {
+				return err
+			}
 		}
 		if deferred && (state == string(rows.StateValid) || state == string(rows.StateRetrying)) {
 			// A deferred lease works its due rows without marking them:

@@ -30,7 +30,7 @@ const workable = `b.status = 'running' AND NOT b.paused AND NOT EXISTS (SELECT 1
 // batchColumns and batchFrom select a batch with its totals, summed over
 // its count groups in the same query; scanBatch reads them.
 const batchColumns = `b.id, b.tenant_id, b.kind, b.source_name, b.source_digest, b.status, b.header,
-	b.options, b.skipped_empty, b.created_at, b.finished_at, b.paused, b.max_failed`
+	b.options, b.skipped_empty, b.created_at, b.finished_at, b.paused, b.max_failed, b.values_purged_at, b.values_purged_by`
 
 // newStatements expands the shared statements for the dialect, a part at
 // a time.

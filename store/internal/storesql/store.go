@@ -29,6 +29,7 @@ type Store struct {
 	r   reviewStatements
 	sv  serviceStatements
 	k   kindStatements
+	rt  retentionStatements
 	hub eventHub
 }
 
@@ -41,6 +42,7 @@ func New(drv Driver, d *Dialect) *Store {
 	s.r = newReviewStatements(d)
 	s.sv = newServiceStatements(d)
 	s.k = newKindStatements(d)
+	s.rt = newRetentionStatements(d)
 	return s
 }
 
@@ -186,10 +188,11 @@ func scanBatch(r interface{ Scan(...any) error }) (*batchtype.Batch, error) {
 		header, options   string
 		maxFailed         string
 		created, finished Time
+		purged            Time
 	)
 	dests, counts := CountDests()
 	err := r.Scan(append([]any{&b.ID, &b.TenantID, &b.Kind, &b.SourceName, &b.SourceDigest, &status, &header,
-		&options, &b.SkippedEmpty, &created, &finished, &b.Paused, &maxFailed}, dests...)...)
+		&options, &b.SkippedEmpty, &created, &finished, &b.Paused, &maxFailed, &purged, &b.ValuesPurgedBy}, dests...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +200,7 @@ func scanBatch(r interface{ Scan(...any) error }) (*batchtype.Batch, error) {
 		return nil, fmt.Errorf("batch %d max_failed: %w", b.ID, err)
 	}
 	b.Status = batchtype.Status(status)
-	b.CreatedAt, b.FinishedAt, b.Counts = created.Time, finished.Ptr(), counts()
+	b.CreatedAt, b.FinishedAt, b.Counts, b.ValuesPurgedAt = created.Time, finished.Ptr(), counts(), purged.Ptr()
 	if err := json.Unmarshal([]byte(header), &b.Header); err != nil {
 		return nil, fmt.Errorf("batch %d header: %w", b.ID, err)
 	}
@@ -494,8 +497,11 @@ func (s *Store) rowsList(ctx context.Context, q Querier, p driver.RowsListParams
 			return nil, fmt.Errorf("list rows: %w", err)
 		}
 		r.BatchID, r.State, r.ResultID, r.Updated = p.BatchID, rows.State(state), resultID.String, updated.Time
-		if r.Values, err = DecodeValues([]byte(payload)); err != nil {
-			return nil, err
+		// A purged row has no values: nil, and said so, never an empty row.
+		if r.ValuesPurged = payload == purgedPayload; !r.ValuesPurged {
+			if r.Values, err = DecodeValues([]byte(payload)); err != nil {
+				return nil, err
+			}
 		}
 		if r.Errors, err = DecodeErrors([]byte(errs.String)); err != nil {
 			return nil, err
