@@ -73,7 +73,9 @@ type xlsxPackage struct {
 	sheets   []xlsxSheetInfo
 	date1904 bool
 	styles   xlsxStyles
-	sst      int // shared strings
+	// sst is the shared strings table; nil when the workbook has none.
+	// Close it.
+	sst *xlsxSST
 }
 
 // xlsxSheetInfo is one sheet of the workbook, in tab order.
@@ -84,8 +86,9 @@ type xlsxSheetInfo struct {
 }
 
 // inspectXLSX checks a zip that claims to be an XLSX workbook against the
-// options' limits and reads its workbook, relationships and styles.
-func inspectXLSX(ra io.ReaderAt, size int64, o *xlsxOpts) (*xlsxPackage, error) {
+// options' limits and reads its workbook, relationships, styles and
+// shared strings (spilled to dir when large).
+func inspectXLSX(ra io.ReaderAt, size int64, o *xlsxOpts, dir string) (*xlsxPackage, error) {
 	zr, err := zip.NewReader(ra, size)
 	if err != nil {
 		return nil, fmt.Errorf("the file is not a readable zip archive (damaged or truncated?): %v", err)
@@ -106,19 +109,44 @@ func inspectXLSX(ra io.ReaderAt, size int64, o *xlsxOpts) (*xlsxPackage, error) 
 		return nil, err
 	}
 	if f := p.part("xl/sharedStrings.xml"); f != nil {
-		if p.sst, err = xlsxCheckSST(f); err != nil {
+		if p.sst, err = xlsxReadSST(f, dir, o.MaxSharedStrings); err != nil {
 			return nil, fmt.Errorf("the shared strings: %w", err)
 		}
-		if p.sst > o.MaxSharedStrings {
-			return nil, fmt.Errorf("the workbook has %d distinct texts (shared strings), more than the limit of %d", p.sst, o.MaxSharedStrings)
+		if n := p.sst.len(); n > o.MaxSharedStrings {
+			p.close()
+			return nil, fmt.Errorf("the workbook has %d distinct texts (shared strings), more than the limit of %d", n, o.MaxSharedStrings)
 		}
 	}
 	if p.part("xl/styles.xml") != nil {
 		if err := p.styles.read(p, "xl/styles.xml"); err != nil {
+			p.close()
 			return nil, err
 		}
 	}
 	return p, nil
+}
+
+// close releases the shared strings' temporary file.
+func (p *xlsxPackage) close() error {
+	if p == nil {
+		return nil
+	}
+	return p.sst.close()
+}
+
+// subject returns the document's subject (docProps/core.xml), where an
+// error report records the batch it reports on; "" when there is none.
+func (p *xlsxPackage) subject() string {
+	if p.part("docProps/core.xml") == nil {
+		return ""
+	}
+	var core struct {
+		Subject string `xml:"subject"`
+	}
+	if err := p.decode("docProps/core.xml", &core); err != nil {
+		return ""
+	}
+	return core.Subject
 }
 
 // index lists the zip's parts by their normalised names and checks them
