@@ -326,8 +326,8 @@ func (s *xlsxSheetScanner) readCell(c *xlsxCellMeta) error {
 	switch {
 	case c.typ == "s" && len(s.vbuf) > 0:
 		v := s.vbuf[:min(len(s.vbuf), 64)]
-		i, err := strconv.Atoi(string(bytes.TrimSpace(v)))
-		if err != nil || i < 0 || i >= s.sst.len() {
+		i, ok := xlsxIndex(bytes.TrimSpace(v))
+		if !ok || i >= s.sst.len() {
 			return fmt.Errorf("row %d: cell %s%d refers to shared string %q, but the table has %d", s.row, xlsxColName(c.col), s.row, v, s.sst.len())
 		}
 		str, err := s.sst.get(i)
@@ -442,6 +442,21 @@ func (s *xlsxSheetScanner) tokenErr(err error) error {
 		return err
 	}
 	return fmt.Errorf("reading the sheet after row %d: %w", s.row, err)
+}
+
+// xlsxIndex parses a shared string's index: decimal digits, at most 9.
+func xlsxIndex(b []byte) (int, bool) {
+	if len(b) == 0 || len(b) > 9 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
 }
 
 // xlsxRefCol returns the column of a cell reference such as "AB12" (or

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -18,11 +19,13 @@ import (
 // window of the file (a sheet refers to its strings in about the order
 // they were first used, which is the table's) and a small cache by index
 // (for the few texts a column repeats). A 2,000,000-string table costs
-// 8 MB of offsets, where excelize indexed it with about 60 bytes a string.
+// 8 MB of offsets and 4 MB of cache and buffers, where excelize indexed it with about 60 bytes a string.
 type xlsxSST struct {
-	n    int
-	offs []uint32 // n+1 offsets into the strings
-	mem  string   // the strings, when held in memory
+	n int
+	// offs are the n+1 offsets into the strings, in chunks of
+	// xlsxSSTChunk so that a growing table never copies them.
+	offs [][]uint32
+	mem  string // the strings, when held in memory
 
 	file   *os.File // the strings, when spilled
 	win    []byte   // a window of the file, from winOff
@@ -39,7 +42,22 @@ type xlsxSSTEntry struct {
 }
 
 // xlsxSSTMemBytes is the most string bytes a table holds in memory.
-const xlsxSSTMemBytes = 16 << 20
+const xlsxSSTMemBytes = 8 << 20
+
+// xlsxSSTChunk is how many offsets a chunk of xlsxSST.offs holds.
+const xlsxSSTChunk = 1 << 16
+
+// off returns offset i.
+func (t *xlsxSST) off(i int) uint32 { return t.offs[i/xlsxSSTChunk][i%xlsxSSTChunk] }
+
+// addOff appends an offset.
+func (t *xlsxSST) addOff(o uint32) {
+	if n := len(t.offs); n == 0 || len(t.offs[n-1]) == xlsxSSTChunk {
+		t.offs = append(t.offs, make([]uint32, 0, xlsxSSTChunk))
+	}
+	last := &t.offs[len(t.offs)-1]
+	*last = append(*last, o)
+}
 
 const (
 	xlsxSSTCache  = 4096      // cache slots
@@ -56,7 +74,7 @@ func (t *xlsxSST) len() int {
 
 // get returns string i; the caller has checked i against len.
 func (t *xlsxSST) get(i int) (string, error) {
-	start, end := t.offs[i], t.offs[i+1]
+	start, end := t.off(i), t.off(i+1)
 	if t.file == nil {
 		return t.mem[start:end], nil
 	}
@@ -119,7 +137,7 @@ func (t *xlsxSST) close() error {
 type xlsxSSTBuilder struct {
 	t    *xlsxSST
 	dir  string
-	mem  []byte
+	mem  strings.Builder // String() then costs no copy
 	w    *bufio.Writer
 	size uint64
 	max  int
@@ -134,18 +152,18 @@ func (b *xlsxSSTBuilder) add(s []byte) error {
 	if b.size > 1<<32-1 {
 		return errors.New("the shared strings take more than 4 GiB")
 	}
-	b.t.offs = append(b.t.offs, uint32(b.size))
-	if b.w == nil && len(b.mem)+len(s) > xlsxSSTMemBytes {
+	b.t.addOff(uint32(b.size))
+	if b.w == nil && b.mem.Len()+len(s) > xlsxSSTMemBytes {
 		f, err := os.CreateTemp(b.dir, "sst-*")
 		if err != nil {
 			return fmt.Errorf("temporary file: %w", err)
 		}
 		b.t.file = f
 		b.w = bufio.NewWriterSize(f, 256<<10)
-		if _, err := b.w.Write(b.mem); err != nil {
+		if _, err := b.w.WriteString(b.mem.String()); err != nil {
 			return fmt.Errorf("temporary file: %w", err)
 		}
-		b.mem = nil
+		b.mem = strings.Builder{}
 	}
 	if b.w != nil {
 		if _, err := b.w.Write(s); err != nil {
@@ -153,13 +171,13 @@ func (b *xlsxSSTBuilder) add(s []byte) error {
 		}
 		return nil
 	}
-	b.mem = append(b.mem, s...)
+	b.mem.Write(s)
 	return nil
 }
 
 func (b *xlsxSSTBuilder) finish() error {
 	if b.w == nil {
-		b.t.mem = string(b.mem)
+		b.t.mem = b.mem.String()
 		return nil
 	}
 	b.t.cache = make([]xlsxSSTEntry, xlsxSSTCache)
@@ -180,8 +198,12 @@ func xlsxReadSST(f *zip.File, dir string, max int) (*xlsxSST, error) {
 		return nil, err
 	}
 	defer rc.Close()
-	t := &xlsxSST{offs: []uint32{0}}
+	t := &xlsxSST{}
+	t.addOff(0)
 	b := &xlsxSSTBuilder{t: t, dir: dir, max: max}
+	// The part's size bounds its text: growing the strings by doubling
+	// would take twice their size at the end.
+	b.mem.Grow(int(min(f.UncompressedSize64, xlsxSSTMemBytes)))
 	if err := xlsxScanSST(newXLSXXML(rc), b); err != nil {
 		t.close()
 		return nil, err

@@ -373,6 +373,14 @@ func (x *xlsxXML) cdata(text *[]byte) error {
 // starting at x.pos, skipping quoted attribute values; it reads more of
 // the input as needed.
 func (x *xlsxXML) tagEnd() (int, error) {
+	// The usual tag: no quote but pairs of double quotes before the first
+	// '>', and no '<'.
+	if gt := bytes.IndexByte(x.buf[x.pos+1:x.end], '>'); gt >= 0 {
+		seg := x.buf[x.pos+1 : x.pos+1+gt]
+		if bytes.Count(seg, []byte{'"'})%2 == 0 && bytes.IndexByte(seg, '\'') < 0 && bytes.IndexByte(seg, '<') < 0 {
+			return x.pos + 1 + gt, nil
+		}
+	}
 	i := x.pos + 1
 	var quote byte
 	for {
@@ -410,7 +418,10 @@ func (x *xlsxXML) endTag() error {
 	if err != nil {
 		return err
 	}
-	name := bytes.TrimRight(x.buf[x.pos+2:e], " \t\r\n")
+	name := x.buf[x.pos+2 : e]
+	for len(name) > 0 && xlsxSpace(name[len(name)-1]) {
+		name = name[:len(name)-1]
+	}
 	if !xlsxValidName(name) {
 		return xlsxSyntax("invalid end tag")
 	}
@@ -431,37 +442,47 @@ func (x *xlsxXML) startTag() error {
 	if x.selfClose {
 		body = body[:len(body)-1]
 	}
-	n := 0
-	for n < len(body) && !xlsxSpace(body[n]) {
-		n++
+	i := 0
+	for i < len(body) && !xlsxSpace(body[i]) {
+		i++
 	}
-	if !xlsxValidName(body[:n]) {
+	if !xlsxValidName(body[:i]) {
 		return xlsxSyntax("invalid tag name")
 	}
-	x.kind, x.name = xlsxTokStart, xlsxLocal(body[:n])
+	x.kind, x.name = xlsxTokStart, xlsxLocal(body[:i])
 	x.attrs = x.attrs[:0]
-	body = body[n:]
 	for {
-		body = bytes.TrimLeft(body, " \t\r\n")
-		if len(body) == 0 {
+		for i < len(body) && xlsxSpace(body[i]) {
+			i++
+		}
+		if i == len(body) {
 			return nil
 		}
-		eq := bytes.IndexByte(body, '=')
-		if eq <= 0 {
+		ns := i
+		for i < len(body) && body[i] != '=' && !xlsxSpace(body[i]) {
+			i++
+		}
+		name := body[ns:i]
+		for i < len(body) && xlsxSpace(body[i]) {
+			i++
+		}
+		if i == len(body) || body[i] != '=' || !xlsxValidName(name) {
 			return xlsxSyntax("an attribute without a value")
 		}
-		name := bytes.TrimRight(body[:eq], " \t\r\n")
-		body = bytes.TrimLeft(body[eq+1:], " \t\r\n")
-		if len(body) == 0 || (body[0] != '"' && body[0] != '\'') {
+		i++
+		for i < len(body) && xlsxSpace(body[i]) {
+			i++
+		}
+		if i == len(body) || (body[i] != '"' && body[i] != '\'') {
 			return xlsxSyntax("an unquoted attribute value")
 		}
-		q := bytes.IndexByte(body[1:], body[0])
-		if q < 0 || !xlsxValidName(name) {
+		q := bytes.IndexByte(body[i+1:], body[i])
+		if q < 0 {
 			return xlsxSyntax("a malformed attribute")
 		}
-		x.attrs = append(x.attrs, xlsxAttrSpan{name: xlsxLocal(name), value: body[1 : 1+q]})
-		body = body[q+2:]
-		if len(body) > 0 && !xlsxSpace(body[0]) {
+		x.attrs = append(x.attrs, xlsxAttrSpan{name: xlsxLocal(name), value: body[i+1 : i+1+q]})
+		i += q + 2
+		if i < len(body) && !xlsxSpace(body[i]) {
 			return xlsxSyntax("attributes without space between them")
 		}
 	}
@@ -520,7 +541,13 @@ func xlsxValidName(b []byte) bool {
 	case '-', '.', ':', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		return false
 	}
-	return !bytes.ContainsAny(b, " \t\r\n<>/=\"'&")
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\r', '\n', '<', '>', '/', '=', '"', '\'', '&':
+			return false
+		}
+	}
+	return true
 }
 
 // xlsxLocal returns a name without its namespace prefix.
