@@ -71,7 +71,12 @@ func newXLSXSheetScanner(f *zip.File, sst *xlsxSST) (*xlsxSheetScanner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &xlsxSheetScanner{rc: rc, x: newXLSXXML(rc), sst: sst}, nil
+	return xlsxScannerOf(rc, sst), nil
+}
+
+// xlsxScannerOf returns a scanner of the sheet XML rc reads.
+func xlsxScannerOf(rc io.ReadCloser, sst *xlsxSST) *xlsxSheetScanner {
+	return &xlsxSheetScanner{rc: rc, x: newXLSXXML(rc), sst: sst}
 }
 
 func (s *xlsxSheetScanner) close() error { return s.rc.Close() }
@@ -92,8 +97,8 @@ func (e *errXLSXTooWide) Error() string {
 // the next call. A cell past column limit stops the scan with
 // *errXLSXTooWide before any more of the row is read. It then reads on to
 // the next row's start tag and checks its number, so that a row out of
-// order fails the row before it, as it did when excelize's iterator read
-// that tag with this row. At the end of the sheet data it returns io.EOF.
+// order fails the row before it (as it did when excelize's iterator read
+// the sheet), not after it was used. At the end of the sheet data it returns io.EOF.
 func (s *xlsxSheetScanner) next(limit int) (int64, []string, []xlsxCellMeta, error) {
 	if s.done {
 		return 0, nil, nil, io.EOF

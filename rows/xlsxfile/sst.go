@@ -19,7 +19,8 @@ import (
 // window of the file (a sheet refers to its strings in about the order
 // they were first used, which is the table's) and a small cache by index
 // (for the few texts a column repeats). A 2,000,000-string table costs
-// 8 MB of offsets and 4 MB of cache and buffers, where excelize indexed it with about 60 bytes a string.
+// 8 MB of offsets and a few MB of cache and buffers, where excelize
+// indexed it with about 60 bytes a string.
 type xlsxSST struct {
 	n int
 	// offs are the n+1 offsets into the strings, in chunks of
@@ -141,6 +142,8 @@ type xlsxSSTBuilder struct {
 	w    *bufio.Writer
 	size uint64
 	max  int
+	// memMax is the most string bytes held in memory.
+	memMax int
 }
 
 func (b *xlsxSSTBuilder) add(s []byte) error {
@@ -153,7 +156,7 @@ func (b *xlsxSSTBuilder) add(s []byte) error {
 		return errors.New("the shared strings take more than 4 GiB")
 	}
 	b.t.addOff(uint32(b.size))
-	if b.w == nil && b.mem.Len()+len(s) > xlsxSSTMemBytes {
+	if b.w == nil && b.mem.Len()+len(s) > b.memMax {
 		f, err := os.CreateTemp(b.dir, "sst-*")
 		if err != nil {
 			return fmt.Errorf("temporary file: %w", err)
@@ -190,9 +193,9 @@ func (b *xlsxSSTBuilder) finish() error {
 // xlsxReadSST reads the shared strings part: each <si>'s text is its <t>,
 // or the <t> of each rich text run (<r>), phonetic runs (<rPh>) and
 // properties left out, as Excel shows the cell. Past max strings it only
-// counts them, for the caller's error. A spilled table's file is created
-// in dir.
-func xlsxReadSST(f *zip.File, dir string, max int) (*xlsxSST, error) {
+// counts them, for the caller's error. A table of more than memMax bytes
+// of text is spilled to a file created in dir.
+func xlsxReadSST(f *zip.File, dir string, max, memMax int) (*xlsxSST, error) {
 	rc, err := f.Open()
 	if err != nil {
 		return nil, err
@@ -200,10 +203,10 @@ func xlsxReadSST(f *zip.File, dir string, max int) (*xlsxSST, error) {
 	defer rc.Close()
 	t := &xlsxSST{}
 	t.addOff(0)
-	b := &xlsxSSTBuilder{t: t, dir: dir, max: max}
+	b := &xlsxSSTBuilder{t: t, dir: dir, max: max, memMax: memMax}
 	// The part's size bounds its text: growing the strings by doubling
 	// would take twice their size at the end.
-	b.mem.Grow(int(min(f.UncompressedSize64, xlsxSSTMemBytes)))
+	b.mem.Grow(int(min(f.UncompressedSize64, uint64(memMax))))
 	if err := xlsxScanSST(newXLSXXML(rc), b); err != nil {
 		t.close()
 		return nil, err
