@@ -19,7 +19,7 @@
 // The rows are customer-like (email, name, country, date, amount).
 // write-xlsx writes with xlsxfile.Writer (inline strings); write-xlsx-sst
 // writes the parts by hand with every text a shared string, as Excel does,
-// which is what costs the reader memory (excelize's index of the table). export
+// which is what costs a reader memory (the shared strings table). export
 // runs batch.Export from a Go iterator into a fresh SQLite store, so it
 // includes persisting every row's outcome.
 package main
