@@ -26,7 +26,9 @@ import (
 // what keeps an import from guessing when nothing settles it.
 //
 // A seekable source (a file) is read in place; any other is spooled to a
-// temporary file first, so memory stays flat.
+// temporary file first, so memory stays flat. A workbook is parsed once:
+// the first pass records its records, and the second replays them
+// (replay.go).
 type source struct {
 	p        ImportParams
 	k        rowReader
@@ -47,6 +49,9 @@ type source struct {
 	examples map[int64]bool
 	// track, for an import, counts the rows and bytes read.
 	track *ingestTracker
+	// replay, when set, is the first pass's records, which the second
+	// pass reads instead of the file.
+	replay *replay
 }
 
 // prepare reads the source once and settles its conventions. A file that
@@ -99,7 +104,13 @@ func (s *source) seekable() error {
 	return nil
 }
 
-func (s *source) close() { s.cleanup() }
+func (s *source) close() {
+	if s.replay != nil {
+		s.replay.close()
+		s.replay = nil
+	}
+	s.cleanup()
+}
 
 // records reads r's records for an import, a dry run or a re-run, in
 // file order, leaving out the rows that repeat the kind's example row (a
@@ -131,6 +142,12 @@ func (s *source) records(ctx context.Context, r rows.Reader) iter.Seq2[rows.Reco
 // open returns a reader from the start of the source, with the header
 // found by the kind's columns; tee, when set, sees every byte read.
 func (s *source) open(tee io.Writer) (rows.Reader, error) {
+	if s.replay != nil && tee == nil {
+		if s.track != nil {
+			s.track.bytes.Store(s.track.size.Load()) // read whole by the first pass
+		}
+		return s.replay.open(), nil
+	}
 	if _, err := s.rs.Seek(s.start, io.SeekStart); err != nil {
 		return nil, fmt.Errorf("import %s: rewind: %w", s.p.SourceName, err)
 	}
@@ -188,6 +205,18 @@ func (s *source) profile(ctx context.Context) error {
 		return err
 	}
 	defer r.Close()
+	var rec *recorder
+	if r.Info().Format == replayFormat {
+		if rec, err = newRecorder(r, s.p.Read.TmpDir); err != nil {
+			return fmt.Errorf("import %s: %w", s.p.SourceName, err)
+		}
+		defer func() {
+			if s.replay == nil {
+				rec.discard()
+			}
+		}()
+		r = rec
+	}
 	s.conv = s.p.Conventions
 	m, err := s.mapping(r)
 	if err != nil {
@@ -235,6 +264,9 @@ func (s *source) profile(ctx context.Context) error {
 		return fmt.Errorf("import %s: %w", s.p.SourceName, err)
 	}
 	s.digest = hex.EncodeToString(h.Sum(nil))
+	if rec != nil {
+		s.replay = rec.replay()
+	}
 	return s.settle(r, m, ev)
 }
 

@@ -13,8 +13,10 @@ go build -o "$dir/xlsxbench" ./bench/xlsx
 ops=(
 	"write-xlsx -rows $rows -file $dir/c.xlsx"
 	"read-xlsx -file $dir/c.xlsx"
+	"read-excelize -file $dir/c.xlsx"
 	"write-xlsx-sst -rows $rows -file $dir/s.xlsx"
 	"read-xlsx -file $dir/s.xlsx"
+	"read-excelize -file $dir/s.xlsx"
 	"write-csv -rows $rows -file $dir/c.csv"
 	"read-csv -file $dir/c.csv"
 	"export -rows $rows -file $dir/e.xlsx"

@@ -71,8 +71,7 @@ func (x *Reader) chooseSheet() error {
 // HeaderFunc does not accept, when the sheet is one of several tried.
 var errXLSXNoMatch = errors.New("no header accepted")
 
-// openSheet starts reading sheet s: excelize's row iterator and the
-// scanner that walks ahead of it.
+// openSheet starts reading sheet s.
 func (x *Reader) openSheet(s xlsxSheetInfo) error {
 	x.sheet = s
 	part := x.pkg.part(s.Part)
@@ -80,15 +79,10 @@ func (x *Reader) openSheet(s xlsxSheetInfo) error {
 		return fmt.Errorf("the sheet %q has no data part (%s)", s.Name, s.Part)
 	}
 	var err error
-	x.iter, err = x.file.Rows(s.Name)
+	x.scan, err = newXLSXSheetScanner(part, x.pkg.sst)
 	if err != nil {
 		return fmt.Errorf("the sheet %q cannot be read: %v", s.Name, err)
 	}
-	x.scan, err = newXLSXSheetScanner(part)
-	if err != nil {
-		return fmt.Errorf("the sheet %q cannot be read: %v", s.Name, err)
-	}
-	x.scan.sst = x.pkg.sst
 	return nil
 }
 
@@ -100,11 +94,7 @@ func (x *Reader) closeSheet() error {
 		errs = append(errs, x.scan.close())
 		x.scan = nil
 	}
-	if x.iter != nil {
-		_ = x.iter.Close()
-		x.iter = nil
-	}
-	x.exRow, x.pending = 0, nil
+	x.pending = nil
 	return errors.Join(errs...)
 }
 
@@ -165,7 +155,6 @@ func (x *Reader) readHeader(require bool) error {
 	x.hdrRow = row.n
 	x.width = len(x.header)
 	x.lastRow = row.n
-	x.scanAhead(x.width + x.o.ExtraColumns)
 	// Rows above the header are not data; they are not counted as skipped.
 	return nil
 }

@@ -13,11 +13,11 @@ import (
 	"strings"
 )
 
-// This file inspects an XLSX package with archive/zip before excelize sees
-// it: what kind of file it really is, whether its parts fit the limits, and
-// whether any XML part declares a DOCTYPE. It also reads the few small parts
-// the reader needs itself (workbook, relationships, styles), because
-// excelize's public API cannot tell a cell's type or style while streaming.
+// This file inspects an XLSX package with archive/zip before the sheet is
+// read: what kind of file it really is, whether its parts fit the limits,
+// and whether any XML part declares a DOCTYPE. It also reads the small parts
+// the reader needs (workbook, relationships, styles) and the shared
+// strings table.
 
 // Magic numbers at the start of the files an XLSX upload may really be.
 var (
@@ -73,7 +73,9 @@ type xlsxPackage struct {
 	sheets   []xlsxSheetInfo
 	date1904 bool
 	styles   xlsxStyles
-	sst      int // shared strings
+	// sst is the shared strings table; nil when the workbook has none.
+	// Close it.
+	sst *xlsxSST
 }
 
 // xlsxSheetInfo is one sheet of the workbook, in tab order.
@@ -84,8 +86,9 @@ type xlsxSheetInfo struct {
 }
 
 // inspectXLSX checks a zip that claims to be an XLSX workbook against the
-// options' limits and reads its workbook, relationships and styles.
-func inspectXLSX(ra io.ReaderAt, size int64, o *xlsxOpts) (*xlsxPackage, error) {
+// options' limits and reads its workbook, relationships, styles and
+// shared strings (spilled to dir when large).
+func inspectXLSX(ra io.ReaderAt, size int64, o *xlsxOpts, dir string) (*xlsxPackage, error) {
 	zr, err := zip.NewReader(ra, size)
 	if err != nil {
 		return nil, fmt.Errorf("the file is not a readable zip archive (damaged or truncated?): %v", err)
@@ -106,19 +109,44 @@ func inspectXLSX(ra io.ReaderAt, size int64, o *xlsxOpts) (*xlsxPackage, error) 
 		return nil, err
 	}
 	if f := p.part("xl/sharedStrings.xml"); f != nil {
-		if p.sst, err = xlsxCheckSST(f); err != nil {
+		if p.sst, err = xlsxReadSST(f, dir, o.MaxSharedStrings, xlsxSSTMemBytes); err != nil {
 			return nil, fmt.Errorf("the shared strings: %w", err)
 		}
-		if p.sst > o.MaxSharedStrings {
-			return nil, fmt.Errorf("the workbook has %d distinct texts (shared strings), more than the limit of %d", p.sst, o.MaxSharedStrings)
+		if n := p.sst.len(); n > o.MaxSharedStrings {
+			p.close()
+			return nil, fmt.Errorf("the workbook has %d distinct texts (shared strings), more than the limit of %d", n, o.MaxSharedStrings)
 		}
 	}
 	if p.part("xl/styles.xml") != nil {
 		if err := p.styles.read(p, "xl/styles.xml"); err != nil {
+			p.close()
 			return nil, err
 		}
 	}
 	return p, nil
+}
+
+// close releases the shared strings' temporary file.
+func (p *xlsxPackage) close() error {
+	if p == nil {
+		return nil
+	}
+	return p.sst.close()
+}
+
+// subject returns the document's subject (docProps/core.xml), where an
+// error report records the batch it reports on; "" when there is none.
+func (p *xlsxPackage) subject() string {
+	if p.part("docProps/core.xml") == nil {
+		return ""
+	}
+	var core struct {
+		Subject string `xml:"subject"`
+	}
+	if err := p.decode("docProps/core.xml", &core); err != nil {
+		return ""
+	}
+	return core.Subject
 }
 
 // index lists the zip's parts by their normalised names and checks them
@@ -147,13 +175,13 @@ func (p *xlsxPackage) index(o *xlsxOpts) error {
 			return fmt.Errorf("the zip part %s inflates %d bytes to %d (more than %d times): a zip bomb?",
 				f.Name, f.CompressedSize64, f.UncompressedSize64, o.MaxCompressionRatio)
 		}
-		// excelize keeps every part in memory except worksheets and shared
-		// strings above its spill size, which go to TmpDir.
+		// Worksheets and shared strings above the spill size are streamed;
+		// the other parts count against MaxMemoryBytes.
 		spills := (strings.HasPrefix(name, "xl/worksheets/sheet") || name == "xl/sharedstrings.xml") &&
 			f.UncompressedSize64 > uint64(o.spillBytes)
 		if !spills && !strings.HasPrefix(name, "xl/worksheets/") && f.UncompressedSize64 > xlsxSmallPartBytes &&
 			(strings.HasSuffix(name, ".xml") || strings.HasSuffix(name, ".rels") || strings.HasSuffix(name, ".vml")) {
-			// excelize parses these into structs several times their size.
+			// Read whole, and parsed into structs several times their size.
 			return fmt.Errorf("the zip part %s is %d bytes unpacked, more than the limit of %d", f.Name, f.UncompressedSize64, xlsxSmallPartBytes)
 		}
 		if !spills {
@@ -234,7 +262,7 @@ func (p *xlsxPackage) readWorkbook() error {
 				continue
 			}
 			// The same resolution as excelize's getWorksheetPath, so that
-			// the cell types read here come from the part excelize reads.
+			// the part read is the one excelize (and Excel) would read.
 			target := strings.ReplaceAll(r.Target, "\\", "/")
 			if strings.HasPrefix(target, "/") {
 				info.Part = strings.TrimPrefix(path.Clean(target), "/")
@@ -340,7 +368,7 @@ func xlsxCheckProlog(f *zip.File) error {
 			if errors.Is(err, io.EOF) {
 				return fmt.Errorf("has no root element in its first %d bytes", xlsxPrologBytes)
 			}
-			return nil // malformed XML is excelize's (or the sheet reader's) to report
+			return nil // malformed XML is the sheet reader's to report
 		}
 		switch t := tok.(type) {
 		case xml.Directive:

@@ -8,9 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-
-	"github.com/xuri/excelize/v2"
 
 	"github.com/rowfate/rowfate/rows"
 )
@@ -55,20 +52,20 @@ type Options struct {
 	// MaxFileBytes caps the file as uploaded, checked before anything is
 	// opened. Defaults to 256 MiB.
 	MaxFileBytes int64
-	// MaxUnzipBytes caps the sum of the parts' unpacked sizes (excelize's
-	// UnzipSizeLimit). Defaults to 2 GiB; large sheets spill to TmpDir, so
-	// this is a disk bound, not a memory one.
+	// MaxUnzipBytes caps the sum of the parts' unpacked sizes. Defaults to
+	// 2 GiB; sheets are streamed and large shared strings tables spill to
+	// TmpDir, so this is a disk bound, not a memory one.
 	MaxUnzipBytes int64
-	// MaxMemoryBytes caps the unpacked size of the parts excelize holds in
-	// memory: every part but worksheets and shared strings larger than
-	// 4 MiB. Defaults to 64 MiB.
+	// MaxMemoryBytes caps the unpacked size of the parts other than
+	// worksheets and shared strings larger than 4 MiB: the small parts
+	// (workbook, styles, relationships) are read whole. Defaults to 64 MiB.
 	MaxMemoryBytes int64
 	// MaxCompressionRatio refuses a part larger than 1 MiB that inflates
 	// more than this many times its packed size (a zip bomb). Defaults to
 	// 200; spreadsheets inflate 5 to 30 times.
 	MaxCompressionRatio int64
-	// TmpDir is where the upload and excelize's spills are written.
-	// Defaults to os.TempDir().
+	// TmpDir is where the upload and a large shared strings table are
+	// written. Defaults to os.TempDir().
 	TmpDir string
 	// MaxColumns caps the header's columns. Defaults to 1024.
 	MaxColumns int
@@ -80,11 +77,11 @@ type Options struct {
 	// 64 KiB.
 	MaxCellBytes int
 	// MaxSharedStrings caps the workbook's shared strings table (the
-	// distinct texts of an Excel-made file). excelize indexes a large table
-	// with about 60 bytes of memory per string, and this index is most of
-	// the reader's memory: measured, 2,000,000 strings (a 1,000,000-row
-	// sheet with two columns of distinct text) peak at 227 MiB RSS,
-	// 3,000,000 at 317 MiB. Defaults to 2,200,000, about 250 MiB.
+	// distinct texts of an Excel-made file). The table costs 4 bytes of
+	// memory a string (its offset) and its text on disk past 8 MiB:
+	// measured, 2,000,000 strings (a 1,000,000-row sheet with two columns
+	// of distinct text) peak at about 36 MiB RSS for the whole read.
+	// Defaults to 2,200,000.
 	MaxSharedStrings int
 	// KeepFormulaQuote keeps a leading apostrophe in front of a formula
 	// character, as the CSV reader's option of that name does: by default it is
@@ -97,8 +94,9 @@ type Options struct {
 	Decimal rune
 }
 
-// spill size of excelize's UnzipXMLSizeLimit: sheets and shared strings
-// larger than this are read from TmpDir, not from memory.
+// xlsxSpillBytes is the size past which a sheet or the shared strings
+// count as streamed parts rather than small ones for MaxMemoryBytes (the
+// spill size excelize used when it read the sheets).
 const xlsxSpillBytes = 4 << 20
 
 type xlsxOpts struct {
@@ -152,8 +150,8 @@ func (o *Options) withDefaults() *xlsxOpts {
 	return c
 }
 
-// Reader reads one sheet of an XLSX workbook a row at a time with
-// excelize's streaming Rows iterator. Cells are read as their raw values
+// Reader reads one sheet of an XLSX workbook a row at a time with its own
+// XML scanner over the zip entry (see the package comment). Cells are read as their raw values
 // with their types: numbers as stored (no thousands separators, no rounding
 // by the display format; the decimal separator is Options.Decimal),
 // booleans as "true" and "false", dates and times
@@ -185,30 +183,23 @@ func (o *Options) withDefaults() *xlsxOpts {
 // Hostile files are refused before work (see Options for the limits):
 // a file that is too large, an .xls, .xlsb, .ods or password-protected
 // workbook, a damaged zip, a zip bomb, a DOCTYPE in any part, a row wider
-// than the header allows, rows out of order. Each is a *rows.FileError; a
-// panic inside excelize is one too.
+// than the header allows, rows out of order, malformed XML. Each is a
+// *rows.FileError; a panic while reading would be one too.
 //
 // Close releases the temporary files.
 type Reader struct {
 	name string
 	o    *xlsxOpts
 
-	dir string // temporary folder of this reader
-	// ahead delivers the data rows the scanner goroutine read; stop ends
-	// it, scanDone waits for it.
-	ahead    chan xlsxScanned
-	stop     chan struct{}
-	scanDone sync.WaitGroup
-	spool    *os.File
-	pkg      *xlsxPackage
-	sheet    xlsxSheetInfo
-	file     *excelize.File
+	dir   string // temporary folder of this reader
+	spool *os.File
+	pkg   *xlsxPackage
+	sheet xlsxSheetInfo
 	// titles are the non-empty rows above the header, as
 	// rows.SourceInfo.Titles keeps them.
 	titles []string
-	iter   *excelize.Rows
+	subj   *string // the document's subject, once read
 	scan   *xlsxSheetScanner
-	exRow  int64 // rows excelize's iterator has moved through
 	header []string
 	hdrRow int64
 	width  int // header columns
@@ -267,11 +258,11 @@ func (x *Reader) fileErr(err error) error {
 	return &rows.FileError{File: x.name, Err: err}
 }
 
-// spoolFrom copies the upload to a temporary file, so that excelize can open
-// it without reading it into memory and the zip can be read twice.
+// spoolFrom copies the upload to a temporary file, so that archive/zip can
+// read it at random without holding it in memory.
 func (x *Reader) spoolFrom(r io.Reader) error {
-	// One folder per reader holds the upload and excelize's spills, so that
-	// Close removes them all, even those of an excelize call that failed
+	// One folder per reader holds the upload and the shared strings'
+	// spill, so that Close removes them all, even after a read that failed
 	// half way.
 	dir, err := os.MkdirTemp(x.o.TmpDir, "rowfate-xlsx-")
 	if err != nil {
@@ -311,46 +302,19 @@ func (x *Reader) open() error {
 	case !bytes.HasPrefix(head, xlsxZipMagic):
 		return errors.New("the file is not an XLSX workbook (it does not start like a zip archive)")
 	}
-	x.pkg, err = inspectXLSX(x.spool, size, x.o)
+	x.pkg, err = inspectXLSX(x.spool, size, x.o, x.dir)
 	if err != nil {
 		return err
 	}
-	if _, err := x.pickSheet(); err != nil {
-		return err // a named sheet the workbook lacks, before excelize opens it
-	}
-	x.file, err = excelize.OpenFile(x.spool.Name(), excelize.Options{
-		UnzipSizeLimit:    x.o.MaxUnzipBytes,
-		UnzipXMLSizeLimit: x.o.spillBytes,
-		TmpDir:            x.dir,
-	})
-	if err != nil {
-		return fmt.Errorf("the workbook cannot be opened: %v", err)
-	}
-	return nil
+	_, err = x.pickSheet() // a named sheet the workbook lacks
+	return err
 }
 
-// step reads the next row of the sheet that has a row element: the scanner
-// reads its cells' attributes first (and refuses a row wider than limit
-// before excelize allocates it), then excelize's iterator is moved to the
-// same row and reads the values. It returns io.EOF at the end.
+// step reads the next row of the sheet that has a row element, refusing
+// one with a cell past column limit before the row is held. It returns
+// io.EOF at the end.
 func (x *Reader) step(limit int) (*xlsxRow, error) {
-	var (
-		n    int64
-		meta []xlsxCellMeta
-		err  error
-	)
-	if x.ahead != nil {
-		res, ok := <-x.ahead
-		if !ok {
-			return nil, io.EOF
-		}
-		n, meta, err = res.n, res.meta, res.err
-	} else {
-		n, meta, err = x.scan.next(limit)
-		// The scanner reuses its slice; rows read while looking for the
-		// header may be held back.
-		meta = append([]xlsxCellMeta(nil), meta...)
-	}
+	n, values, meta, err := x.scan.next(limit)
 	if err != nil {
 		var wide *errXLSXTooWide
 		if errors.As(err, &wide) {
@@ -361,20 +325,13 @@ func (x *Reader) step(limit int) (*xlsxRow, error) {
 		}
 		return nil, fmt.Errorf("sheet %q: %w", x.sheet.Name, err)
 	}
-	for x.exRow < n {
-		if !x.iter.Next() {
-			if err := x.iter.Error(); err != nil {
-				return nil, fmt.Errorf("sheet %q, row %d: %v", x.sheet.Name, n, err)
-			}
-			return nil, fmt.Errorf("sheet %q: the XML parser ended before row %d (damaged sheet?)", x.sheet.Name, n)
-		}
-		x.exRow++
+	// The scanner reuses its slice; rows read while looking for the
+	// header may be held back.
+	var kept []xlsxCellMeta
+	if len(meta) > 0 {
+		kept = append(make([]xlsxCellMeta, 0, len(meta)), meta...)
 	}
-	values, err := x.iter.Columns(excelize.Options{RawCellValue: true})
-	if err != nil {
-		return nil, fmt.Errorf("sheet %q, row %d: %v", x.sheet.Name, n, err)
-	}
-	return &xlsxRow{n: n, values: values, meta: meta}, nil
+	return &xlsxRow{n: n, values: values, meta: kept}, nil
 }
 
 // tooWide is the file error of a row with a cell past the columns allowed:
@@ -491,49 +448,6 @@ func xlsxBlank(values []string) bool {
 	return true
 }
 
-// xlsxScanned is a row the scanner read ahead.
-type xlsxScanned struct {
-	n    int64
-	meta []xlsxCellMeta
-	err  error
-}
-
-// scanAhead runs the scanner in its own goroutine for the data rows, a
-// bounded number of rows ahead of excelize: the two XML parses of the sheet
-// then use two cores. The scanner is still always ahead, so every check it
-// makes comes before excelize reads the row.
-func (x *Reader) scanAhead(limit int) {
-	ahead := make(chan xlsxScanned, 64)
-	x.stop = make(chan struct{})
-	x.ahead = ahead
-	x.scanDone.Add(1)
-	go func() {
-		defer x.scanDone.Done()
-		defer close(ahead)
-		for {
-			var res xlsxScanned
-			func() {
-				defer func() {
-					if v := recover(); v != nil {
-						res.err = fmt.Errorf("the sheet scanner failed after row %d: %v", x.scan.row, v)
-					}
-				}()
-				var meta []xlsxCellMeta
-				res.n, meta, res.err = x.scan.next(limit)
-				res.meta = append([]xlsxCellMeta(nil), meta...)
-			}()
-			select {
-			case ahead <- res:
-			case <-x.stop:
-				return
-			}
-			if res.err != nil {
-				return
-			}
-		}
-	}()
-}
-
 // Header returns the header row as the sheet spells it, without trailing
 // empty columns.
 func (x *Reader) Header() []string { return x.header }
@@ -560,13 +474,17 @@ func (x *Reader) HeaderRow() int64 { return x.hdrRow }
 // Info describes the workbook as read: format "xlsx", its sheets in tab
 // order, the sheet read and the sheet row of its header.
 func (x *Reader) Info() rows.SourceInfo {
-	info := rows.SourceInfo{Format: Name, Sheets: x.Sheets(), Sheet: x.Sheet(), HeaderRow: x.HeaderRow(), Titles: x.titles}
-	if x.file != nil {
-		if p, err := x.file.GetDocProps(); err == nil {
-			info.Subject = p.Subject
-		}
+	return rows.SourceInfo{Format: Name, Sheets: x.Sheets(), Sheet: x.Sheet(), HeaderRow: x.HeaderRow(), Titles: x.titles,
+		Subject: x.subject()}
+}
+
+// subject reads the document's subject once.
+func (x *Reader) subject() string {
+	if x.subj == nil {
+		s := x.pkg.subject()
+		x.subj = &s
 	}
-	return info
+	return *x.subj
 }
 
 // Date1904 reports whether the workbook uses the 1904 date system.
@@ -622,23 +540,11 @@ func (x *Reader) Next() (rec rows.Record, err error) {
 // Close removes the temporary files. It is safe to call more than once.
 func (x *Reader) Close() error {
 	var errs []error
-	if x.stop != nil {
-		close(x.stop)
-		x.scanDone.Wait() // the scanner is done with its reader
-		x.stop = nil
-	}
 	if x.scan != nil {
 		errs = append(errs, x.scan.close())
 		x.scan = nil
 	}
-	if x.iter != nil {
-		_ = x.iter.Close()
-		x.iter = nil
-	}
-	if x.file != nil {
-		errs = append(errs, x.file.Close())
-		x.file = nil
-	}
+	errs = append(errs, x.pkg.close()) // the package's facts stay readable
 	if x.spool != nil {
 		errs = append(errs, x.spool.Close())
 		x.spool = nil

@@ -2,14 +2,12 @@ package xlsxfile
 
 import (
 	"archive/zip"
-	"bufio"
 	"bytes"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
+	"unicode/utf8"
 )
 
 // Excel's sheet limits.
@@ -18,8 +16,8 @@ const (
 	xlsxMaxCols = 16_384
 )
 
-// xlsxCellMeta is what excelize's streaming API does not tell about a cell:
-// its column, type (t) and style (s), and whether it is a formula with no
+// xlsxCellMeta is what a cell's element says besides its value: its
+// column, type (t) and style (s), and whether it is a formula with no
 // cached value.
 type xlsxCellMeta struct {
 	col   int
@@ -28,117 +26,57 @@ type xlsxCellMeta struct {
 	// uncalculated is set for a formula (<f>) without a cached value: no
 	// <v> (nor inline text), or an empty <v> where only a text result
 	// (t="str", Excel's cached "") can be empty. Libraries write formulas
-	// so; excelize reads such a cell as "" or as the formula's text, and
-	// either would be data the file does not hold.
+	// so; reading such a cell as "" or as the formula's text would be data
+	// the file does not hold.
 	uncalculated bool
 }
 
-// xlsxSheetScanner walks a worksheet's XML a row ahead of excelize's Rows
-// iterator and reads only the row numbers and the cells' attributes. Being
-// ahead, it sees a row's width before excelize allocates the row, and it
-// checks what excelize passes over silently (rows out of order, XML that
-// ends early).
+// xlsxSheetScanner reads a worksheet's XML a row at a time: the row
+// numbers, the cells' attributes and their values, shared strings looked
+// up in the table. It checks what a spreadsheet program never writes
+// (rows out of order, cells out of order, a row wider than the caller
+// allows, XML that ends early) as it goes, so a row is refused before it
+// is held in memory.
 type xlsxSheetScanner struct {
 	rc    io.ReadCloser
-	d     *xml.Decoder
+	x     *xlsxXML
 	row   int64 // number of the last row element read
 	rows  int64 // row elements read
 	cells []xlsxCellMeta
 	done  bool
-	// pending is the next row's start tag, read ahead.
-	pending *xml.StartElement
-	// sst is the number of shared strings, to check the index of a t="s"
-	// cell: excelize reads a bad one as an empty cell.
-	sst int
+	// pending is the next row's number and whether its element is empty
+	// (<row r="7"/>), read ahead.
+	pending      int64
+	pendingEmpty bool
+	// sst is the shared strings table, to look up t="s" cells.
+	sst *xlsxSST
+	// The current row's values: the texts read (arena) and, per cell
+	// with a value, where its text is (spans).
+	arena []byte
+	spans []xlsxSpan
+	// Per cell scratch: the text of <v> and of <is>.
+	vbuf, isbuf []byte
 }
 
-func newXLSXSheetScanner(f *zip.File) (*xlsxSheetScanner, error) {
+// xlsxSpan is one cell's value: a shared string, or arena[start:end].
+type xlsxSpan struct {
+	col        int
+	shared     string
+	start, end int
+	isShared   bool
+}
+
+func newXLSXSheetScanner(f *zip.File, sst *xlsxSST) (*xlsxSheetScanner, error) {
 	rc, err := f.Open()
 	if err != nil {
 		return nil, err
 	}
-	d := xml.NewDecoder(bufio.NewReaderSize(&xlsxRunGuard{r: rc, max: xlsxMaxRun}, 64<<10))
-	return &xlsxSheetScanner{rc: rc, d: d}, nil
+	return xlsxScannerOf(rc, sst), nil
 }
 
-// xlsxMaxRun caps a run of XML bytes without a '<': the text of one cell,
-// escaped, or the inside of one tag. The longest cell Excel makes is 32,767
-// characters (at most about 650 KB escaped).
-const xlsxMaxRun = 1 << 20
-
-// xlsxRunGuard fails a read as soon as the XML it passes has a run of more
-// than max bytes without a '<'. encoding/xml (and excelize) hold a whole
-// text or tag in memory, so one 1 GB cell, or a sheet of nothing but
-// whitespace, would otherwise be read into memory whole; the guard sits
-// under the scanner, which reads ahead of excelize, so excelize never meets
-// such a run.
-type xlsxRunGuard struct {
-	r   io.Reader
-	max int
-	run int // bytes since the last '<'
-}
-
-// errXLSXRun is the guard's error.
-var errXLSXRun = fmt.Errorf("the XML has a run of more than %d bytes without markup (a giant cell, or padding)", xlsxMaxRun)
-
-func (g *xlsxRunGuard) Read(p []byte) (int, error) {
-	n, err := g.r.Read(p)
-	b := p[:n]
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '<')
-		if i < 0 {
-			g.run += len(b)
-			break
-		}
-		if g.run+i > g.max {
-			g.run += i
-			break
-		}
-		g.run = 0
-		b = b[i+1:]
-	}
-	if g.run > g.max {
-		return 0, errXLSXRun
-	}
-	return n, err
-}
-
-// xlsxCheckSST reads the shared strings part without an XML parse: it
-// refuses a run longer than xlsxMaxRun (excelize decodes one string at a
-// time into memory) and counts the strings (<si> tags), so that a cell's
-// index into the table can be checked.
-func xlsxCheckSST(f *zip.File) (int, error) {
-	rc, err := f.Open()
-	if err != nil {
-		return 0, err
-	}
-	defer rc.Close()
-	br := bufio.NewReaderSize(rc, 64<<10)
-	count, run := 0, 0
-	for {
-		chunk, err := br.ReadSlice('<')
-		run += len(chunk)
-		if run > xlsxMaxRun {
-			return 0, errXLSXRun
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return count, nil
-			}
-			return 0, err
-		}
-		run = 0
-		head, _ := br.Peek(24)
-		if i := bytes.IndexByte(head, ':'); i >= 0 && !bytes.ContainsAny(head[:i], " \t\r\n/>") {
-			head = head[i+1:] // a prefix: <x:si>
-		}
-		if len(head) >= 3 && head[0] == 's' && head[1] == 'i' && strings.IndexByte(">/ \t\r\n", head[2]) >= 0 {
-			count++
-		}
-	}
+// xlsxScannerOf returns a scanner of the sheet XML rc reads.
+func xlsxScannerOf(rc io.ReadCloser, sst *xlsxSST) *xlsxSheetScanner {
+	return &xlsxSheetScanner{rc: rc, x: newXLSXXML(rc), sst: sst}
 }
 
 func (s *xlsxSheetScanner) close() error { return s.rc.Close() }
@@ -153,91 +91,117 @@ func (e *errXLSXTooWide) Error() string {
 	return fmt.Sprintf("row %d has a cell in column %s", e.row, xlsxColName(e.col))
 }
 
-// next reads the next row element: its number and its cells' attributes.
-// A cell past column limit stops the scan with *errXLSXTooWide before any
-// more of the row is read. It then reads on to the next row's start tag and
-// checks its number: excelize's iterator reads that tag while it reads this
-// row, and would take a row out of order into this one or fail this row
-// for the next one's bad number. At the end of the sheet data it returns
-// io.EOF.
-func (s *xlsxSheetScanner) next(limit int) (int64, []xlsxCellMeta, error) {
+// next reads the next row element: its number, its values by column (up
+// to the last cell with a value or a formula, as excelize's iterator reads
+// a row) and its cells' attributes; the attributes' slice is reused by
+// the next call. A cell past column limit stops the scan with
+// *errXLSXTooWide before any more of the row is read. It then reads on to
+// the next row's start tag and checks its number, so that a row out of
+// order fails the row before it (as it did when excelize's iterator read
+// the sheet), not after it was used. At the end of the sheet data it returns io.EOF.
+func (s *xlsxSheetScanner) next(limit int) (int64, []string, []xlsxCellMeta, error) {
 	if s.done {
-		return 0, nil, io.EOF
+		return 0, nil, nil, io.EOF
 	}
-	s.cells = s.cells[:0]
-	start := s.pending
-	s.pending = nil
-	if start == nil {
-		st, err := s.findRow()
+	s.cells, s.arena, s.spans = s.cells[:0], s.arena[:0], s.spans[:0]
+	n, empty := s.pending, s.pendingEmpty
+	s.pending = 0
+	if n == 0 {
+		var (
+			ok  bool
+			err error
+		)
+		n, empty, ok, err = s.findRow()
 		if err != nil {
-			return 0, nil, err
+			return 0, nil, nil, err
 		}
-		if st == nil {
+		if !ok {
 			s.done = true
-			return 0, nil, io.EOF
+			return 0, nil, nil, io.EOF
 		}
-		start = st
-	}
-	n, err := s.number(start)
-	if err != nil {
-		return 0, nil, err
 	}
 	s.row, s.rows = n, s.rows+1
-	if err := s.readCells(start.Name, limit); err != nil {
-		return 0, nil, err
+	if !empty {
+		if err := s.readCells(limit); err != nil {
+			return 0, nil, nil, err
+		}
 	}
-	st, err := s.findRow()
+	next, nextEmpty, ok, err := s.findRow()
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
-	if st == nil {
+	if !ok {
 		s.done = true
 	} else {
-		if _, err := s.number(st); err != nil {
-			return 0, nil, err
-		}
-		s.pending = st
+		s.pending, s.pendingEmpty = next, nextEmpty
 	}
-	return n, s.cells, nil
+	return n, s.values(), s.cells, nil
 }
 
-// findRow reads to the next <row> start tag; nil at the end of the sheet
-// data.
-func (s *xlsxSheetScanner) findRow() (*xml.StartElement, error) {
+// values returns the row's values by column: one string holds the row's
+// texts, each value a slice of it (or a shared string), so that a row
+// costs two allocations whatever its width.
+func (s *xlsxSheetScanner) values() []string {
+	if len(s.spans) == 0 {
+		return nil
+	}
+	text := string(s.arena)
+	out := make([]string, s.spans[len(s.spans)-1].col)
+	for _, sp := range s.spans {
+		if sp.isShared {
+			out[sp.col-1] = sp.shared
+		} else {
+			out[sp.col-1] = text[sp.start:sp.end]
+		}
+	}
+	return out
+}
+
+// findRow reads to the next <row> start tag and returns its number,
+// checked, and whether the element is empty; ok is false at the end of
+// the sheet data.
+func (s *xlsxSheetScanner) findRow() (n int64, empty, ok bool, err error) {
 	for {
-		tok, err := s.d.RawToken()
-		if err != nil {
-			if errors.Is(err, io.EOF) && s.rows == 0 {
-				return nil, nil // no sheetData at all
-			}
-			return nil, s.tokenErr(err)
+		if err := s.x.next(); err != nil {
+			return 0, false, false, s.tokenErr(err)
 		}
-		switch t := tok.(type) {
-		case xml.StartElement:
-			if t.Name.Local == "row" {
-				st := xml.CopyToken(t).(xml.StartElement)
-				return &st, nil
+		switch s.x.kind {
+		case xlsxTokEOF:
+			if s.rows == 0 {
+				return 0, false, false, nil // no sheetData at all
 			}
-		case xml.EndElement:
-			if t.Name.Local == "sheetData" {
-				return nil, nil
+			return 0, false, false, s.tokenErr(io.ErrUnexpectedEOF)
+		case xlsxTokStart:
+			if string(s.x.name) == "row" {
+				n, err := s.number()
+				return n, s.x.selfClose, err == nil, err
 			}
-		case xml.Directive:
-			return nil, errors.New("the sheet declares a DOCTYPE")
+		case xlsxTokEnd:
+			if string(s.x.name) == "sheetData" {
+				return 0, false, false, nil
+			}
 		}
 	}
 }
 
-// number returns the row number of a row start tag, checked: within
-// Excel's limit and after the current row.
-func (s *xlsxSheetScanner) number(t *xml.StartElement) (int64, error) {
+// number returns the row number of the row start tag just read, checked:
+// within Excel's limit and after the current row.
+func (s *xlsxSheetScanner) number() (int64, error) {
 	n := s.row + 1
-	if r, ok := xlsxAttr(t.Attr, "r"); ok {
-		v, err := strconv.ParseInt(r, 10, 64)
+	for _, a := range s.x.attrs {
+		if string(a.name) != "r" {
+			continue
+		}
+		raw, err := xlsxUnescapeAttr(a.value)
+		if err != nil {
+			return 0, s.tokenErr(err)
+		}
+		v, err := strconv.ParseInt(string(raw), 10, 64)
 		if err != nil || v < 1 {
-			return 0, fmt.Errorf("after row %d, a row has the number %q", s.row, r)
+			return 0, fmt.Errorf("after row %d, a row has the number %q", s.row, a.value)
 		}
 		n = v
+		break
 	}
 	if n > xlsxMaxRows {
 		return 0, fmt.Errorf("after row %d, a row has the number %d, past Excel's last row (%d)", s.row, n, xlsxMaxRows)
@@ -248,153 +212,294 @@ func (s *xlsxSheetScanner) number(t *xml.StartElement) (int64, error) {
 	return n, nil
 }
 
-// readCells reads the cells of the current row up to its end tag, the way
-// excelize's row iterator walks them: every <c> inside the row counts, and
-// a cell ends at its own end tag.
-func (s *xlsxSheetScanner) readCells(rowName xml.Name, limit int) error {
+// readCells reads the cells of the current row up to its end tag: every
+// <c> inside the row counts, and a cell ends at its own end tag.
+func (s *xlsxSheetScanner) readCells(limit int) error {
 	col := 0
 	for {
-		tok, err := s.d.RawToken()
-		if err != nil {
+		if err := s.x.next(); err != nil {
 			return s.tokenErr(err)
 		}
-		switch t := tok.(type) {
-		case xml.StartElement:
-			if t.Name.Local == "row" {
-				return fmt.Errorf("row %d holds another row", s.row)
-			}
-			if t.Name.Local != "c" {
-				continue
-			}
-			c := xlsxCellMeta{col: col + 1}
-			for _, a := range t.Attr {
-				switch a.Name.Local {
-				case "r":
-					cc, _, ok := xlsxParseRef(a.Value)
-					if !ok {
-						return fmt.Errorf("row %d has a cell named %q", s.row, a.Value)
-					}
-					c.col = cc
-				case "t":
-					c.typ = a.Value
-				case "s":
-					if v, err := strconv.Atoi(a.Value); err == nil && v >= 0 {
-						c.style = v
-					}
-				}
-			}
-			if c.col <= col {
-				return fmt.Errorf("row %d: cell %s comes after column %s: the cells are out of order", s.row, xlsxColName(c.col), xlsxColName(col))
-			}
-			if c.col > limit {
-				return &errXLSXTooWide{row: s.row, col: c.col}
-			}
-			col = c.col
-			v, kids, err := s.skipCell(t.Name, c.typ == "s")
-			if err != nil {
-				return err
-			}
-			if kids.formula {
-				// A cached "" is only a text result's (Excel writes
-				// <v></v> for =IF(A1,"","x")); an empty number or
-				// boolean is none.
-				c.uncalculated = !kids.value && !kids.inline ||
-					kids.value && kids.emptyValue && c.typ != "str" && c.typ != "inlineStr"
-			}
-			s.cells = append(s.cells, c)
-			if c.typ == "s" && v != "" {
-				i, err := strconv.Atoi(strings.TrimSpace(v))
-				if err != nil || i < 0 || i >= s.sst {
-					return fmt.Errorf("row %d: cell %s%d refers to shared string %q, but the table has %d", s.row, xlsxColName(c.col), s.row, v, s.sst)
-				}
-			}
-		case xml.EndElement:
-			if t.Name == rowName {
+		switch s.x.kind {
+		case xlsxTokEOF:
+			return s.tokenErr(io.ErrUnexpectedEOF)
+		case xlsxTokEnd:
+			switch string(s.x.name) {
+			case "row":
 				return nil
-			}
-			if t.Name.Local == "sheetData" {
+			case "sheetData":
 				return fmt.Errorf("row %d is not closed", s.row)
 			}
-		case xml.Directive:
-			return errors.New("the sheet declares a DOCTYPE")
+		case xlsxTokStart:
+			switch string(s.x.name) {
+			case "row":
+				return fmt.Errorf("row %d holds another row", s.row)
+			case "c":
+				c, err := s.cellAttrs(col)
+				if err != nil {
+					return err
+				}
+				if c.col <= col {
+					return fmt.Errorf("row %d: cell %s comes after column %s: the cells are out of order", s.row, xlsxColName(c.col), xlsxColName(col))
+				}
+				if c.col > limit {
+					return &errXLSXTooWide{row: s.row, col: c.col}
+				}
+				col = c.col
+				if err := s.readCell(&c); err != nil {
+					return err
+				}
+			}
 		}
 	}
 }
 
-// xlsxCellKids is what skipCell saw inside a cell element: a formula
+// cellAttrs reads the attributes of the <c> start tag just read.
+func (s *xlsxSheetScanner) cellAttrs(col int) (xlsxCellMeta, error) {
+	c := xlsxCellMeta{col: col + 1}
+	for _, a := range s.x.attrs {
+		var err error
+		if a.value, err = xlsxUnescapeAttr(a.value); err != nil {
+			return c, s.tokenErr(err)
+		}
+		switch string(a.name) {
+		case "r":
+			cc, ok := xlsxRefCol(a.value)
+			if !ok {
+				return c, fmt.Errorf("row %d has a cell named %q", s.row, a.value)
+			}
+			c.col = cc
+		case "t":
+			c.typ = xlsxCellType(a.value)
+		case "s":
+			if v, err := strconv.Atoi(string(a.value)); err == nil && v >= 0 {
+				c.style = v
+			}
+		}
+	}
+	return c, nil
+}
+
+// xlsxCellType returns a cell's type attribute without allocating for the
+// types the format defines.
+func xlsxCellType(t []byte) string {
+	switch string(t) {
+	case "s":
+		return "s"
+	case "n":
+		return "n"
+	case "str":
+		return "str"
+	case "inlineStr":
+		return "inlineStr"
+	case "b":
+		return "b"
+	case "e":
+		return "e"
+	case "d":
+		return "d"
+	}
+	return string(t)
+}
+
+// xlsxCellKids is what readCell saw inside a cell element: a formula
 // (<f>), a value (<v>) and whether it held only blanks, inline text (<is>).
 type xlsxCellKids struct {
 	formula, value, emptyValue, inline bool
 }
 
-// skipCell reads past the rest of a cell element, noting which child
-// elements it has, and, when value is set, returns the text of its <v>.
-func (s *xlsxSheetScanner) skipCell(name xml.Name, value bool) (string, xlsxCellKids, error) {
-	depth := 0
-	inV := false
+// readCell reads the rest of the cell whose start tag was just read, and
+// notes its value and its attributes.
+func (s *xlsxSheetScanner) readCell(c *xlsxCellMeta) error {
+	s.vbuf, s.isbuf = s.vbuf[:0], s.isbuf[:0]
+	var kids xlsxCellKids
+	if !s.x.selfClose {
+		var err error
+		if kids, err = s.cellKids(); err != nil {
+			return err
+		}
+	}
+	if kids.formula {
+		// A cached "" is only a text result's (Excel writes <v></v> for
+		// =IF(A1,"","x")); an empty number or boolean is none.
+		c.uncalculated = !kids.value && !kids.inline ||
+			kids.value && kids.emptyValue && c.typ != "str" && c.typ != "inlineStr"
+	}
+	s.cells = append(s.cells, *c)
+	sp := xlsxSpan{col: c.col}
+	val := s.vbuf
+	switch {
+	case c.typ == "s" && len(s.vbuf) > 0:
+		v := s.vbuf[:min(len(s.vbuf), 64)]
+		i, ok := xlsxIndex(bytes.TrimSpace(v))
+		if !ok || i >= s.sst.len() {
+			return fmt.Errorf("row %d: cell %s%d refers to shared string %q, but the table has %d", s.row, xlsxColName(c.col), s.row, v, s.sst.len())
+		}
+		str, err := s.sst.get(i)
+		if err != nil {
+			return fmt.Errorf("row %d: cell %s%d: %w", s.row, xlsxColName(c.col), s.row, err)
+		}
+		if str == "" && !kids.formula {
+			return nil
+		}
+		sp.shared, sp.isShared = str, true
+		s.spans = append(s.spans, sp)
+		return nil
+	case c.typ == "inlineStr" && kids.inline:
+		val = xlsxBstr(s.isbuf)
+	}
+	if len(val) == 0 && !kids.formula {
+		return nil
+	}
+	if !utf8.Valid(val) {
+		return fmt.Errorf("the sheet's XML is malformed after row %d: invalid UTF-8", s.row)
+	}
+	sp.start = len(s.arena)
+	s.arena = append(s.arena, val...)
+	sp.end = len(s.arena)
+	s.spans = append(s.spans, sp)
+	return nil
+}
+
+// cellKids reads a cell's children up to its end tag: the text of its
+// <v> into s.vbuf, that of its inline string (<is>: <t>, or the <t> of
+// each rich text run <r>, phonetic runs <rPh> left out) into s.isbuf.
+func (s *xlsxSheetScanner) cellKids() (xlsxCellKids, error) {
 	var (
-		v    []byte
 		kids xlsxCellKids
+		// path is the names of the open elements inside the cell, as
+		// one letter each: v, f, i(s), r, t, or o for any other.
+		path  [8]byte
+		depth int
 	)
 	for {
-		tok, err := s.d.RawToken()
-		if err != nil {
-			return "", kids, s.tokenErr(err)
+		var err error
+		collect := depth > 0 && (path[0] == 'v' ||
+			path[0] == 'i' && (depth == 2 && path[1] == 't' || depth == 3 && path[1] == 'r' && path[2] == 't'))
+		switch {
+		case collect && path[0] == 'v':
+			err = s.x.nextText(&s.vbuf)
+		case collect:
+			err = s.x.nextText(&s.isbuf)
+		default:
+			err = s.x.next()
 		}
-		switch t := tok.(type) {
-		case xml.StartElement:
-			depth++
-			inV = depth == 1 && t.Name.Local == "v"
-			if depth == 1 {
-				switch t.Name.Local {
-				case "f":
+		if err != nil {
+			return kids, s.tokenErr(err)
+		}
+		switch s.x.kind {
+		case xlsxTokEOF:
+			return kids, s.tokenErr(io.ErrUnexpectedEOF)
+		case xlsxTokStart:
+			code := byte('o')
+			switch string(s.x.name) {
+			case "v":
+				code = 'v'
+			case "f":
+				code = 'f'
+			case "is":
+				code = 'i'
+			case "r":
+				code = 'r'
+			case "t":
+				code = 't'
+			}
+			if depth == 0 {
+				switch code {
+				case 'f':
 					kids.formula = true
-				case "v":
+				case 'v':
 					kids.value, kids.emptyValue = true, true
-				case "is":
+				case 'i':
 					kids.inline = true
 				}
 			}
-		case xml.CharData:
-			if inV && len(bytes.TrimSpace(t)) > 0 {
-				kids.emptyValue = false
+			if s.x.selfClose {
+				continue
 			}
-			if value && inV && len(v) < 64 {
-				v = append(v, t...)
+			if depth < len(path) {
+				path[depth] = code
 			}
-		case xml.EndElement:
-			inV = false
+			depth++
+		case xlsxTokEnd:
 			if depth == 0 {
-				if t.Name != name {
-					return "", kids, fmt.Errorf("row %d: a cell's XML is malformed", s.row)
+				if string(s.x.name) != "c" {
+					return kids, fmt.Errorf("row %d: a cell's XML is malformed", s.row)
 				}
-				return string(v), kids, nil
+				if kids.value && len(bytes.TrimSpace(s.vbuf)) > 0 {
+					kids.emptyValue = false
+				}
+				return kids, nil
 			}
 			depth--
-		case xml.Directive:
-			return "", kids, errors.New("the sheet declares a DOCTYPE")
 		}
 	}
 }
 
 func (s *xlsxSheetScanner) tokenErr(err error) error {
-	if errors.Is(err, io.EOF) {
+	var se *xlsxSyntaxError
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return fmt.Errorf("the sheet's XML ends early, after row %d (truncated?)", s.row)
+	case errors.As(err, &se):
+		return fmt.Errorf("the sheet's XML is malformed after row %d: %v", s.row, se.msg)
+	case errors.Is(err, errXLSXDoctype):
+		return err
 	}
-	var se *xml.SyntaxError
-	if errors.As(err, &se) {
-		return fmt.Errorf("the sheet's XML is malformed after row %d: %v", s.row, se.Msg)
-	}
-	return fmt.Errorf("reading the sheet after row %d: %v", s.row, err)
+	return fmt.Errorf("reading the sheet after row %d: %w", s.row, err)
 }
 
-func xlsxAttr(attrs []xml.Attr, local string) (string, bool) {
-	for _, a := range attrs {
-		if a.Name.Local == local {
-			return a.Value, true
-		}
+// xlsxIndex parses a shared string's index: decimal digits, at most 9.
+func xlsxIndex(b []byte) (int, bool) {
+	if len(b) == 0 || len(b) > 9 {
+		return 0, false
 	}
-	return "", false
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
+
+// xlsxRefCol returns the column of a cell reference such as "AB12" (or
+// "$AB$12"), checked as xlsxParseRef checks it.
+func xlsxRefCol(ref []byte) (int, bool) {
+	i, col := 0, 0
+	if i < len(ref) && ref[i] == '$' {
+		i++
+	}
+	start := i
+	for i < len(ref) && i-start < 4 {
+		c := ref[i] | 0x20
+		if c < 'a' || c > 'z' {
+			break
+		}
+		col = col*26 + int(c-'a'+1)
+		i++
+	}
+	if i == start || col > xlsxMaxCols {
+		return 0, false
+	}
+	if i < len(ref) && ref[i] == '$' {
+		i++
+	}
+	if i == len(ref) {
+		return col, true // a whole-column reference
+	}
+	var n int64
+	for _, c := range ref[i:] {
+		if c < '0' || c > '9' || n > xlsxMaxRows {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if n < 1 || n > xlsxMaxRows {
+		return 0, false
+	}
+	return col, true
 }
 
 // xlsxParseRef parses a cell reference such as "AB12" (or "$AB$12") into a
