@@ -163,6 +163,7 @@ func dialect() *storesql.Dialect {
 		// write lock while it reads the whole file (other processes gave up
 		// after the busy timeout).
 		IngestTxRows: 5000,
+		MarkInTwo:    true,
 		Now:          now,
 		Ms:           "1",
 		TimeType:     "INTEGER",

@@ -114,7 +114,7 @@ func (s *Store) claim(ctx context.Context, q Querier, p driver.ChunkClaimParams,
 	if _, err := q.Exec(ctx, s.q.killExhausted, l.BatchID, first, last, l.TenantID, maxAttempts, string(rows.CodeExhausted), msg, unknownMsg); err != nil {
 		return false, fmt.Errorf("rows out of attempts: %w", err)
 	}
-	if err := s.leasedRows(ctx, q, l, s.q.markProcessing, l.BatchID, first, last, l.TenantID); err != nil {
+	if err := s.markProcessing(ctx, q, l, first, last); err != nil {
 		return false, fmt.Errorf("mark rows processing: %w", err)
 	}
 	if len(l.Rows) > 0 {
@@ -146,6 +146,31 @@ func (s *Store) queueTurns(ctx context.Context, q Querier, batchID int64, tenant
 	}
 	if _, err := q.Exec(ctx, s.q.turnChunks, batchID, base); err != nil {
 		return fmt.Errorf("queue chunks: %w", err)
+	}
+	return nil
+}
+
+// markProcessing marks a claim's due rows processing, counting their
+// attempt, and reads them into l.
+func (s *Store) markProcessing(ctx context.Context, q Querier, l *driver.Lease, first, last int64) error {
+	if !s.d.MarkInTwo {
+		return s.leasedRows(ctx, q, l, s.q.markProcessing, l.BatchID, first, last, l.TenantID)
+	}
+	var now int64
+	if err := q.QueryRow(ctx, s.q.clockNow).Scan(&now); err != nil {
+		return err
+	}
+	if err := s.leasedRows(ctx, q, l, s.q.markSelect, l.BatchID, first, last, l.TenantID, now); err != nil {
+		return err
+	}
+	n, err := q.Exec(ctx, s.q.markUpdate, l.BatchID, first, last, l.TenantID, now)
+	if err != nil {
+		return err
+	}
+	if n != int64(len(l.Rows)) {
+		// Cannot happen while the claim's transaction excludes other
+		// writers; a lease over rows it did not read must not be taken.
+		return fmt.Errorf("marked %d rows processing, read %d", n, len(l.Rows))
 	}
 	return nil
 }

@@ -34,6 +34,14 @@ type Dialect struct {
 	// IngestTxRows, when above 0, writes an ingest's rows in transactions
 	// of that many rows (see Store.BatchIngest); 0 writes them in one.
 	IngestTxRows int
+	// MarkInTwo marks a claim's rows processing with a SELECT and an
+	// UPDATE under one reading of the clock instead of one UPDATE ...
+	// RETURNING: SQLite runs a RETURNING clause as a program per row that
+	// stores the row, payload included, before the first is returned
+	// (BenchmarkClaimMark in store/sqlite). Only for a dialect whose
+	// clock is integer milliseconds and whose claim transaction excludes
+	// every other writer, so that both statements see the same rows.
+	MarkInTwo bool
 	// PagePrelude, when set, runs in a keyset page's transaction before
 	// the page is read (RowsList): on PostgreSQL "SET LOCAL enable_sort =
 	// off". Right after a bulk load the planner's statistics say a batch

@@ -13,6 +13,7 @@ type statements struct {
 	nextSeq, finish, sumChunks                                                    string
 	batchGet, batchList, batchFind                                                string
 	findChunk, leaseChunk, markProcessing, dueRows, recount, recountFree          string
+	clockNow, markSelect, markUpdate                                              string
 	leaseRenew, leaseCheck, checkLease, rowsList, rowsCount, migrationsTable      string
 	nextDue, killExhausted, batchStatus, leaseHeld, cancelLeft, sweepDead         string
 	giveBack, recordEffects, releaseEffects, ingestRenew, ingestDone, deadIngests string
@@ -238,6 +239,13 @@ func (s *statements) leasesAndRows(d *Dialect) {
 		WHERE batch_id = $1 AND row_no BETWEEN $2 AND $3 AND tenant_id = $4
 		  AND state IN ` + ClaimableStates + ` AND next_attempt_at <= {now}
 		RETURNING row_no, payload, attempts`)
+	// markProcessing in two statements (Dialect.MarkInTwo), with the
+	// clock as $5, read once by clockNow.
+	marked := `batch_id = $1 AND row_no BETWEEN $2 AND $3 AND tenant_id = $4
+		  AND state IN ` + ClaimableStates + ` AND next_attempt_at <= $5`
+	s.clockNow = d.Expand(`SELECT {now}`)
+	s.markSelect = d.Expand(`SELECT row_no, payload, attempts + 1 FROM {t}batch_rows WHERE ` + marked + ` ORDER BY row_no`)
+	s.markUpdate = d.Expand(`UPDATE {t}batch_rows SET state = 'processing', attempts = attempts + 1, updated_at = $5 WHERE ` + marked)
 	s.recount = d.Expand(recountSQL(""))
 	s.recountFree = d.Expand(recountSQL(", lease_owner = NULL, lease_expires_at = NULL, lease_deferred = false"))
 	// A lease is fenced by its token and by the database's clock: one
