@@ -88,10 +88,13 @@ type ImportParams struct {
 	// until the store has checked, and the rows after the failures pass
 	// the batch's bound (its first flush pauses it). It is ignored for
 	// other kinds and while the kind or the tenant is paused. One
-	// connection does the whole import: a caller that wants many
-	// workers on the rows leaves it off. On SQLite the import holds the
-	// database's write lock until it commits (other processes wait), and
-	// writes no ingest_progress events.
+	// transaction works the whole file: a caller that wants many
+	// workers on the rows leaves it off. On PostgreSQL a second
+	// connection writes the rows beside it, and other processes see the
+	// batch ingesting, with its ingest_progress events, while the file
+	// is read. On SQLite the import holds the database's write lock
+	// until it commits (other processes wait), and writes no
+	// ingest_progress events.
 	WorkInline bool
 	// ProgressFunc, when set, is told how far the import has got while it
 	// reads the file: during the first pass (BatchID 0), at once when the
@@ -235,6 +238,7 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, 
 		WorkFunc:       inline.workFunc(),
 		AcceptFunc:     pipe.accept,
 		CreatedFunc:    track.createdBatch,
+		ShownFunc:      track.shown,
 		SummaryFunc: func() driver.IngestSummary {
 			sum := driver.IngestSummary{SourceDigest: src.digest, SkippedEmpty: r.SkippedEmpty(), ErrorCounts: chk.tally.Counts(), Width: src.width}
 			if pipe.trimmed > 0 {
@@ -502,6 +506,11 @@ func (e *Engine) earlier(ctx context.Context, p ImportParams, src *source, key s
 			return nil, nil
 		case err != nil:
 			return nil, fmt.Errorf("import %s: %w", p.SourceName, err)
+		}
+		if b, err = e.awaitIngest(ctx, p, key, b); b == nil || err != nil {
+			return nil, err
+		}
+		switch {
 		case b.SourceDigest != src.digest || b.Kind != p.Kind:
 			return nil, fmt.Errorf("import %s: %w: batch %d was imported with key %q from other content", p.SourceName, ErrKeyReused, b.ID, key)
 		case b.OptionsDigest != optionsDigest(p):
@@ -527,6 +536,38 @@ func (e *Engine) earlier(ctx context.Context, p ImportParams, src *source, key s
 	}
 	src.warn("this file was already imported as batch %d on %s; it was imported again as a new batch, as asked", b.ID, at)
 	return nil, nil
+}
+
+// awaitIngest waits, when b is still ingesting (another import of the
+// same file under the same key is reading it), for that ingest to end.
+// It returns b once accepted, or nil when the ingest failed and removed
+// it, or its importer died (its lease ran out: b is removed here), so
+// that this import makes the batch: answering a batch that is about to
+// vanish would leave a retry after a crash with nothing.
+func (e *Engine) awaitIngest(ctx context.Context, p ImportParams, key string, b *batchtype.Batch) (*batchtype.Batch, error) {
+	for delay := 50 * time.Millisecond; b.Status == batchtype.StatusIngesting; delay = min(2*delay, time.Second) {
+		removed, err := e.store.IngestAbandoned(ctx, driver.BatchGetParams{TenantID: p.TenantID, ID: b.ID})
+		if err != nil {
+			return nil, fmt.Errorf("import %s: %w", p.SourceName, err)
+		}
+		if removed {
+			e.logger.WarnContext(ctx, "an import of the same file died while it read it; its batch was removed", "batch_id", b.ID, "source", p.SourceName)
+			return nil, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("import %s: waiting for batch %d, which another import of it is reading: %w", p.SourceName, b.ID, context.Cause(ctx))
+		case <-time.After(delay):
+		}
+		b, err = e.store.BatchFind(ctx, driver.BatchFindParams{TenantID: p.TenantID, IdempotencyKey: key})
+		if errors.Is(err, ErrNotFound) {
+			return nil, nil // that import failed
+		}
+		if err != nil {
+			return nil, fmt.Errorf("import %s: %w", p.SourceName, err)
+		}
+	}
+	return b, nil
 }
 
 // sameImportKey is the idempotency key of an import without one: the

@@ -59,7 +59,8 @@ type ingestTracker struct {
 	created chan struct{}
 	// quiet stops the events: an import that works its rows inline
 	// writes in one transaction, which no other process sees (and on
-	// SQLite, whose one connection it holds, an event would wait for it).
+	// SQLite, whose one connection it holds, an event would wait for
+	// it), unless the store shows the batch first (shown).
 	quiet atomic.Bool
 	// stop cancels the ingest with a cause, which cause returns;
 	// callerErr is the caller's context's Err.
@@ -122,6 +123,10 @@ func (t *ingestTracker) createdBatch(id int64) {
 	default:
 	}
 }
+
+// shown is told that the batch row is committed while its rows are
+// written: its events can be written, and read by others.
+func (t *ingestTracker) shown() { t.quiet.Store(false) }
 
 func (t *ingestTracker) snapshot() batchtype.IngestProgress {
 	return batchtype.IngestProgress{RowsRead: t.rows.Load(), Invalid: t.invalid.Load(), BytesRead: t.bytes.Load(), Size: t.size.Load()}

@@ -3,7 +3,6 @@ package batch_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -83,131 +82,130 @@ func (l *progressLog) all() []batch.IngestProgress {
 }
 
 // TestImportProgress: an import tells its caller its batch's id while the
-// file is still read, then the rows read and the invalid ones. On SQLite,
-// which commits the batch row first and writes the file in parts, it also
-// writes ingest_progress events to the batch's log at a bounded rate, all
-// before the batch's started event; on PostgreSQL the whole ingest is one
-// transaction, and the batch exists for others only once it commits.
+// file is still read, then the rows read and the invalid ones. The store
+// commits the batch row first, and the import writes ingest_progress
+// events to the batch's log at a bounded rate, all before the batch's
+// started event. So does an import that works its rows inline on
+// PostgreSQL, which writes them beside the transaction that works them
+// (on SQLite that one is one transaction, and the batch exists for
+// others only once it commits).
 func TestImportProgress(t *testing.T) {
 	t.Parallel()
-	forEachEngine(t, func(t *testing.T, bd *bundle) {
-		ctx := context.Background()
-		e := customersEngine(t, bd)
-		inParts := bd.dialect == customers.SQLite
-		const n = 8000
-		var b strings.Builder
-		b.WriteString("email,name,country,signup_date,amount\n")
-		for i := 1; i <= n; i++ {
-			email := fmt.Sprintf("c%d@example.com", i)
-			if i%10 == 0 {
-				email = "not-an-email"
-			}
-			fmt.Fprintf(&b, "%s,Customer %d,FR,2021-03-04,%d.50\n", email, i, i%500)
-		}
-		src := newGatedSource(t, []byte(b.String()))
-		var log progressLog
-		type imported struct {
-			b   *batchtype.Batch
-			err error
-		}
-		done := make(chan imported, 1)
-		go func() {
-			b, err := e.Import(ctx, batch.ImportParams{Kind: customers.Name, SourceName: "big.csv", Source: src,
-				ProgressFunc: log.add, ProgressInterval: time.Millisecond, EventInterval: time.Millisecond})
-			done <- imported{b, err}
-		}()
-		<-src.reached
+	for _, inline := range []bool{false, true} {
+		t.Run(fmt.Sprintf("inline=%v", inline), func(t *testing.T) {
+			t.Parallel()
+			forEachEngine(t, func(t *testing.T, bd *bundle) { testImportProgress(t, bd, inline) })
+		})
+	}
+}
 
-		// Held at the gate: the batch exists, is ingesting, and its log
-		// has an event with the rows read up to the gate.
-		var id int64
-		var atGate *batchtype.Event
-		testenv.Until(t, func() bool {
-			for _, c := range log.all() {
-				if c.BatchID != 0 {
-					id = c.BatchID
-				}
-				if c.BatchID != 0 && c.Progress.Invalid > 0 && (c.Event != nil || !inParts) {
-					atGate = c.Event
-					if atGate == nil {
-						atGate = &batchtype.Event{}
-					}
-				}
-			}
-			return atGate != nil
-		}, func() string { return fmt.Sprintf("no ingest progress with invalid rows: %+v", log.all()) })
-		if !inParts {
-			// One transaction: nobody else sees the batch yet.
-			if _, err := e.Batch(ctx, batch.BatchParams{ID: id}); !errors.Is(err, batch.ErrNotFound) {
-				t.Fatalf("batch %d while its one transaction runs: %v, want not found", id, err)
-			}
-			src.release()
-			r := <-done
-			if r.err != nil || r.b.ID != id || r.b.Status != batchtype.StatusRunning || r.b.Counts.Total() != n {
-				t.Fatalf("import: %+v, %v", r.b, r.err)
-			}
-			evs, err := e.Events(ctx, batch.EventsParams{BatchID: id})
-			if err != nil || len(evs) != 1 || evs[0].Type != batchtype.EventStarted {
-				t.Fatalf("events after a one-transaction ingest: %+v, %v", evs, err)
-			}
-			return
+func testImportProgress(t *testing.T, bd *bundle, inline bool) {
+	ctx := context.Background()
+	e := customersEngine(t, bd)
+	if inline && bd.dialect == customers.SQLite {
+		t.Skip("on SQLite an inline import is one transaction, on the one connection: nothing to watch")
+	}
+	const n = 8000
+	var b strings.Builder
+	b.WriteString("email,name,country,signup_date,amount\n")
+	for i := 1; i <= n; i++ {
+		email := fmt.Sprintf("c%d@example.com", i)
+		if i%10 == 0 {
+			email = "not-an-email"
 		}
-		bt, err := e.Batch(ctx, batch.BatchParams{ID: id})
-		if err != nil || bt.Status != batchtype.StatusIngesting {
-			t.Fatalf("batch %d while ingesting: %+v, %v", id, bt, err)
-		}
-		evs, err := e.Events(ctx, batch.EventsParams{BatchID: id})
-		if err != nil || len(evs) == 0 {
-			t.Fatalf("events while ingesting: %v, %v", evs, err)
-		}
-		if ev := evs[len(evs)-1]; ev.Type != batchtype.EventIngestProgress || ev.Status != batchtype.StatusIngesting || ev.Ingest == nil ||
-			ev.Ingest.RowsRead <= 0 || ev.Ingest.Invalid != ev.Ingest.RowsRead/10 || ev.Ingest.Size != int64(b.Len()) {
-			t.Errorf("the log's last event while ingesting: %+v %+v", ev, ev.Ingest)
-		}
-		select {
-		case r := <-done:
-			t.Fatalf("the import returned at the gate: %+v, %v", r.b, r.err)
-		default:
-		}
+		fmt.Fprintf(&b, "%s,Customer %d,FR,2021-03-04,%d.50\n", email, i, i%500)
+	}
+	src := newGatedSource(t, []byte(b.String()))
+	var log progressLog
+	type imported struct {
+		b   *batchtype.Batch
+		err error
+	}
+	done := make(chan imported, 1)
+	go func() {
+		b, err := e.Import(ctx, batch.ImportParams{Kind: customers.Name, SourceName: "big.csv", Source: src, WorkInline: inline,
+			ProgressFunc: log.add, ProgressInterval: time.Millisecond, EventInterval: time.Millisecond})
+		done <- imported{b, err}
+	}()
+	<-src.reached
 
-		src.release()
-		r := <-done
-		if r.err != nil || r.b.ID != id || r.b.Status != batchtype.StatusRunning || r.b.Counts.Total() != n {
-			t.Fatalf("import: %+v, %v", r.b, r.err)
-		}
-		evs, err = e.Events(ctx, batch.EventsParams{BatchID: id})
-		if err != nil {
-			t.Fatal(err)
-		}
-		last := evs[len(evs)-1]
-		if last.Type != batchtype.EventStarted || last.RowsPerSecond != 0 {
-			t.Fatalf("the last event is not the start: %+v", last)
-		}
-		ingest := evs[:len(evs)-1]
-		for i, ev := range ingest {
-			if ev.Type != batchtype.EventIngestProgress || ev.Seq != int64(i+1) {
-				t.Fatalf("event %d before the start: %+v", i+1, ev)
+	// Held at the gate: the batch exists, is ingesting, and its log
+	// has an event with the rows read up to the gate.
+	var id int64
+	var atGate *batchtype.Event
+	testenv.Until(t, func() bool {
+		for _, c := range log.all() {
+			if c.BatchID != 0 {
+				id = c.BatchID
 			}
-			if i > 0 && ev.Ingest.RowsRead <= ingest[i-1].Ingest.RowsRead {
-				t.Errorf("event %d: %d rows read after %d", ev.Seq, ev.Ingest.RowsRead, ingest[i-1].Ingest.RowsRead)
+			if c.BatchID != 0 && c.Progress.Invalid > 0 && c.Event != nil {
+				atGate = c.Event
 			}
 		}
-		// An event only when the counts moved, and at most one per
-		// interval: far fewer than rows, even with a 1ms interval
-		// (the engine's floor is 50ms).
-		if len(ingest) == 0 || len(ingest) > n/20 {
-			t.Errorf("%d ingest events for %d rows", len(ingest), n)
-		}
+		return atGate != nil
+	}, func() string { return fmt.Sprintf("no ingest progress with invalid rows: %+v", log.all()) })
+	bt, err := e.Batch(ctx, batch.BatchParams{ID: id})
+	if err != nil || bt.Status != batchtype.StatusIngesting {
+		t.Fatalf("batch %d while ingesting: %+v, %v", id, bt, err)
+	}
+	evs, err := e.Events(ctx, batch.EventsParams{BatchID: id})
+	if err != nil || len(evs) == 0 {
+		t.Fatalf("events while ingesting: %v, %v", evs, err)
+	}
+	if ev := evs[len(evs)-1]; ev.Type != batchtype.EventIngestProgress || ev.Status != batchtype.StatusIngesting || ev.Ingest == nil ||
+		ev.Ingest.RowsRead <= 0 || ev.Ingest.Invalid != ev.Ingest.RowsRead/10 || ev.Ingest.Size != int64(b.Len()) {
+		t.Errorf("the log's last event while ingesting: %+v %+v", ev, ev.Ingest)
+	}
+	select {
+	case r := <-done:
+		t.Fatalf("the import returned at the gate: %+v, %v", r.b, r.err)
+	default:
+	}
 
-		// The caller heard of the first pass (no batch yet) if it took a
-		// while, then of the batch, and never went back.
-		calls := log.all()
-		seen := false
-		for _, c := range calls {
-			if seen && c.BatchID == 0 {
-				t.Fatalf("a first-pass call after the batch existed: %+v", calls)
-			}
-			seen = seen || c.BatchID != 0
+	src.release()
+	r := <-done
+	want := batchtype.StatusRunning
+	if inline {
+		want = batchtype.StatusFinished // every valid row worked inline
+	}
+	if r.err != nil || r.b.ID != id || r.b.Status != want || r.b.Counts.Total() != n {
+		t.Fatalf("import: %+v, %v", r.b, r.err)
+	}
+	evs, err = e.Events(ctx, batch.EventsParams{BatchID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for len(evs) > 0 && evs[len(evs)-1].Type != batchtype.EventStarted {
+		evs = evs[:len(evs)-1] // a batch worked inline finishes as it starts
+	}
+	last := evs[len(evs)-1]
+	if last.Type != batchtype.EventStarted || last.RowsPerSecond != 0 {
+		t.Fatalf("the last event is not the start: %+v", last)
+	}
+	ingest := evs[:len(evs)-1]
+	for i, ev := range ingest {
+		if ev.Type != batchtype.EventIngestProgress || ev.Seq != int64(i+1) {
+			t.Fatalf("event %d before the start: %+v", i+1, ev)
 		}
-	})
+		if i > 0 && ev.Ingest.RowsRead <= ingest[i-1].Ingest.RowsRead {
+			t.Errorf("event %d: %d rows read after %d", ev.Seq, ev.Ingest.RowsRead, ingest[i-1].Ingest.RowsRead)
+		}
+	}
+	// An event only when the counts moved, and at most one per
+	// interval: far fewer than rows, even with a 1ms interval
+	// (the engine's floor is 50ms).
+	if len(ingest) == 0 || len(ingest) > n/20 {
+		t.Errorf("%d ingest events for %d rows", len(ingest), n)
+	}
+
+	// The caller heard of the first pass (no batch yet) if it took a
+	// while, then of the batch, and never went back.
+	calls := log.all()
+	seen := false
+	for _, c := range calls {
+		if seen && c.BatchID == 0 {
+			t.Fatalf("a first-pass call after the batch existed: %+v", calls)
+		}
+		seen = seen || c.BatchID != 0
+	}
 }

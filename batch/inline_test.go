@@ -354,3 +354,38 @@ func TestFinishedAtIngest(t *testing.T) {
 		}
 	})
 }
+
+// TestImportAfterImporterDied: an import whose key finds a batch still
+// ingesting, whose importer died (its lease runs out), waits for the
+// lease, removes that batch and imports the file itself, instead of
+// answering a batch about to vanish (a retry after a crash got nothing).
+func TestImportAfterImporterDied(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, bd *bundle) {
+		ctx := context.Background()
+		e := keyEngine(t, bd, &keyTx{}, "")
+		lease := `now() + interval '300 milliseconds'`
+		if bd.dialect == customers.SQLite {
+			lease = `CAST(unixepoch('subsec') * 1000 AS INTEGER) + 300`
+		}
+		if _, err := bd.db.ExecContext(ctx, `INSERT INTO batches (tenant_id, kind, status, idempotency_key, source_digest, created_at, ingest_expires_at)
+			VALUES ('default', 'keys', 'ingesting', 'k1', 'x', `+strings.Replace(lease, "+ 300", "", 1)+`, `+lease+`)`); err != nil {
+			t.Fatal(err)
+		}
+		var dead int64
+		if err := bd.db.QueryRowContext(ctx, `SELECT id FROM batches`).Scan(&dead); err != nil {
+			t.Fatal(err)
+		}
+		b, err := e.Import(ctx, batch.ImportParams{Kind: "keys", SourceName: "k.csv", Source: bytes.NewReader(keysFile(20)), IdempotencyKey: "k1", WorkInline: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// (SQLite may give the new batch the dead one's id again.)
+		if b.SourceDigest == "x" || b.Reused || b.Counts[rows.StateSucceeded] != 20 {
+			t.Fatalf("import after its importer died: batch %d (the dead one %d), reused %t, counts %v", b.ID, dead, b.Reused, b.Counts)
+		}
+		if list, err := e.Batches(ctx, batch.BatchesParams{}); err != nil || len(list) != 1 {
+			t.Fatalf("batches after: %v, %v; want the new one only", list, err)
+		}
+	})
+}

@@ -439,10 +439,6 @@ func (c *cli) printDryRun(res *batch.DryRunResult) error {
 // it was said as soon as the batch existed), or the batch that has it.
 func (c *cli) announce(b *batchtype.Batch, path string, announced bool) {
 	switch {
-	case b.Reused && b.Status == batchtype.StatusIngesting:
-		// Another import of the same file with the same options is
-		// reading it right now: its batch is this one.
-		fmt.Fprintf(c.stderr, "%s is being imported as batch %d by another import with the same options: nothing was imported again; follow it: batchctl watch %d%s\n", path, b.ID, b.ID, c.hint())
 	case b.Reused:
 		fmt.Fprintf(c.stderr, "%s was already imported as batch %d with the same options: nothing was imported again (--new-batch imports it as a new batch)\n", path, b.ID)
 	case !announced:

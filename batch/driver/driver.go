@@ -124,15 +124,20 @@ type BatchIngestParams struct {
 	AcceptFunc func(duplicates int64) error
 	// CreatedFunc, when set, is called with the batch's id once its row
 	// exists, before a row is written. A store that writes a file in parts
-	// (SQLite) commits the row first, status ingesting: from then on other
-	// processes see the batch and its ingest_progress events
-	// (IngestProgress) while the file is still read, and a failed ingest
-	// removes it. A store that writes the whole ingest in one transaction
-	// (PostgreSQL) calls it inside that transaction: the batch, under its
-	// idempotency key, exists for others only once the ingest commits, so
-	// a crash leaves nothing and a second import of the file waits for
-	// the first's outcome; IngestProgress finds no batch then.
+	// (SQLite), or beside the transaction that works and accepts it
+	// (PostgreSQL), commits the row first, status ingesting, and then
+	// calls ShownFunc: from then on other processes see the batch and its
+	// ingest_progress events (IngestProgress) while the file is still
+	// read, a second import of the file answers that batch, and a failed
+	// ingest removes it (one whose process died is removed once its lease
+	// ran out). A store that writes the whole ingest in one transaction
+	// (SQLite, with a WorkFunc) calls it inside that transaction: the
+	// batch, under its idempotency key, exists for others only once the
+	// ingest commits; IngestProgress finds no batch then.
 	CreatedFunc func(id int64)
+	// ShownFunc, when set, is called once the batch row is committed,
+	// before a row is written (see CreatedFunc).
+	ShownFunc func()
 	// WorkFunc, when set, works rows while they are ingested, so that
 	// each is written once, with its outcome: the store calls it with
 	// the rows in order, in groups of whole chunks (ChunkNo), inside the
@@ -146,8 +151,10 @@ type BatchIngestParams struct {
 	// the store hands it again the rows still valid whose digest is
 	// among the screen's candidates (DuplicateKey.Screen), with
 	// KeyDigest nil: they repeat no earlier row, and may be worked. A store that writes an ingest in parts (SQLite)
-	// writes one with a WorkFunc in one transaction: a failed or
-	// crashed ingest then leaves none of its effects behind.
+	// writes one with a WorkFunc in one transaction; one that writes the
+	// rows beside (PostgreSQL) commits them before the transaction that
+	// worked them, which accepts the batch: either way a failed or
+	// crashed ingest leaves none of its effects behind.
 	WorkFunc func(ctx context.Context, tx Tx, batchID int64, rows []IngestRow) error
 }
 
@@ -561,6 +568,10 @@ type Store interface {
 	// and nothing is written: an event never follows the batch's started
 	// event.
 	IngestProgress(ctx context.Context, params IngestProgressParams) (*batchtype.Event, error)
+	// IngestAbandoned removes the tenant's batch, with its rows, when its
+	// ingest never ended and its lease ran out (its importer died), and
+	// reports whether it did. An ingest that ends meanwhile is kept.
+	IngestAbandoned(ctx context.Context, params BatchGetParams) (bool, error)
 	// BatchGet returns a batch with its totals, or ErrNotFound.
 	BatchGet(ctx context.Context, params BatchGetParams) (*batchtype.Batch, error)
 	// BatchFind returns the tenant's batch with the idempotency key or,

@@ -86,7 +86,11 @@ func New(pool *pgxpool.Pool, cfg *Config) *Store {
 	if cfg != nil {
 		s.tenantRole = cfg.TenantRole
 	}
-	s.Store = storesql.New(s.driver(), dialect(schema))
+	d := dialect(schema)
+	// Two sessions and the lease's renewal; fewer connections would leave
+	// the second session waiting on the first.
+	d.WriteBeside = pool.Config().MaxConns >= 3
+	s.Store = storesql.New(s.driver(), d)
 	return s
 }
 

@@ -34,6 +34,13 @@ type Dialect struct {
 	// IngestTxRows, when above 0, writes an ingest's rows in transactions
 	// of that many rows (see Store.BatchIngest); 0 writes them in one.
 	IngestTxRows int
+	// WriteBeside commits an ingest's batch row first and writes its
+	// rows in one transaction, which accepts the batch; the rows of an
+	// ingest that works them (BatchIngestParams.WorkFunc) are written
+	// in a second session, beside the one that works them (see
+	// Store.ingestBeside): an engine whose writers run at once, and a
+	// pool with connections for both and the lease's renewal.
+	WriteBeside bool
 	// MarkInTwo marks a claim's rows processing with a SELECT and an
 	// UPDATE under one reading of the clock instead of one UPDATE ...
 	// RETURNING: SQLite runs a RETURNING clause as a program per row that

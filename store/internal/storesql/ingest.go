@@ -16,12 +16,13 @@ import (
 // its chunks and a first event. The batch row is committed first, status
 // 'ingesting' (no claim sees it), so that other processes can watch the
 // ingest's progress; the rows follow, on PostgreSQL in one transaction
-// (COPY) that also makes the batch running. A store whose writers exclude
-// each other (SQLite) writes the rows in transactions of IngestTxRows rows
-// instead, so that other processes can write between them, until the last
-// transaction makes it running. A failed ingest removes the batch, and one
-// whose process died is removed by the next Migrate once its lease ran
-// out.
+// (COPY) that also makes the batch running (see ingestBeside). A store
+// whose writers exclude each other (SQLite) writes the rows in
+// transactions of IngestTxRows rows instead, so that other processes can
+// write between them, until the last transaction makes it running; with a
+// WorkFunc it writes the whole ingest in one transaction. A failed ingest
+// removes the batch, and one whose process died is removed by the next
+// Migrate once its lease ran out.
 func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*batchtype.Batch, error) {
 	header, err := json.Marshal(nonNil(p.Header))
 	if err != nil {
@@ -119,6 +120,9 @@ func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*b
 // and accepts it: in one transaction, or in parts into a batch row
 // committed first (Dialect.IngestTxRows).
 func (s *Store) ingest(ctx context.Context, p driver.BatchIngestParams, insertBatch func(Querier, string) error, accept func(Querier, *[]committedEvent) error, id *int64) error {
+	if s.d.WriteBeside {
+		return s.ingestBeside(ctx, p, insertBatch, accept, id)
+	}
 	if s.d.IngestTxRows <= 0 || p.WorkFunc != nil {
 		// One transaction: the batch row and its key are not seen by
 		// others until the rows are in (a second import of the file
@@ -134,13 +138,7 @@ func (s *Store) ingest(ctx context.Context, p driver.BatchIngestParams, insertBa
 			return s.ingestDone(ctx, q, *id, accept, evs)
 		})
 	}
-	if err := s.drv.InTx(ctx, func(q Querier) error {
-		if err := insertBatch(q, "ingesting"); err != nil {
-			return err
-		}
-		_, err := q.Exec(ctx, s.q.ingestRenew, *id, ingestLease.Milliseconds())
-		return err
-	}); err != nil {
+	if err := s.showIngest(ctx, p, insertBatch, id); err != nil {
 		return err
 	}
 	if err := s.ingestInParts(ctx, p, accept, *id); err != nil {
@@ -248,30 +246,11 @@ func (s *Store) insertRows(ctx context.Context, q Querier, p driver.BatchIngestP
 	if p.WorkFunc == nil {
 		return s.drv.InsertRows(ctx, q, InsertRowsParams{BatchID: id, TenantID: p.TenantID, Rows: p.Rows})
 	}
-	buf := make([]driver.IngestRow, 0, workGroupRows+1000)
-	flush := func() error {
-		if len(buf) == 0 {
-			return nil
-		}
-		if err := p.WorkFunc(ctx, txOf(q, s.d), id, buf); err != nil {
-			return err
-		}
-		err := s.drv.InsertRows(ctx, q, InsertRowsParams{BatchID: id, TenantID: p.TenantID, Rows: sliceRows(buf)})
-		buf = buf[:0]
-		return err
-	}
-	for r, err := range p.Rows {
-		if err != nil {
-			return err
-		}
-		if n := len(buf); n >= workGroupRows && buf[n-1].ChunkNo != r.ChunkNo {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-		buf = append(buf, r)
-	}
-	return flush()
+	free := make(chan []driver.IngestRow, 1)
+	return s.workGroups(ctx, q, p, id, func(g []driver.IngestRow) error {
+		free <- g[:0]
+		return s.drv.InsertRows(ctx, q, InsertRowsParams{BatchID: id, TenantID: p.TenantID, Rows: sliceRows(g)})
+	}, free)
 }
 
 // workGroupRows is about how many rows an ingest with a WorkFunc reads
@@ -354,10 +333,33 @@ func (s *Store) ingestInParts(ctx context.Context, p driver.BatchIngestParams, a
 
 // removeIngest removes a batch whose ingest failed, with whatever of it was
 // written. It runs even when the ingest's context was cancelled (Ctrl-C).
+// It removes only a batch whose ingest never ended (claimIngest): when a
+// commit's answer was lost, the failure may be an ingest that went
+// through, and that batch is kept.
 func (s *Store) removeIngest(id int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_ = s.drv.InTx(ctx, func(q Querier) error { return s.dropBatch(ctx, q, id) })
+	_ = s.drv.InTx(ctx, func(q Querier) error {
+		n, err := q.Exec(ctx, s.q.claimIngest, id, true)
+		if err != nil || n == 0 {
+			return err
+		}
+		return s.dropBatch(ctx, q, id)
+	})
+}
+
+// IngestAbandoned implements driver.Store.
+func (s *Store) IngestAbandoned(ctx context.Context, p driver.BatchGetParams) (bool, error) {
+	var removed bool
+	err := s.drv.InTx(ctx, func(q Querier) error {
+		n, err := q.Exec(ctx, s.q.claimAbandoned, p.ID, p.TenantID)
+		if err != nil || n == 0 {
+			return err
+		}
+		removed = true
+		return s.dropBatch(ctx, q, p.ID)
+	})
+	return removed, err
 }
 
 // dropBatch deletes a batch and everything of it.
@@ -389,6 +391,15 @@ func (s *Store) cleanIngests(ctx context.Context, q Querier) error {
 		return err
 	}
 	for _, id := range ids {
+		// Claimed first: the batch row's lock waits for an ingest that is
+		// committing after all, and then finds it ended.
+		n, err := q.Exec(ctx, s.q.claimIngest, id, false)
+		if err != nil {
+			return fmt.Errorf("remove abandoned ingest %d: %w", id, err)
+		}
+		if n == 0 {
+			continue
+		}
 		if err := s.dropBatch(ctx, q, id); err != nil {
 			return fmt.Errorf("remove abandoned ingest %d: %w", id, err)
 		}

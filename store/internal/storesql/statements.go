@@ -8,19 +8,19 @@ import (
 
 // statements are the shared statements, expanded once for the dialect.
 type statements struct {
-	insertBatch, ingestSummary, insertChunks, markDuplicates, markCandidates      string
-	suspectRows                                                                   string
-	nextSeq, finish, sumChunks                                                    string
-	batchGet, batchList, batchFind                                                string
-	findChunk, leaseChunk, markProcessing, dueRows, recount, recountFree          string
-	clockNow, markSelect, markUpdate                                              string
-	leaseRenew, leaseCheck, checkLease, rowsList, rowsCount, migrationsTable      string
-	nextDue, killExhausted, batchStatus, leaseHeld, cancelLeft, sweepDead         string
-	giveBack, recordEffects, releaseEffects, ingestRenew, ingestDone, deadIngests string
-	turnCount, turnTenant, turnChunks, turnAdvance                                string
-	lockGroup, regroup, regroupAll                                                string
-	dropBatch                                                                     []string
-	migrationsApplied, migrationInsert, schemaVersion                             string
+	insertBatch, ingestSummary, insertChunks, markDuplicates, markCandidates                                   string
+	suspectRows                                                                                                string
+	nextSeq, finish, sumChunks                                                                                 string
+	batchGet, batchList, batchFind                                                                             string
+	findChunk, leaseChunk, markProcessing, dueRows, recount, recountFree                                       string
+	clockNow, markSelect, markUpdate                                                                           string
+	leaseRenew, leaseCheck, checkLease, rowsList, rowsCount, migrationsTable                                   string
+	nextDue, killExhausted, batchStatus, leaseHeld, cancelLeft, sweepDead                                      string
+	giveBack, recordEffects, releaseEffects, ingestRenew, ingestDone, deadIngests, claimIngest, claimAbandoned string
+	turnCount, turnTenant, turnChunks, turnAdvance                                                             string
+	lockGroup, regroup, regroupAll                                                                             string
+	dropBatch                                                                                                  []string
+	migrationsApplied, migrationInsert, schemaVersion                                                          string
 }
 
 // workable is the condition on a batch b whose rows workers may claim: it
@@ -48,9 +48,17 @@ func (s *statements) ingestAndCounts(d *Dialect) {
 	sums := SumColumns()
 	s.insertBatch = d.Expand(`INSERT INTO {t}batches (tenant_id, kind, source_name, header, options, idempotency_key, max_attempts, status, max_failed, source_digest, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, {now}) RETURNING id`)
-	s.ingestRenew = d.Expand(`UPDATE {t}batches SET ingest_expires_at = {now} + CAST($2 AS bigint) * {ms} WHERE id = $1`)
+	s.ingestRenew = d.Expand(`UPDATE {t}batches SET ingest_expires_at = {now} + CAST($2 AS bigint) * {ms} WHERE id = $1 AND status = 'ingesting'`)
 	s.ingestDone = d.Expand(`UPDATE {t}batches SET status = 'running', ingest_expires_at = NULL WHERE id = $1 AND status = 'ingesting'`)
-	s.deadIngests = d.Expand(`SELECT id FROM {t}batches WHERE status = 'ingesting' AND ingest_expires_at < {now}`)
+	// An ingest that never ended keeps its lease's end, cancelled or not
+	// (ingestDone clears it): such a batch, and only such, is removed.
+	s.deadIngests = d.Expand(`SELECT id FROM {t}batches WHERE ingest_expires_at < {now}`)
+	// claimIngest locks a batch whose ingest never ended, its lease run
+	// out unless $2: 0 rows when the ingest ended after all.
+	s.claimIngest = d.Expand(`UPDATE {t}batches SET ingest_expires_at = ingest_expires_at
+		WHERE id = $1 AND ingest_expires_at IS NOT NULL AND ($2 OR ingest_expires_at < {now})`)
+	s.claimAbandoned = d.Expand(`UPDATE {t}batches SET ingest_expires_at = ingest_expires_at
+		WHERE id = $1 AND tenant_id = $2 AND ingest_expires_at < {now}`)
 	s.dropBatch = []string{
 		d.Expand(`DELETE FROM {t}batch_rows WHERE batch_id = $1`),
 		d.Expand(`DELETE FROM {t}batch_chunks WHERE batch_id = $1`),
