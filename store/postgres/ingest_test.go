@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -164,6 +165,44 @@ func TestIngestBeside(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got := left(t, pool); got != "1 batches, 5000 rows, 5000 effects" {
+			t.Fatalf("%s", got)
+		}
+	})
+
+	t.Run("many at once on a small pool", func(t *testing.T) {
+		t.Parallel()
+		// Three connections: one ingest may write beside, the others
+		// write their rows themselves. Were each to take a second
+		// session, the three working sessions would hold the pool and
+		// wait, for good, on writers that cannot get a connection.
+		s, pool := besideStore(t, 3)
+		errs := make(chan error, 4)
+		for i := range 4 {
+			go func() {
+				_, err := s.BatchIngest(ctx, driver.BatchIngestParams{TenantID: "t", Kind: "k", Header: []string{"a"},
+					Rows: numbered(5_000, func(int) {}, nil), WorkFunc: func(ctx context.Context, tx driver.Tx, id int64, rs []driver.IngestRow) error {
+						for j := range rs {
+							if _, err := tx.Exec(ctx, `INSERT INTO applied (row_no) VALUES ($1)`, int64(i)*100_000+rs[j].RowNo); err != nil {
+								return err
+							}
+							rs[j].State = rows.StateSucceeded
+						}
+						return nil
+					}})
+				errs <- err
+			}()
+		}
+		for range 4 {
+			select {
+			case err := <-errs:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(time.Minute):
+				t.Fatal("ingests on a small pool did not end: the pool is deadlocked")
+			}
+		}
+		if got := left(t, pool); got != "4 batches, 20000 rows, 20000 effects" {
 			t.Fatalf("%s", got)
 		}
 	})

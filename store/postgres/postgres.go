@@ -87,9 +87,8 @@ func New(pool *pgxpool.Pool, cfg *Config) *Store {
 		s.tenantRole = cfg.TenantRole
 	}
 	d := dialect(schema)
-	// Two sessions and the lease's renewal; fewer connections would leave
-	// the second session waiting on the first.
-	d.WriteBeside = pool.Config().MaxConns >= 3
+	d.ShowIngest = true
+	d.BesideSessions = int(pool.Config().MaxConns-1) / 2
 	s.Store = storesql.New(s.driver(), d)
 	return s
 }

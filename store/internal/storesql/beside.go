@@ -10,7 +10,7 @@ import (
 )
 
 // ingestBeside is an ingest on an engine whose sessions write at once
-// (Dialect.WriteBeside). The batch row is committed first, so that other
+// (Dialect.ShowIngest). The batch row is committed first, so that other
 // processes see the batch ingesting and its progress; its rows are
 // written in one transaction, which then accepts the batch. Rows that are
 // worked as they are read (BatchIngestParams.WorkFunc) are written beside
@@ -23,13 +23,14 @@ import (
 //
 // Nothing half applied is ever kept. The batch row is committed first,
 // 'ingesting', with a lease the import renews: until the first session
-// commits, the batch's rows are provisional, and no claim, re-run or
-// export takes a batch that is ingesting. An ingest that fails removes
-// the batch and its rows, its effects rolled back with the first
-// session; one whose process died leaves an ingesting batch without
-// effects, which the next Migrate removes once its lease ran out. A
-// first session whose commit's answer was lost may have committed:
-// removeIngest then finds the ingest ended and keeps the batch.
+// commits, the batch's rows are provisional, and no claim takes a batch
+// that is ingesting. An ingest that fails removes the batch and its
+// rows, its effects rolled back with the first session; one whose
+// process died leaves an ingesting batch without effects, which the next
+// Migrate, or an import of the same file (IngestAbandoned), removes once
+// its lease ran out. A first session whose commit's answer was lost may
+// have committed: removeIngest then finds the ingest ended and keeps the
+// batch.
 func (s *Store) ingestBeside(ctx context.Context, p driver.BatchIngestParams, insertBatch func(Querier, string) error, accept func(Querier, *[]committedEvent) error, id *int64) error {
 	if err := s.showIngest(ctx, p, insertBatch, id); err != nil {
 		return err
@@ -38,11 +39,7 @@ func (s *Store) ingestBeside(ctx context.Context, p driver.BatchIngestParams, in
 	var wg sync.WaitGroup
 	wg.Go(func() { s.renewIngest(rctx, *id) })
 	err := s.changeTx(ctx, func(q Querier, evs *[]committedEvent) error {
-		write := s.workBeside
-		if p.WorkFunc == nil {
-			write = s.insertRows // nothing to work: the rows in this session
-		}
-		if err := write(ctx, q, p, *id); err != nil {
+		if err := s.writeRows(ctx, q, p, *id); err != nil {
 			return err
 		}
 		return s.ingestDone(ctx, q, *id, accept, evs)
@@ -54,6 +51,21 @@ func (s *Store) ingestBeside(ctx context.Context, p driver.BatchIngestParams, in
 		return err
 	}
 	return nil
+}
+
+// writeRows writes an ingest's rows in q's transaction, or, when they are
+// worked and a second session is free, beside it (workBeside).
+func (s *Store) writeRows(ctx context.Context, q Querier, p driver.BatchIngestParams, id int64) error {
+	if p.WorkFunc == nil {
+		return s.insertRows(ctx, q, p, id)
+	}
+	select {
+	case s.beside <- struct{}{}:
+		defer func() { <-s.beside }()
+		return s.workBeside(ctx, q, p, id)
+	default:
+		return s.insertRows(ctx, q, p, id) // as many as the pool allows are
+	}
 }
 
 // showIngest commits an ingest's batch row first, ingesting, with its

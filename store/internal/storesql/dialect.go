@@ -34,13 +34,17 @@ type Dialect struct {
 	// IngestTxRows, when above 0, writes an ingest's rows in transactions
 	// of that many rows (see Store.BatchIngest); 0 writes them in one.
 	IngestTxRows int
-	// WriteBeside commits an ingest's batch row first and writes its
-	// rows in one transaction, which accepts the batch; the rows of an
-	// ingest that works them (BatchIngestParams.WorkFunc) are written
-	// in a second session, beside the one that works them (see
-	// Store.ingestBeside): an engine whose writers run at once, and a
-	// pool with connections for both and the lease's renewal.
-	WriteBeside bool
+	// ShowIngest commits an ingest's batch row first and writes its rows
+	// in one transaction, which accepts the batch (see
+	// Store.ingestBeside): an engine whose writers run at once.
+	ShowIngest bool
+	// BesideSessions is how many ingests that work their rows
+	// (BatchIngestParams.WorkFunc) may at once write them in a second
+	// session, beside the one that works them; the others write them
+	// themselves. Each holds two connections, the first waiting on the
+	// second: a pool of n connections gives at most (n-1)/2, so that the
+	// first sessions can never hold every connection.
+	BesideSessions int
 	// MarkInTwo marks a claim's rows processing with a SELECT and an
 	// UPDATE under one reading of the clock instead of one UPDATE ...
 	// RETURNING: SQLite runs a RETURNING clause as a program per row that

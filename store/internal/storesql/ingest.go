@@ -120,7 +120,7 @@ func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*b
 // and accepts it: in one transaction, or in parts into a batch row
 // committed first (Dialect.IngestTxRows).
 func (s *Store) ingest(ctx context.Context, p driver.BatchIngestParams, insertBatch func(Querier, string) error, accept func(Querier, *[]committedEvent) error, id *int64) error {
-	if s.d.WriteBeside {
+	if s.d.ShowIngest {
 		return s.ingestBeside(ctx, p, insertBatch, accept, id)
 	}
 	if s.d.IngestTxRows <= 0 || p.WorkFunc != nil {

@@ -31,11 +31,14 @@ type Store struct {
 	k   kindStatements
 	rt  retentionStatements
 	hub eventHub
+	// beside holds a token per ingest writing its rows in a second
+	// session (Dialect.BesideSessions).
+	beside chan struct{}
 }
 
 // New returns the shared store for a driver and its dialect.
 func New(drv Driver, d *Dialect) *Store {
-	s := &Store{d: d, drv: drv}
+	s := &Store{d: d, drv: drv, beside: make(chan struct{}, max(d.BesideSessions, 0))}
 	s.q = newStatements(d)
 	s.c = newControl(d)
 	s.e = newEventStatements(d)
