@@ -129,6 +129,11 @@ type importFault struct {
 	// resetAfter, when above 0, resets the import's connections that
 	// long after it starts.
 	resetAfter time.Duration
+	// killAfter, when above 0, kills the import's process (SIGKILL)
+	// that long after its batch appears, ingesting: while it writes its
+	// rows, or between the commit of its rows and the commit of their
+	// effects. Nothing removes what it left but its lease running out.
+	killAfter time.Duration
 }
 
 func (f importFault) String() string {
@@ -137,15 +142,20 @@ func (f importFault) String() string {
 		return f.commit.String()
 	case f.resetAfter > 0:
 		return fmt.Sprintf("connection reset after %s", f.resetAfter)
+	case f.killAfter > 0:
+		return fmt.Sprintf("process killed after %s", f.killAfter)
 	}
 	return "no import fault"
 }
 
 // drawImportFault draws the fault of an import: a quarter lose their
 // COMMIT's answer, a quarter have it dropped, a sixth are reset at a
-// random moment, the rest go through (but for the run's faults).
+// random moment, a twelfth killed at one, the rest go through (but for
+// the run's faults).
 func (h *harness) drawImportFault() importFault {
 	switch n := h.importRng.IntN(12); {
+	case n == 11:
+		return importFault{killAfter: time.Duration(1+h.importRng.IntN(400)) * time.Millisecond}
 	case n < 3:
 		return importFault{commit: commitLoseAnswer}
 	case n < 6:
@@ -175,7 +185,16 @@ func (h *harness) importFile(ctx context.Context, f *file, fault importFault) (i
 		// -sabotage import-new-batch: a retry that skips the dedupe.
 		newBatch := try > 0 && h.o.sabotage["import-new-batch"]
 		var id int64
-		id, err = h.importOnce(ctx, f, newBatch)
+		var kill time.Duration
+		if try == 0 {
+			kill = fault.killAfter
+		}
+		id, err = h.importOnce(ctx, f, newBatch, kill)
+		if try == 0 && kill > 0 && err != nil {
+			h.mu.Lock()
+			h.rep.Imports.Killed++
+			h.mu.Unlock()
+		}
 		if try == 0 {
 			for c, n := range h.iprox.commitHits() {
 				h.mu.Lock()
@@ -201,8 +220,10 @@ func (h *harness) importFile(ctx context.Context, f *file, fault importFault) (i
 
 // importOnce runs one `batchctl import` of f through the import proxy,
 // without --once (every import is keyed by its file now) and without
-// --new-batch unless asked.
-func (h *harness) importOnce(ctx context.Context, f *file, newBatch bool) (int64, error) {
+// --new-batch unless asked; kill, when above 0, kills its process that
+// long after its batch appears, ingesting (or when it has not answered
+// in a minute).
+func (h *harness) importOnce(ctx context.Context, f *file, newBatch bool, kill time.Duration) (int64, error) {
 	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&connect_timeout=5", h.iprox.port())
 	args := append([]string{"import", f.Kind, f.Path}, f.workArgs()...)
 	args = append(args, "--tenant", f.Tenant, "-o", "json")
@@ -211,11 +232,42 @@ func (h *harness) importOnce(ctx context.Context, f *file, newBatch bool) (int64
 	}
 	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
 	defer cancel()
+	if kill > 0 {
+		// exec.CommandContext kills the process (SIGKILL) on cancel.
+		go h.killWhenIngesting(ictx, cancel, f, kill)
+	}
 	out, err := h.cliAt(ictx, url, args...)
 	if err != nil {
 		return 0, err
 	}
 	return batchID(out)
+}
+
+// killWhenIngesting calls kill after delay once a batch of f is seen
+// ingesting, or after a minute.
+func (h *harness) killWhenIngesting(ctx context.Context, kill context.CancelFunc, f *file, delay time.Duration) {
+	give := time.After(time.Minute)
+	for {
+		var n int
+		_ = h.pool.QueryRow(ctx, `SELECT count(*) FROM rowfate.batches WHERE tenant_id = $1 AND kind = $2 AND source_digest = $3 AND status = 'ingesting'`,
+			f.Tenant, f.Kind, f.Digest).Scan(&n)
+		if n > 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-give:
+			kill()
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(delay):
+		kill()
+	}
 }
 
 // workArgs is how an import of f leaves its rows: to the workers
@@ -276,7 +328,7 @@ func (h *harness) reimport(ctx context.Context, f *file) {
 		err error
 	)
 	for try := 0; try < importTries; try++ {
-		if id, err = h.importOnce(ctx, f, newBatch); err == nil {
+		if id, err = h.importOnce(ctx, f, newBatch, 0); err == nil {
 			break
 		}
 		time.Sleep(time.Second)

@@ -82,6 +82,9 @@ type importStats struct {
 	Tries     int `json:"tries"`
 	Retries   int `json:"retries"`
 	Reimports int `json:"reimports"`
+	// Killed counts the imports whose process was killed before it
+	// answered; the retries found what it left behind.
+	Killed int `json:"killed"`
 	// Inline counts the files imported inline: their rows worked in the
 	// ingest's own transaction, under the same commit faults.
 	Inline int `json:"inline"`
@@ -151,8 +154,8 @@ func (r *report) print(w io.Writer, show int) {
 		cf = append(cf, fmt.Sprintf("%s %d", k, n))
 	}
 	sort.Strings(cf)
-	fmt.Fprintf(w, "  imports: %d tries (%d retries), ingest commits cut: %s; %d re-imports\n",
-		r.Imports.Tries, r.Imports.Retries, orNone(strings.Join(cf, ", ")), r.Imports.Reimports)
+	fmt.Fprintf(w, "  imports: %d tries (%d retries), ingest commits cut: %s; %d killed; %d re-imports\n",
+		r.Imports.Tries, r.Imports.Retries, orNone(strings.Join(cf, ", ")), r.Imports.Killed, r.Imports.Reimports)
 	fmt.Fprintf(w, "  exec programs seen alive after their worker died (within %s): %d; orphans %d; customers checked %d\n",
 		orphanGrace, r.ExecAliveAtDeath, r.ExecOrphans, r.Customers)
 	fmt.Fprintf(w, "  unknown rows %d, bound %d = %s; and %d out of attempts with their key claimed\n", r.Unknown, r.UnknownBound, orNone(strings.Join(r.BoundTerms, " + ")), r.UnknownExhausted)
