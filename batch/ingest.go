@@ -545,6 +545,10 @@ func (e *Engine) earlier(ctx context.Context, p ImportParams, src *source, key s
 // that this import makes the batch: answering a batch that is about to
 // vanish would leave a retry after a crash with nothing.
 func (e *Engine) awaitIngest(ctx context.Context, p ImportParams, key string, b *batchtype.Batch) (*batchtype.Batch, error) {
+	if b.Status == batchtype.StatusIngesting {
+		e.logger.WarnContext(ctx, "another import of the same file with the same options is reading it: waiting for its outcome",
+			"batch_id", b.ID, "source", p.SourceName)
+	}
 	for delay := 50 * time.Millisecond; b.Status == batchtype.StatusIngesting; delay = min(2*delay, time.Second) {
 		removed, err := e.store.IngestAbandoned(ctx, driver.BatchGetParams{TenantID: p.TenantID, ID: b.ID})
 		if err != nil {

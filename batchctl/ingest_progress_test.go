@@ -279,7 +279,7 @@ func TestImportOfAFileBeingImported(t *testing.T) {
 		}
 		g.release()
 		want := "was already imported as batch 1 with the same options: nothing was imported again"
-		if r := second.wait(t); r.code != exitOK || !strings.Contains(r.stderr, want) {
+		if r := second.wait(t); r.code != exitOK || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "waiting for its outcome") {
 			t.Fatalf("an import of a file being imported: %s", r)
 		}
 		if r := first.wait(t); r.code != exitOK || !strings.Contains(r.stdout, "valid  2701") {
