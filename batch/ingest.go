@@ -13,6 +13,7 @@ import (
 	"io"
 	"iter"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/rowfate/rowfate/batch/driver"
@@ -218,41 +219,17 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, 
 	// After the store's ingest, which reads every row it is handed (or
 	// stops the reading goroutine) before it returns.
 	defer pipe.screen.close()
-	chk, inline := pipe.chk, pipe.inline
-	b, err := e.store.BatchIngest(ctx, driver.BatchIngestParams{
-		TenantID:       p.TenantID,
-		Kind:           p.Kind,
-		SourceName:     p.SourceName,
-		Header:         r.Header(),
-		Warnings:       src.warnings,
-		Conventions:    src.conv,
-		IdempotencyKey: key,
-		OptionsDigest:  optionsDigest(p),
-		MaxAttempts:    k.settings().maxAttempts,
-		MaxFailed:      pipe.maxFailed,
-		SourceDigest:   src.digest,
-		KindVersion:    k.version(),
-		KindDefinition: k.definition(),
-		Rows:           pipe.seq,
-		DuplicateKey:   pipe.screen.duplicateKey(chk.duplicateKey()),
-		WorkFunc:       inline.workFunc(),
-		AcceptFunc:     pipe.accept,
-		CreatedFunc:    track.createdBatch,
-		ShownFunc:      track.shown,
-		SummaryFunc: func() driver.IngestSummary {
-			sum := driver.IngestSummary{SourceDigest: src.digest, SkippedEmpty: r.SkippedEmpty(), ErrorCounts: chk.tally.Counts(), Width: src.width}
-			if pipe.trimmed > 0 {
-				sum.Warnings = append(sum.Warnings, batchtype.Warning{Message: fmt.Sprintf(
-					"%d rows carried more than %d KiB in columns %s does not read: those cells were not kept (the error report leaves them empty)",
-					pipe.trimmed, unreadCellsKept>>10, p.Kind)})
-			}
-			return sum
-		},
-	})
+	params, started := ingestParams(k, p, src, r, pipe, track, key)
+	b, err := e.store.BatchIngest(ctx, params)
 	if errors.Is(err, ErrConflict) {
 		// Another import with the same key committed first.
 		if b, err := e.earlier(ctx, p, src, key); b != nil || err != nil {
 			return b, err
+		}
+		if !started.Load() {
+			// That import failed, or its importer died, before this one
+			// read a row: this one makes the batch.
+			b, err = e.store.BatchIngest(ctx, params)
 		}
 	}
 	if err != nil && !errors.As(err, new(*rows.FileError)) && !errors.Is(err, ErrConflict) {
@@ -267,10 +244,51 @@ func (e *Engine) Import(ctx context.Context, p ImportParams) (*batchtype.Batch, 
 		err = track.why(err)
 		return nil, importError(p, err)
 	}
-	inline.committed(b.Kind)
+	pipe.inline.committed(b.Kind)
 	e.logger.InfoContext(ctx, "batch imported", "batch_id", b.ID, "kind", b.Kind, "tenant_id", b.TenantID, "rows", b.Counts.Total())
 	e.bell.ring()
 	return b, nil
+}
+
+// ingestParams are what an import hands the store. started is set once
+// the store begins to read the rows: until then the ingest can be tried
+// again with the same parameters.
+func ingestParams(k kind, p ImportParams, src *source, r rows.Reader, pipe *ingestPipe, track *ingestTracker, key string) (driver.BatchIngestParams, *atomic.Bool) {
+	chk, inline := pipe.chk, pipe.inline
+	started := new(atomic.Bool)
+	return driver.BatchIngestParams{
+		TenantID:       p.TenantID,
+		Kind:           p.Kind,
+		SourceName:     p.SourceName,
+		Header:         r.Header(),
+		Warnings:       src.warnings,
+		Conventions:    src.conv,
+		IdempotencyKey: key,
+		OptionsDigest:  optionsDigest(p),
+		MaxAttempts:    k.settings().maxAttempts,
+		MaxFailed:      pipe.maxFailed,
+		SourceDigest:   src.digest,
+		KindVersion:    k.version(),
+		KindDefinition: k.definition(),
+		Rows: func(yield func(driver.IngestRow, error) bool) {
+			started.Store(true)
+			pipe.seq(yield)
+		},
+		DuplicateKey: pipe.screen.duplicateKey(chk.duplicateKey()),
+		WorkFunc:     inline.workFunc(),
+		AcceptFunc:   pipe.accept,
+		CreatedFunc:  track.createdBatch,
+		ShownFunc:    track.shown,
+		SummaryFunc: func() driver.IngestSummary {
+			sum := driver.IngestSummary{SourceDigest: src.digest, SkippedEmpty: r.SkippedEmpty(), ErrorCounts: chk.tally.Counts(), Width: src.width}
+			if pipe.trimmed > 0 {
+				sum.Warnings = append(sum.Warnings, batchtype.Warning{Message: fmt.Sprintf(
+					"%d rows carried more than %d KiB in columns %s does not read: those cells were not kept (the error report leaves them empty)",
+					pipe.trimmed, unreadCellsKept>>10, p.Kind)})
+			}
+			return sum
+		},
+	}, started
 }
 
 // ingestPipe is how an import's rows go from its reader to the store: read

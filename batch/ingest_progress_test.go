@@ -209,3 +209,60 @@ func testImportProgress(t *testing.T, bd *bundle, inline bool) {
 		seen = seen || c.BatchID != 0
 	}
 }
+
+// TestImportRacingAFailedImport: two imports of the same file start
+// together; the second finds the first's key taken, waits for it, and
+// the first fails. The second then imports the file itself: it had
+// answered the key's conflict with an error (PostgreSQL's one-transaction
+// ingest used to let it through once the first rolled back).
+func TestImportRacingAFailedImport(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, bd *bundle) {
+		e := customersEngine(t, bd)
+		const n = 3000
+		var b strings.Builder
+		b.WriteString("email,name,country,signup_date,amount\n")
+		for i := 1; i <= n; i++ {
+			fmt.Fprintf(&b, "r%d@example.com,Customer %d,FR,2021-03-04,%d.50\n", i, i, i%500)
+		}
+		data := []byte(b.String())
+		type imported struct {
+			b   *batchtype.Batch
+			err error
+		}
+		// The second import looks for an earlier batch, finds none, and
+		// is held as it starts to store the file.
+		second := newGatedSource(t, data)
+		second.half = 0
+		secondDone := make(chan imported, 1)
+		go func() {
+			b, err := e.Import(context.Background(), batch.ImportParams{Kind: customers.Name, SourceName: "same.csv", Source: second})
+			secondDone <- imported{b, err}
+		}()
+		<-second.reached
+		// The first takes the key and is held halfway through the file.
+		first := newGatedSource(t, data)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		firstDone := make(chan error, 1)
+		go func() {
+			_, err := e.Import(ctx, batch.ImportParams{Kind: customers.Name, SourceName: "same.csv", Source: first})
+			firstDone <- err
+		}()
+		<-first.reached
+		second.release() // its batch row meets the key: it waits
+		time.Sleep(500 * time.Millisecond)
+		cancel()
+		first.release()
+		if err := <-firstDone; err == nil {
+			t.Fatal("the first import, cut off, succeeded")
+		}
+		r := <-secondDone
+		if r.err != nil || r.b.Reused || r.b.Counts.Total() != n {
+			t.Fatalf("the second import after the first failed: %+v, %v", r.b, r.err)
+		}
+		if list, err := e.Batches(context.Background(), batch.BatchesParams{}); err != nil || len(list) != 1 {
+			t.Fatalf("batches %v, %v; want the second import's only", list, err)
+		}
+	})
+}
