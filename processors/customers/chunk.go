@@ -18,8 +18,47 @@ import (
 // and the transaction stays usable for the others. A database error that a
 // retry may clear (a dropped connection) fails the whole call: the engine
 // rolls it back and retries the chunk.
+//
+// On SQLite the customers that do not exist yet are inserted first, with
+// no savepoint open (insertFreshSQLite), and only the others take the
+// savepoint path; after a chunk of mostly existing customers, the next
+// insertFreshChunks take it at once.
 func (p *Processor) ProcessTx(ctx context.Context, tx batch.Tx, cs []Customer) ([]batch.Result, error) {
 	tenant := tenantOf(ctx)
+	if tx.Engine() == Postgres {
+		return p.upsertChunk(ctx, tx, tenant, cs)
+	}
+	if p.upsertsDue.Load() > 0 {
+		p.upsertsDue.Add(-1)
+		return p.upsertChunk(ctx, tx, tenant, cs)
+	}
+	out := make([]batch.Result, len(cs))
+	left, err := insertFreshSQLite(ctx, tx, tenant, cs, out)
+	if err != nil || len(left) == 0 {
+		return out, err
+	}
+	if len(left) > len(cs)/2 {
+		// Mostly customers that exist (a re-import): the next chunks are
+		// upserted at once rather than tried twice.
+		p.upsertsDue.Store(insertFreshChunks)
+	}
+	rest := make([]Customer, len(left))
+	for j, i := range left {
+		rest[j] = cs[i]
+	}
+	res, err := p.upsertChunk(ctx, tx, tenant, rest)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range left {
+		out[i] = res[j]
+	}
+	return out, nil
+}
+
+// upsertChunk upserts customers under a savepoint, all at once and then,
+// if that fails, one by one.
+func (p *Processor) upsertChunk(ctx context.Context, tx batch.Tx, tenant string, cs []Customer) ([]batch.Result, error) {
 	if _, err := tx.Exec(ctx, `SAVEPOINT customers_chunk`); err != nil {
 		return nil, err
 	}
@@ -95,6 +134,65 @@ func (p *Processor) upsertAll(ctx context.Context, tx batch.Tx, tenant string, c
 	return ids, nil
 }
 
+// insertFreshSQLite inserts the customers of a chunk that do not exist
+// yet, sqliteUpsertRows a statement, sets their results in out and returns
+// the indexes of the others, in order: those that exist, a repeat of an
+// email within the chunk, a row the table refuses. It opens no savepoint
+// and none of its statements needs one: SQLite writes every page a
+// savepoint or a statement that may abort half-way touches to a
+// sub-journal first, and upserting a first import's customers (each one
+// on another page of the email index) spent an eighth of the import
+// writing that journal. INSERT OR IGNORE cannot abort half-way: a row in
+// conflict is skipped, and RETURNING names the rows inserted.
+func insertFreshSQLite(ctx context.Context, tx batch.Tx, tenant string, cs []Customer, out []batch.Result) ([]int, error) {
+	var left []int
+	for start := 0; start < len(cs); start += sqliteUpsertRows {
+		group := cs[start:min(start+sqliteUpsertRows, len(cs))]
+		args := make([]any, 0, 7*len(group))
+		keys := make([]string, len(group))
+		for i, c := range group {
+			a := upsertArgs(tenant, c)
+			keys[i] = a[1].(string)
+			args = append(args, a...)
+		}
+		byEmail, err := customerIDs(ctx, tx, sqliteInsertSQL(len(group)), args)
+		switch {
+		case errors.Is(err, batch.ErrConflict) && ctx.Err() == nil:
+			// A row the table refuses (a trigger's RAISE): the statement
+			// stopped, and its rows, inserted or not, take the savepoint
+			// path, which upserts the inserted ones again and finds the
+			// refused one.
+			byEmail = nil
+		case err != nil:
+			return nil, fmt.Errorf("insert %d customers: %w", len(group), err)
+		}
+		for i, k := range keys {
+			// Only the first row of an email in the statement can be the
+			// one inserted; a repeat was skipped and is upserted after it.
+			if id, ok := byEmail[k]; ok {
+				out[start+i].ID = strconv.FormatInt(id, 10)
+				delete(byEmail, k)
+				continue
+			}
+			left = append(left, start+i)
+		}
+	}
+	return left, nil
+}
+
+// sqliteInsertSQL inserts n customers (upsertArgs's 7 parameters each)
+// that do not exist yet, skipping any that does, and returns the email
+// and id of each one inserted.
+func sqliteInsertSQL(n int) string {
+	return `INSERT OR IGNORE INTO customers (tenant_id, email, name, country, signup_date, amount, updated_at) VALUES ` +
+		sqliteValues(n) + ` RETURNING email, id`
+}
+
+// sqliteValues is the VALUES list of n customers.
+func sqliteValues(n int) string {
+	return strings.Repeat(`(?, ?, ?, ?, ?, ?, ?), `, n-1) + `(?, ?, ?, ?, ?, ?, ?)`
+}
+
 // sqliteUpsertRows is how many customers one statement upserts on
 // SQLite: the statement is parsed for every call (the engine's Tx has no
 // prepared statements), and one statement per customer spent a third of
@@ -105,21 +203,13 @@ const sqliteUpsertRows = 100
 // (7 a customer, in upsertArgs's order), returning each one's email and
 // id. A customer twice in it is upserted twice, in order, as row by row.
 func sqliteUpsertSQL(n int) string {
-	var b strings.Builder
-	b.WriteString(`INSERT INTO customers (tenant_id, email, name, country, signup_date, amount, updated_at) VALUES `)
-	for i := range n {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(`(?, ?, ?, ?, ?, ?, ?)`)
-	}
-	b.WriteString(` ON CONFLICT (tenant_id, email) DO UPDATE SET name = excluded.name,
+	return `INSERT INTO customers (tenant_id, email, name, country, signup_date, amount, updated_at) VALUES ` + sqliteValues(n) +
+		` ON CONFLICT (tenant_id, email) DO UPDATE SET name = excluded.name,
 		country = COALESCE(excluded.country, customers.country),
 		signup_date = excluded.signup_date,
 		amount = COALESCE(excluded.amount, customers.amount),
 		updated_at = excluded.updated_at
-	RETURNING email, id`)
-	return b.String()
+	RETURNING email, id`
 }
 
 // upsertAllPostgres upserts a chunk with one statement. PostgreSQL refuses
@@ -199,7 +289,8 @@ func nullable(v any) *string {
 }
 
 // insertFreshChunks is how many chunks are upserted at once after a
-// chunk's plain INSERT met an existing customer.
+// chunk's plain INSERT met an existing customer (PostgreSQL) or mostly
+// existing ones (SQLite).
 const insertFreshChunks = 16
 
 // The chunk statements over unnest'ed arrays: $1 emails, $2 names, $3
@@ -238,6 +329,10 @@ func customerIDs(ctx context.Context, tx batch.Tx, stmt string, args []any) (map
 			return nil, err
 		}
 		byEmail[email] = id
+	}
+	if err := rs.Err(); err != nil {
+		rs.Close()
+		return nil, err
 	}
 	if err := rs.Close(); err != nil {
 		return nil, err

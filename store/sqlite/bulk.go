@@ -61,11 +61,7 @@ func (liteDriver) InsertRows(ctx context.Context, q storesql.Querier, p storesql
 	sq, stmts := q.(querier).q, q.(querier).stmts
 	if stmts == nil {
 		stmts = &txStmts{}
-		defer func() {
-			if stmts.insert != nil {
-				stmts.insert.Close()
-			}
-		}()
+		defer stmts.close()
 	}
 	const width = 12 // the arguments of insertColumns
 	args := make([]any, 0, insertGroup*width)

@@ -274,10 +274,65 @@ type querier struct {
 // parsed the statement as many times.
 type txStmts struct {
 	insert *sql.Stmt // insertRowsSQL(insertGroup)
+	// byQuery are the long statements of the transaction's other callers
+	// (a kind's processor upserting a hundred rows a statement), prepared
+	// on first use: parsing a 700-parameter INSERT again for each group
+	// cost a twentieth of an import.
+	byQuery map[string]*sql.Stmt
+}
+
+// Statements are kept for the transaction when they have at least
+// preparedArgs arguments (statements generated for many rows at once,
+// which a caller repeats), at most maxPrepared of them.
+const (
+	preparedArgs = 64
+	maxPrepared  = 16
+)
+
+// prepared returns the transaction's prepared statement for query, or
+// nil when it is not one to keep.
+func (t *txStmts) prepared(ctx context.Context, q sqlQuerier, query string, nargs int) (*sql.Stmt, error) {
+	if t == nil || nargs < preparedArgs {
+		return nil, nil
+	}
+	if st, ok := t.byQuery[query]; ok {
+		return st, nil
+	}
+	if len(t.byQuery) >= maxPrepared {
+		return nil, nil
+	}
+	st, err := q.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if t.byQuery == nil {
+		t.byQuery = make(map[string]*sql.Stmt)
+	}
+	t.byQuery[query] = st
+	return st, nil
+}
+
+// close closes the statements; the transaction has ended.
+func (t *txStmts) close() {
+	if t.insert != nil {
+		t.insert.Close()
+	}
+	for _, st := range t.byQuery {
+		st.Close()
+	}
 }
 
 func (q querier) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	res, err := q.q.ExecContext(ctx, query, args...)
+	st, err := q.stmts.prepared(ctx, q.q, query, len(args))
+	if err != nil {
+		return 0, interpretError(err)
+	}
+	var res sql.Result
+	if st != nil {
+		res, err = st.ExecContext(ctx, args...)
+	} else {
+		res, err = q.q.ExecContext(ctx, query, args...)
+	}
 	if err != nil {
 		return 0, interpretError(err)
 	}
@@ -285,7 +340,16 @@ func (q querier) Exec(ctx context.Context, query string, args ...any) (int64, er
 }
 
 func (q querier) Query(ctx context.Context, query string, args ...any) (storesql.Rows, error) {
-	rs, err := q.q.QueryContext(ctx, query, args...)
+	st, err := q.stmts.prepared(ctx, q.q, query, len(args))
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	var rs *sql.Rows
+	if st != nil {
+		rs, err = st.QueryContext(ctx, args...)
+	} else {
+		rs, err = q.q.QueryContext(ctx, query, args...)
+	}
 	if err != nil {
 		return nil, interpretError(err)
 	}
@@ -308,11 +372,7 @@ func (d liteDriver) InTx(ctx context.Context, f func(storesql.Querier) error) er
 		return interpretError(err)
 	}
 	stmts := &txStmts{}
-	defer func() {
-		if stmts.insert != nil {
-			stmts.insert.Close()
-		}
-	}()
+	defer stmts.close()
 	if err := f(querier{q: tx, stmts: stmts}); err != nil {
 		_ = tx.Rollback()
 		return interpretError(err)
