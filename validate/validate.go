@@ -55,6 +55,9 @@ type core struct {
 	// name them (a custom check's tag is unique; its code is not).
 	messages map[string]func(param string) string
 	codes    map[string]rows.Code
+	// quick answers the declarative phase for the rows that pass it; nil
+	// when the row type has a check it does not know.
+	quick *quickCheck
 }
 
 // RequiredColumns returns the columns a file must have: those whose field
@@ -174,7 +177,7 @@ func newCore(typ reflect.Type, custom map[string]validator.Func, codes map[strin
 			return val
 		}, opts...)
 	}
-	c := &core{binder: b, validator: v, codes: codes}
+	c := &core{binder: b, validator: v, codes: codes, quick: compileQuick(typ, custom)}
 	// A zero row may well fail validation, which is fine; a malformed tag
 	// makes validator panic, and that must surface here, at registration,
 	// rather than on the first row.
@@ -334,6 +337,9 @@ func (p *core) bind(st *run, m *rows.Mapping, rec rows.Record, dst any) {
 
 // declare is phase 2: the validate tags.
 func (p *core) declare(ctx context.Context, st *run, m *rows.Mapping, dst any) {
+	if p.quick != nil && p.quick.passes(dst) {
+		return
+	}
 	err := guard(func() error { return p.validator.StructCtx(ctx, dst) })
 	if err == nil {
 		return
