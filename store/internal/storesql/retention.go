@@ -235,8 +235,9 @@ func (s *Store) purgeBatch(ctx context.Context, p driver.ValuesPurgeParams, tena
 
 // clearValues drops the rows' values, marks the batch and records the
 // purge in its history. A batch whose values are apart (Dialect.
-// ValuesApart) loses them with a TRUNCATE of its partition, 13 ms for a
-// million rows; one ingested before keeps the UPDATE of batch_rows.
+// ValuesApart) loses them with a TRUNCATE of its partition, a few
+// milliseconds whatever its size (docs/RETENTION.md); one ingested before
+// keeps the UPDATE of batch_rows, 1.5 s per million rows.
 func (s *Store) clearValues(ctx context.Context, q Querier, p driver.ValuesPurgeParams, pg *batchtype.Purge) error {
 	apart, err := s.valuesApart(ctx, q, pg.BatchID)
 	if err != nil {

@@ -63,6 +63,10 @@ func (s *statements) ingestAndCounts(d *Dialect) {
 		d.Expand(`DELETE FROM {t}batch_rows WHERE batch_id = $1`),
 	}
 	if d.ValuesApart {
+		// A DELETE, not a TRUNCATE: the batch being dropped is an ingest
+		// that failed or died, whose values were rolled back with it,
+		// so there is nothing to scan; its empty partition is left, as
+		// a drop would wait for every running import (ValuesPartition).
 		s.dropBatch = append(s.dropBatch, d.Expand(`DELETE FROM {t}batch_values WHERE batch_id = $1`))
 	}
 	s.dropBatch = append(s.dropBatch,
