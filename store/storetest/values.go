@@ -13,7 +13,8 @@ import (
 // batches were ingested before: undo must take the database back to the
 // step before, each batch's values in batch_rows, as that schema kept
 // them. Those batches read back with their values, an edit of one of
-// their rows reads back, and they purge; a batch ingested after the
+// their rows and a re-run that replaces one and adds one read back, and
+// they purge; a batch ingested after the
 // migration does too. It returns the ids of the batches ingested before,
 // whose values must not have moved.
 func MigrateValuesOverRows(t *testing.T, s driver.Store, undo func(t *testing.T)) []int64 {
@@ -37,6 +38,15 @@ func MigrateValuesOverRows(t *testing.T, s driver.Store, undo func(t *testing.T)
 	}
 	if r := rowsOf(t, s, open.ID)[3]; r.ValuesPurged || len(r.Values) != 2 || r.Values[0] != "edited" {
 		t.Fatalf("edited row = %+v", r)
+	}
+	if _, err := s.BatchRerun(ctx, driver.BatchRerunParams{TenantID: tenant, BatchID: open.ID, Actor: "ann",
+		Replace: []driver.RerunRow{{RowNo: 4, State: rows.StateValid, Values: []string{"rerun", "y"}}},
+		Add:     []driver.IngestRow{{RowNo: 7, ChunkNo: 1, State: rows.StateValid, Values: []string{"added", "y"}}}}); err != nil {
+		t.Fatalf("re-run of a batch ingested before the migration: %v", err)
+	}
+	reran := rowsOf(t, s, open.ID)
+	if r4, r7 := reran[4], reran[7]; len(r4.Values) != 2 || r4.Values[0] != "rerun" || len(r7.Values) != 2 || r7.Values[0] != "added" {
+		t.Fatalf("rows after the re-run: %+v, %+v", r4, r7)
 	}
 	rs := retentionOf(t, s)
 	after := finished(t, s, tenant, 25)
