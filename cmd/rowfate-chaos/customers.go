@@ -59,8 +59,9 @@ func (h *harness) checkCustomers(ctx context.Context, all []*imported) error {
 		}
 		col := func(name string) int { return slices.Index(got.Header, name) }
 		email, name, country, date, amount := col("email"), col("name"), col("country"), col("signup_date"), col("amount")
-		rs, err := h.pool.Query(ctx, `SELECT row_no, coalesce(result_id, ''), payload::text, pg_xact_commit_timestamp(xmin)
-			FROM rowfate.batch_rows WHERE batch_id = $1 AND state = 'succeeded'`, b.ID)
+		rs, err := h.pool.Query(ctx, `SELECT r.row_no, coalesce(r.result_id, ''), coalesce(v.payload, r.payload)::text, pg_xact_commit_timestamp(r.xmin)
+			FROM rowfate.batch_rows r LEFT JOIN rowfate.batch_values v ON v.batch_id = r.batch_id AND v.row_no = r.row_no
+			WHERE r.batch_id = $1 AND r.state = 'succeeded'`, b.ID)
 		if err != nil {
 			return err
 		}

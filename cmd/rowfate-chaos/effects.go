@@ -48,8 +48,9 @@ type effectsCheck struct {
 // load reads an external batch's rows, with the commit time of each.
 func (e *effectsCheck) load(ctx context.Context, b *imported, header []string) error {
 	col := slices.Index(header, "email")
-	rs, err := e.h.pool.Query(ctx, `SELECT row_no, state, coalesce(result_id, ''), attempts, payload::text, pg_xact_commit_timestamp(xmin)
-		FROM rowfate.batch_rows WHERE batch_id = $1 ORDER BY row_no`, b.ID)
+	rs, err := e.h.pool.Query(ctx, `SELECT r.row_no, r.state, coalesce(r.result_id, ''), r.attempts, coalesce(v.payload, r.payload)::text, pg_xact_commit_timestamp(r.xmin)
+		FROM rowfate.batch_rows r LEFT JOIN rowfate.batch_values v ON v.batch_id = r.batch_id AND v.row_no = r.row_no
+		WHERE r.batch_id = $1 ORDER BY r.row_no`, b.ID)
 	if err != nil {
 		return err
 	}

@@ -88,6 +88,7 @@ func New(pool *pgxpool.Pool, cfg *Config) *Store {
 	}
 	d := dialect(schema)
 	d.ShowIngest = true
+	d.ValuesApart = true
 	d.BesideSessions = int(pool.Config().MaxConns-1) / 2
 	s.Store = storesql.New(s.driver(), d)
 	return s
@@ -329,6 +330,13 @@ func (d pgDriver) InsertRows(ctx context.Context, q storesql.Querier, p storesql
 	}
 	src := newCopySource(p.Rows, p.BatchID, p.TenantID, now)
 	defer src.stop()
+	if p.ValuesApart {
+		copyRows := func() error { return d.copyApart(ctx, tx, src) }
+		if pq.tenant != "" {
+			return d.copyAsOwner(ctx, pq, p, copyRows)
+		}
+		return copyRows()
+	}
 	copyRows := func() error {
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{d.s.schema, "batch_rows"},
 			[]string{"batch_id", "row_no", "tenant_id", "chunk_no", "state", "payload", "errors", "next_attempt_at", "updated_at", "key_digest", "result_id", "attempts"},
@@ -355,6 +363,13 @@ type copySource struct {
 	now    time.Time
 	vals   []any
 	err    error
+	// apart: the values are copied into batch_values, a group at a time
+	// (copyApart); rowNos and payloads are the group's so far, and done
+	// says the rows ran out.
+	apart    bool
+	rowNos   []int64
+	payloads [][]byte
+	done     bool
 }
 
 func newCopySource(seq iter.Seq2[driver.IngestRow, error], id int64, tenant string, now time.Time) *copySource {
@@ -363,8 +378,12 @@ func newCopySource(seq iter.Seq2[driver.IngestRow, error], id int64, tenant stri
 }
 
 func (c *copySource) Next() bool {
+	if c.apart && len(c.rowNos) >= valuesGroupRows {
+		return false // the group is full: its values are copied next
+	}
 	r, err, ok := c.next()
 	if !ok {
+		c.done = true
 		return false
 	}
 	if err != nil {
@@ -390,6 +409,13 @@ func (c *copySource) Next() bool {
 	}
 	if r.ResultID != "" {
 		id = r.ResultID
+	}
+	if c.apart {
+		// The values wait for the group's second COPY; batch_rows
+		// takes its default, the JSON null.
+		c.rowNos, c.payloads = append(c.rowNos, r.RowNo), append(c.payloads, payload)
+		c.vals = append(c.vals[:0], c.batch, r.RowNo, c.tenant, r.ChunkNo, string(r.State), errArg, next, c.now, r.KeyDigest, id, r.Attempts)
+		return true
 	}
 	c.vals = []any{c.batch, r.RowNo, c.tenant, r.ChunkNo, string(r.State), payload, errArg, next, c.now, r.KeyDigest, id, r.Attempts}
 	return true

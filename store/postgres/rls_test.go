@@ -133,6 +133,12 @@ func TestConformanceTenantRole(t *testing.T) {
 // tenant in the context.
 func ingestAs(t testing.TB, s *postgres.Store, tenant string, n int) *batchtype.Batch {
 	t.Helper()
+	return ingestAsCtx(t, context.Background(), s, tenant, n)
+}
+
+// ingestAsCtx is ingestAs with a context.
+func ingestAsCtx(t testing.TB, ctx context.Context, s *postgres.Store, tenant string, n int) *batchtype.Batch {
+	t.Helper()
 	seq := func(yield func(driver.IngestRow, error) bool) {
 		for i := range n {
 			r := driver.IngestRow{RowNo: int64(i + 2), ChunkNo: int64(i / 2), State: rows.StateValid,
@@ -142,7 +148,7 @@ func ingestAs(t testing.TB, s *postgres.Store, tenant string, n int) *batchtype.
 			}
 		}
 	}
-	b, err := s.BatchIngest(as(context.Background(), tenant), driver.BatchIngestParams{
+	b, err := s.BatchIngest(as(ctx, tenant), driver.BatchIngestParams{
 		TenantID: tenant, Kind: "k", SourceName: tenant + ".csv", Header: []string{"a"}, Rows: seq,
 		IdempotencyKey: "key-" + tenant,
 		DuplicateKey:   driver.DuplicateKey{Column: "a", Field: "A", Name: "a"},

@@ -287,17 +287,26 @@ func (r *tenantRows) Close() error {
 // would have the policy check the rows instead, no more strictly (the
 // policy looks at tenant_id only), for a quarter more time per ingest.
 func (d pgDriver) copyAsOwner(ctx context.Context, q querier, p storesql.InsertRowsParams, copyRows func() error) error {
-	if p.TenantID != q.tenant {
-		return fmt.Errorf("copy rows of tenant %q in a transaction of tenant %q", p.TenantID, q.tenant)
+	return d.asOwner(ctx, q, p.TenantID, "copy rows", copyRows)
+}
+
+// asOwner runs f as the connection's own role in a transaction of tenant
+// (see copyAsOwner), for a statement the tenant role may not run: a COPY,
+// or the TRUNCATE of a batch's partition of batch_values (a partition
+// has no policy of its own and is not granted to the tenant role, which
+// reaches the values through batch_values only).
+func (d pgDriver) asOwner(ctx context.Context, q querier, tenant, what string, f func() error) error {
+	if tenant != q.tenant {
+		return fmt.Errorf("%s of tenant %q in a transaction of tenant %q", what, tenant, q.tenant)
 	}
 	if _, err := q.q.Exec(ctx, `SELECT set_config('role', $1, true)`, q.ownRole); err != nil {
-		return fmt.Errorf("copy rows: %w", interpretError(err))
+		return fmt.Errorf("%s: %w", what, interpretError(err))
 	}
-	if err := copyRows(); err != nil {
+	if err := f(); err != nil {
 		return err
 	}
 	if _, err := q.q.Exec(ctx, `SELECT set_config('role', $1, true)`, d.s.tenantRole); err != nil {
-		return fmt.Errorf("copy rows: %w", interpretError(err))
+		return fmt.Errorf("%s: %w", what, interpretError(err))
 	}
 	return nil
 }

@@ -391,3 +391,17 @@ func (liteDriver) NotifyEvent(context.Context, storesql.Querier, int64, int64) e
 // LockMigrations has nothing to do: the transaction is BEGIN IMMEDIATE,
 // which already excludes every other writer of the file.
 func (liteDriver) LockMigrations(context.Context, storesql.Querier) error { return nil }
+
+// ValuesPartition does nothing: a SQLite store keeps its rows' values in
+// batch_rows (migrations/sqlite/0014_batch_values.sql says why).
+func (liteDriver) ValuesPartition(context.Context, int64) error { return nil }
+
+// ValuesApart is false: every batch's values are in batch_rows.
+func (liteDriver) ValuesApart(context.Context, storesql.Querier, int64) (bool, error) {
+	return false, nil
+}
+
+// ValuesTruncate is never called: no batch's values are apart.
+func (liteDriver) ValuesTruncate(context.Context, storesql.Querier, int64, string) error {
+	return errors.New("sqlite: no batch keeps its values apart")
+}

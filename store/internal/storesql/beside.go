@@ -3,6 +3,7 @@ package storesql
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -80,6 +81,13 @@ func (s *Store) showIngest(ctx context.Context, p driver.BatchIngestParams, inse
 	}); err != nil {
 		return err
 	}
+	// Its partition of batch_values, in transactions of their own: in
+	// the ingest's, the attach's lock on batch_values would be held to
+	// its commit, and every other attach would wait for it.
+	if err := s.drv.ValuesPartition(ctx, *id); err != nil {
+		s.removeIngest(*id)
+		return fmt.Errorf("batch %d: %w", *id, err)
+	}
 	if p.ShownFunc != nil {
 		p.ShownFunc()
 	}
@@ -125,7 +133,7 @@ func (s *Store) workBeside(ctx context.Context, q Querier, p driver.BatchIngestP
 					if !ok {
 						return nil // every group written: commit
 					}
-					if err := s.drv.InsertRows(wctx, wq, InsertRowsParams{BatchID: id, TenantID: p.TenantID, Rows: sliceRows(g)}); err != nil {
+					if err := s.drv.InsertRows(wctx, wq, InsertRowsParams{BatchID: id, TenantID: p.TenantID, Rows: sliceRows(g), ValuesApart: s.d.ValuesApart}); err != nil {
 						return err
 					}
 					select {

@@ -38,6 +38,13 @@ type Dialect struct {
 	// in one transaction, which accepts the batch (see
 	// Store.ingestBeside): an engine whose writers run at once.
 	ShowIngest bool
+	// ValuesApart: a batch ingested by this store keeps its rows' values
+	// in batch_values, one partition per batch (PostgreSQL, migration
+	// 0014), not in batch_rows.payload, which is then the JSON null and
+	// still holds the values of the batches ingested before. Readers take
+	// the values row when there is one (valuesOf); a purge truncates the
+	// batch's partition (Driver.ValuesTruncate).
+	ValuesApart bool
 	// BesideSessions is how many ingests that work their rows
 	// (BatchIngestParams.WorkFunc) may at once write them in a second
 	// session, beside the one that works them; the others write them
@@ -164,6 +171,16 @@ type Driver interface {
 	LockMigrations(ctx context.Context, q Querier) error
 	// InsertRows writes a batch's ingested rows.
 	InsertRows(ctx context.Context, q Querier, p InsertRowsParams) error
+	// ValuesPartition makes a batch's partition of batch_values, in
+	// transactions of its own, before any of its rows is written
+	// (Dialect.ValuesApart); a no-op on an engine without one.
+	ValuesPartition(ctx context.Context, batchID int64) error
+	// ValuesApart says whether a batch's values are in its partition of
+	// batch_values (false for a batch ingested before there were any).
+	ValuesApart(ctx context.Context, q Querier, batchID int64) (bool, error)
+	// ValuesTruncate drops every value in a batch's partition, in q's
+	// transaction: the purge of a batch whose values are apart.
+	ValuesTruncate(ctx context.Context, q Querier, batchID int64, tenantID string) error
 	// UpdateOutcomes writes a flush's row outcomes: only rows of the chunk
 	// (row_no between first and last) that are still processing.
 	UpdateOutcomes(ctx context.Context, q Querier, p UpdateOutcomesParams) error
@@ -180,6 +197,9 @@ type InsertRowsParams struct {
 	BatchID  int64
 	TenantID string
 	Rows     iter.Seq2[driver.IngestRow, error]
+	// ValuesApart writes the rows' values into the batch's partition of
+	// batch_values (Driver.ValuesApart), not into batch_rows.payload.
+	ValuesApart bool
 }
 
 // UpdateOutcomesParams are the parameters of Driver.UpdateOutcomes.

@@ -244,12 +244,12 @@ func (s *Store) validRows(ctx context.Context, q Querier, id int64, rowNos []int
 // come, or, with a WorkFunc, in groups of whole chunks, each worked first.
 func (s *Store) insertRows(ctx context.Context, q Querier, p driver.BatchIngestParams, id int64) error {
 	if p.WorkFunc == nil {
-		return s.drv.InsertRows(ctx, q, InsertRowsParams{BatchID: id, TenantID: p.TenantID, Rows: p.Rows})
+		return s.drv.InsertRows(ctx, q, InsertRowsParams{BatchID: id, TenantID: p.TenantID, Rows: p.Rows, ValuesApart: s.d.ValuesApart})
 	}
 	free := make(chan []driver.IngestRow, 1)
 	return s.workGroups(ctx, q, p, id, func(g []driver.IngestRow) error {
 		free <- g[:0]
-		return s.drv.InsertRows(ctx, q, InsertRowsParams{BatchID: id, TenantID: p.TenantID, Rows: sliceRows(g)})
+		return s.drv.InsertRows(ctx, q, InsertRowsParams{BatchID: id, TenantID: p.TenantID, Rows: sliceRows(g), ValuesApart: s.d.ValuesApart})
 	}, free)
 }
 
@@ -316,7 +316,7 @@ func (s *Store) ingestInParts(ctx context.Context, p driver.BatchIngestParams, a
 			buf = append(buf, r)
 		}
 		err := s.drv.InTx(ctx, func(q Querier) error {
-			if err := s.drv.InsertRows(ctx, q, InsertRowsParams{BatchID: id, TenantID: p.TenantID, Rows: sliceRows(buf)}); err != nil {
+			if err := s.drv.InsertRows(ctx, q, InsertRowsParams{BatchID: id, TenantID: p.TenantID, Rows: sliceRows(buf), ValuesApart: s.d.ValuesApart}); err != nil {
 				return err
 			}
 			_, err := q.Exec(ctx, s.q.ingestRenew, id, ingestLease.Milliseconds())

@@ -39,13 +39,7 @@ func newReviewStatements(d *Dialect) reviewStatements {
 			WHERE id = $1 AND tenant_id = $2 AND status = 'cancelled'`),
 		// Only a row that is still neither protected, reviewed, under a
 		// lease nor unknown is replaced: the count tells the caller.
-		replace: d.Expand(d.WithRecords("$3", map[string]string{"n": "bigint", "s": "text", "p": payloadType(d), "e": payloadType(d)}) + `
-			UPDATE {t}batch_rows AS r
-			SET state = u.s, payload = u.p, errors = u.e, result_id = NULL, attempts = 0,
-			    next_attempt_at = CASE WHEN u.s = 'valid' THEN {now} END, updated_at = {now}
-			FROM u
-			WHERE r.batch_id = $1 AND r.tenant_id = $2 AND r.row_no = u.n AND ` + d.InInt("r.row_no", "$4") + `
-			  AND r.state NOT IN ('succeeded', 'skipped', 'processing', 'unknown') AND NOT r.reviewed`),
+		replace: d.Expand(d.WithRecords("$3", rerunColumns(d)) + replaceRows(d, "payload = u.p, ")),
 		// An effect that failed for good did not happen: the row parsed
 		// again may claim its key afresh, with its corrected payload.
 		dropFailedEffects: d.Expand(`DELETE FROM {t}effects
@@ -56,7 +50,7 @@ func newReviewStatements(d *Dialect) reviewStatements {
 				min(next_attempt_at) FILTER (WHERE state IN ` + OpenStates + `), ` + CountAggregates() + `
 			FROM {t}batch_rows WHERE batch_id = $1 AND chunk_no >= $2 GROUP BY batch_id, chunk_no, tenant_id`),
 		editRow: d.Expand(`UPDATE {t}batch_rows
-			SET state = $4, payload = $5, errors = $6, result_id = NULL, attempts = 0, reviewed = true,
+			SET state = $4, payload = COALESCE($5, payload), errors = $6, result_id = NULL, attempts = 0, reviewed = true,
 			    next_attempt_at = CASE WHEN $4 = 'valid' THEN {now} END, updated_at = {now}
 			WHERE batch_id = $1 AND row_no = $2 AND tenant_id = $3 AND state = $7`),
 		skipRow: d.Expand(`UPDATE {t}batch_rows
@@ -71,6 +65,24 @@ func newReviewStatements(d *Dialect) reviewStatements {
 		historyList: d.Expand(`SELECT id, COALESCE(row_no, 0), action, actor, detail, created_at FROM {t}batch_history
 			WHERE tenant_id = $1 AND batch_id = $2 AND id > $3 ORDER BY id LIMIT $4`),
 	}
+}
+
+// rerunColumns are the columns of a re-run's records (rerunRecord).
+func rerunColumns(d *Dialect) map[string]string {
+	return map[string]string{"n": "bigint", "s": "text", "p": payloadType(d), "e": payloadType(d)}
+}
+
+// replaceRows is the UPDATE of a re-run's rows from its records u, with
+// set (the payload's assignment, or nothing when the values are apart)
+// first in its SET list.
+func replaceRows(d *Dialect, set string) string {
+	return d.Expand(`
+			UPDATE {t}batch_rows AS r
+			SET ` + set + `state = u.s, errors = u.e, result_id = NULL, attempts = 0,
+			    next_attempt_at = CASE WHEN u.s = 'valid' THEN {now} END, updated_at = {now}
+			FROM u
+			WHERE r.batch_id = $1 AND r.tenant_id = $2 AND r.row_no = u.n AND ` + d.InInt("r.row_no", "$4") + `
+			  AND r.state NOT IN ('succeeded', 'skipped', 'processing', 'unknown') AND NOT r.reviewed`)
 }
 
 // errorCountsQuery is reviewStatements.errorCounts in d's JSON functions.
@@ -182,6 +194,14 @@ func (s *Store) BatchRerun(ctx context.Context, p driver.BatchRerunParams) (*bat
 		if _, err := q.Exec(ctx, s.r.reopen, p.BatchID, p.TenantID); err != nil {
 			return fmt.Errorf("reopen batch: %w", err)
 		}
+		apart, err := s.valuesApart(ctx, q, p.BatchID)
+		if err != nil {
+			return err
+		}
+		replace := s.r.replace
+		if apart {
+			replace = s.vs.replace
+		}
 		for at := 0; at < len(recs); at += rerunPart {
 			part := recs[at:min(at+rerunPart, len(recs))]
 			arg, err := JSONArg(part)
@@ -192,7 +212,7 @@ func (s *Store) BatchRerun(ctx context.Context, p driver.BatchRerunParams) (*bat
 			// with: joined to the records alone, PostgreSQL's planner (whose
 			// statistics predate the ingest) scanned the whole batch for
 			// each record.
-			n, err := q.Exec(ctx, s.r.replace, p.BatchID, p.TenantID, arg, s.d.IntListArg(nos[at:at+len(part)]))
+			n, err := q.Exec(ctx, replace, p.BatchID, p.TenantID, arg, s.d.IntListArg(nos[at:at+len(part)]))
 			if err != nil {
 				return fmt.Errorf("replace rows: %w", err)
 			}
@@ -208,7 +228,7 @@ func (s *Store) BatchRerun(ctx context.Context, p driver.BatchRerunParams) (*bat
 		}
 		if len(p.Add) > 0 {
 			first := p.Add[0].ChunkNo
-			if err := s.drv.InsertRows(ctx, q, InsertRowsParams{BatchID: p.BatchID, TenantID: p.TenantID, Rows: sliceRows(p.Add)}); err != nil {
+			if err := s.drv.InsertRows(ctx, q, InsertRowsParams{BatchID: p.BatchID, TenantID: p.TenantID, Rows: sliceRows(p.Add), ValuesApart: apart}); err != nil {
 				return fmt.Errorf("add rows: %w", err)
 			}
 			if _, err := q.Exec(ctx, s.r.insertChunksFrom, p.BatchID, first); err != nil {
@@ -379,11 +399,7 @@ func (s *Store) RowReview(ctx context.Context, p driver.RowReviewParams) error {
 		if p.State == rows.StateSkipped {
 			n, err = q.Exec(ctx, s.r.skipRow, p.BatchID, p.RowNo, p.TenantID, errsArg, string(p.From))
 		} else {
-			v, verr := EncodeValues(p.Values)
-			if verr != nil {
-				return verr
-			}
-			n, err = q.Exec(ctx, s.r.editRow, p.BatchID, p.RowNo, p.TenantID, string(p.State), string(v), errsArg, string(p.From))
+			n, err = s.editRow(ctx, q, p, errsArg)
 		}
 		if err != nil {
 			return fmt.Errorf("%s row %d: %w", p.Action, p.RowNo, err)
@@ -444,4 +460,30 @@ func (s *Store) HistoryList(ctx context.Context, p driver.HistoryListParams) ([]
 		out = append(out, h)
 	}
 	return out, rs.Close()
+}
+
+// editRow writes an edited row: its values into batch_rows, or into
+// batch_values when the batch keeps them apart (batch_rows' payload then
+// stays the JSON null), in the transaction that checked the row's state.
+func (s *Store) editRow(ctx context.Context, q Querier, p driver.RowReviewParams, errsArg any) (int64, error) {
+	v, err := EncodeValues(p.Values)
+	if err != nil {
+		return 0, err
+	}
+	apart, err := s.valuesApart(ctx, q, p.BatchID)
+	if err != nil {
+		return 0, err
+	}
+	var rowValues any = string(v)
+	if apart {
+		rowValues = nil
+	}
+	n, err := q.Exec(ctx, s.r.editRow, p.BatchID, p.RowNo, p.TenantID, string(p.State), rowValues, errsArg, string(p.From))
+	if err != nil || n == 0 || !apart {
+		return n, err
+	}
+	if _, err := q.Exec(ctx, s.vs.edit, p.BatchID, p.RowNo, p.TenantID, string(v)); err != nil {
+		return 0, fmt.Errorf("write values: %w", err)
+	}
+	return n, nil
 }

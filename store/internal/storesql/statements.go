@@ -61,11 +61,20 @@ func (s *statements) ingestAndCounts(d *Dialect) {
 		WHERE id = $1 AND tenant_id = $2 AND ingest_expires_at < {now}`)
 	s.dropBatch = []string{
 		d.Expand(`DELETE FROM {t}batch_rows WHERE batch_id = $1`),
+	}
+	if d.ValuesApart {
+		// A DELETE, not a TRUNCATE: the batch being dropped is an ingest
+		// that failed or died, whose values were rolled back with it,
+		// so there is nothing to scan; its empty partition is left, as
+		// a drop would wait for every running import (ValuesPartition).
+		s.dropBatch = append(s.dropBatch, d.Expand(`DELETE FROM {t}batch_values WHERE batch_id = $1`))
+	}
+	s.dropBatch = append(s.dropBatch,
 		d.Expand(`DELETE FROM {t}batch_chunks WHERE batch_id = $1`),
 		d.Expand(`DELETE FROM {t}batch_count_groups WHERE batch_id = $1`),
 		d.Expand(`DELETE FROM {t}batch_events WHERE batch_id = $1`),
 		d.Expand(`DELETE FROM {t}batches WHERE id = $1`),
-	}
+	)
 	s.ingestSummary = d.Expand(`UPDATE {t}batches SET source_digest = $1, skipped_empty = $2, options = $3 WHERE id = $4`)
 	// A valid row whose key an earlier valid row of the batch has is a
 	// duplicate; the error names that first row. markDuplicates finds
@@ -86,7 +95,7 @@ func (s *statements) ingestAndCounts(d *Dialect) {
 	}
 	s.markDuplicates = duplicates("key_digest IS NOT NULL")
 	s.markCandidates = duplicates(d.InBytes("key_digest", "$5"))
-	s.suspectRows = d.Expand(`SELECT row_no, chunk_no, payload FROM {t}batch_rows
+	s.suspectRows = d.Expand(`SELECT r.row_no, r.chunk_no, ` + d.valuesOf("r", "$1") + ` FROM {t}batch_rows r
 		WHERE batch_id = $1 AND ` + d.InInt("row_no", "$2") + ` AND state = 'valid'
 		ORDER BY row_no`)
 	s.insertChunks = d.Expand(`INSERT INTO {t}batch_chunks
@@ -238,21 +247,21 @@ func (s *statements) leasesAndRows(d *Dialect) {
 		    lease_expires_at = {now} + CAST($2 AS bigint) * {ms}, last_claimed_at = {now}, lease_deferred = $5
 		WHERE batch_id = $3 AND chunk_no = $4 RETURNING lease_token`)
 	// A deferred claim reads the due rows and writes none of them.
-	s.dueRows = d.Expand(`SELECT row_no, payload, attempts + 1 FROM {t}batch_rows
+	s.dueRows = d.Expand(`SELECT r.row_no, ` + d.valuesOf("r", "$1") + `, r.attempts + 1 FROM {t}batch_rows r
 		WHERE batch_id = $1 AND row_no BETWEEN $2 AND $3 AND tenant_id = $4
 		  AND state IN ('valid', 'retrying') AND next_attempt_at <= {now}
 		ORDER BY row_no`)
-	s.markProcessing = d.Expand(`UPDATE {t}batch_rows
+	s.markProcessing = d.Expand(`UPDATE {t}batch_rows AS r
 		SET state = 'processing', attempts = attempts + 1, updated_at = {now}
 		WHERE batch_id = $1 AND row_no BETWEEN $2 AND $3 AND tenant_id = $4
 		  AND state IN ` + ClaimableStates + ` AND next_attempt_at <= {now}
-		RETURNING row_no, payload, attempts`)
+		RETURNING r.row_no, ` + d.valuesOf("r", "$1") + `, r.attempts`)
 	// markProcessing in two statements (Dialect.MarkInTwo), with the
 	// clock as $5, read once by clockNow.
 	marked := `batch_id = $1 AND row_no BETWEEN $2 AND $3 AND tenant_id = $4
 		  AND state IN ` + ClaimableStates + ` AND next_attempt_at <= $5`
 	s.clockNow = d.Expand(`SELECT {now}`)
-	s.markSelect = d.Expand(`SELECT row_no, payload, attempts + 1 FROM {t}batch_rows WHERE ` + marked + ` ORDER BY row_no`)
+	s.markSelect = d.Expand(`SELECT r.row_no, ` + d.valuesOf("r", "$1") + `, r.attempts + 1 FROM {t}batch_rows r WHERE ` + marked + ` ORDER BY row_no`)
 	s.markUpdate = d.Expand(`UPDATE {t}batch_rows SET state = 'processing', attempts = attempts + 1, updated_at = $5 WHERE ` + marked)
 	s.recount = d.Expand(recountSQL(""))
 	s.recountFree = d.Expand(recountSQL(", lease_owner = NULL, lease_expires_at = NULL, lease_deferred = false"))
@@ -272,8 +281,8 @@ func (s *statements) leasesAndRows(d *Dialect) {
 	s.checkLease = d.Expand(`SELECT first_row_no, last_row_no FROM {t}batch_chunks
 		WHERE batch_id = $1 AND chunk_no = $2 AND lease_token = $3 AND tenant_id = $4
 		  AND lease_expires_at > {now}{for_update}`)
-	s.rowsList = d.Expand(`SELECT row_no, chunk_no, state, payload, errors, result_id, attempts, reviewed, updated_at
-		FROM {t}batch_rows
+	s.rowsList = d.Expand(`SELECT r.row_no, r.chunk_no, r.state, ` + d.valuesOf("r", "$2") + `, r.errors, r.result_id, r.attempts, r.reviewed, r.updated_at
+		FROM {t}batch_rows r
 		WHERE tenant_id = $1 AND batch_id = $2 AND ($3 = '' OR state = $3) AND row_no > $4
 		ORDER BY row_no LIMIT $5`)
 	s.rowsCount = d.Expand(`SELECT state, count(*) FROM {t}batch_rows

@@ -30,6 +30,7 @@ type Store struct {
 	sv  serviceStatements
 	k   kindStatements
 	rt  retentionStatements
+	vs  valuesStatements
 	hub eventHub
 	// beside holds a token per ingest writing its rows in a second
 	// session (Dialect.BesideSessions).
@@ -46,6 +47,7 @@ func New(drv Driver, d *Dialect) *Store {
 	s.sv = newServiceStatements(d)
 	s.k = newKindStatements(d)
 	s.rt = newRetentionStatements(d)
+	s.vs = newValuesStatements(d, replaceRows(d, ""))
 	return s
 }
 
