@@ -121,7 +121,12 @@ func (c *cli) open(ctx context.Context, mode openMode) (*app, error) {
 		}
 	}
 	if t.postgres {
-		pool, err := pgxpool.New(ctx, t.conn)
+		cfg, err := pgxpool.ParseConfig(t.conn)
+		if err != nil {
+			return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
+		}
+		postgres.ConfigurePool(cfg)
+		pool, err := pgxpool.NewWithConfig(ctx, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
 		}

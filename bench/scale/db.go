@@ -54,6 +54,7 @@ func openScenario(ctx context.Context, o options, name string) (*scenarioDB, err
 		return nil, err
 	}
 	cfg.MaxConns = int32(max(8, 2*o.workers+4))
+	postgres.ConfigurePool(cfg)
 	if d.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 		return nil, err
 	}

@@ -76,7 +76,9 @@ type Store struct {
 }
 
 // New returns a store on an existing pool; cfg may be nil. The caller keeps
-// ownership of the pool: Close does not close it.
+// ownership of the pool: Close does not close it. Make the pool from a
+// configuration ConfigurePool readied: without it, a database of many
+// batches locks every batch's values partition on some reads.
 func New(pool *pgxpool.Pool, cfg *Config) *Store {
 	schema := DefaultSchema
 	if cfg != nil && cfg.Schema != "" {

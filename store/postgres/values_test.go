@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/batchtype"
@@ -212,5 +213,55 @@ func TestMigrateValuesOverRows(t *testing.T) {
 		if n := count(t, s, `SELECT count(*) FROM pg_class WHERE oid = to_regclass($1)`, fmt.Sprintf(`%s."batch_values_%d"`, schema, id)); n != 0 {
 			t.Fatalf("batch %d, ingested before the migration, has a partition", id)
 		}
+	}
+}
+
+// TestConfigurePoolCustomPlans: a read of one batch's values, prepared
+// and run a sixth time, locks every batch's partition on a plain pool
+// (PostgreSQL builds a generic plan), and that batch's partition alone
+// on a pool ConfigurePool readied.
+func TestConfigurePoolCustomPlans(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, schema := migratedStore(t)
+	const batches = 40
+	for i := int64(1); i <= batches; i++ {
+		part := fmt.Sprintf("%s.batch_values_%d", schema, i)
+		if _, err := s.Pool().Exec(ctx, fmt.Sprintf(`CREATE TABLE %s (LIKE %s.batch_values); ALTER TABLE %s.batch_values ATTACH PARTITION %s FOR VALUES FROM (%d) TO (%d)`,
+			part, schema, schema, part, i, i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	locks := func(pool *pgxpool.Pool) int64 {
+		t.Helper()
+		var n int64
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			for row := range int64(7) {
+				var p []byte
+				err := tx.QueryRow(ctx, `SELECT payload FROM `+schema+`.batch_values WHERE batch_id = $1 AND row_no = $2`, int64(3), row).Scan(&p)
+				if !errors.Is(err, pgx.ErrNoRows) {
+					return fmt.Errorf("read: %v", err)
+				}
+			}
+			return tx.QueryRow(ctx, `SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+				WHERE l.pid = pg_backend_pid() AND c.relname LIKE 'batch_values_%'`).Scan(&n)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := locks(s.Pool()); n < batches {
+		t.Fatalf("a plain pool locked %d partitions or keys; the generic plan the test means to show locks all %d partitions", n, batches)
+	}
+	cfg := s.Pool().Config()
+	postgres.ConfigurePool(cfg)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if n := locks(pool); n > 2 {
+		t.Fatalf("a pool ConfigurePool readied locked %d partitions or keys, want batch 3's partition and its key", n)
 	}
 }
