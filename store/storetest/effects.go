@@ -480,3 +480,49 @@ func testEffectUnanswered(t *testing.T, s driver.Store) {
 		t.Errorf("row 2: %+v, want answered", c)
 	}
 }
+
+// testCancelRetryingUnanswered: a cancel arrives while a lease works rows
+// whose keys an earlier lease ran without an answer (its worker died). The
+// run under way fails and asks for a retry, which the cancel ends: the
+// row whose earlier run never answered may have had its effect, so it is
+// unknown, not cancelled; the row whose every run answered is cancelled.
+// Found by the chaos harness (seed 826450951): rows cancelled with a 503
+// whose first attempt the downstream had applied.
+func testCancelRetryingUnanswered(t *testing.T, s driver.Store) {
+	ctx := context.Background()
+	b := ingest(t, s, tenant, 2, 10)
+	key := func(row int64) string { return fmt.Sprintf("cancel-unanswered-%d-%d", b.ID, row) }
+	refs := []driver.EffectRef{{RowNo: 2, Key: key(2), Digest: "d"}, {RowNo: 3, Key: key(3), Digest: "d"}}
+	dead := claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
+	// The dead worker claims and runs row 2's key only, and never answers.
+	if _, err := s.EffectsClaim(ctx, driver.EffectsClaimParams{TenantID: tenant, BatchID: b.ID, ChunkNo: dead.ChunkNo, Token: dead.Token,
+		Effects: refs[:1], RunFor: 10 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	expire(t, s, dead)
+	l := claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
+	cs, err := s.EffectsClaim(ctx, driver.EffectsClaimParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token, Effects: refs, RunFor: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 2 || !cs[0].Unanswered || cs[1].Unanswered {
+		t.Fatalf("the second lease's claims: %+v, want row 2 unanswered, row 3 not", cs)
+	}
+	if _, err := s.BatchCancel(ctx, driver.BatchControlParams{TenantID: tenant, ID: b.ID}); err != nil {
+		t.Fatal(err)
+	}
+	retry := func(row int64) driver.RowOutcome {
+		return driver.RowOutcome{RowNo: row, State: rows.StateRetrying, EffectKey: key(row), Error: &rows.FieldError{Row: row, Code: "processor_error", Message: "503"}}
+	}
+	res, err := s.ChunkFlush(ctx, driver.ChunkFlushParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token,
+		Outcomes: []driver.RowOutcome{retry(2), retry(3)}, Release: true})
+	if err != nil || !res.Cancelled {
+		t.Fatalf("flush after the cancel: %+v, %v", res, err)
+	}
+	wantCounts(t, CheckInvariant(t, s, tenant, b.ID), rows.Counts{rows.StateUnknown: 1, rows.StateCancelled: 1})
+	page, err := s.RowsList(ctx, driver.RowsListParams{TenantID: tenant, BatchID: b.ID})
+	if err != nil || len(page) != 2 || page[0].State != rows.StateUnknown || len(page[0].Errors) != 1 || page[0].Errors[0].Code != rows.CodeCancelledLate ||
+		page[1].State != rows.StateCancelled {
+		t.Fatalf("rows: %+v, %v; want row 2 unknown (cancelled_late), row 3 cancelled", page, err)
+	}
+}

@@ -15,7 +15,7 @@ type statements struct {
 	findChunk, leaseChunk, markProcessing, dueRows, recount, recountFree                                       string
 	clockNow, markSelect, markUpdate                                                                           string
 	leaseRenew, leaseCheck, checkLease, rowsList, rowsCount, migrationsTable                                   string
-	nextDue, killExhausted, batchStatus, leaseHeld, cancelLeft, sweepDead                                      string
+	nextDue, killExhausted, batchStatus, leaseHeld, cancelLeft, sweepDead, cancelUnanswered                    string
 	giveBack, recordEffects, releaseEffects, ingestRenew, ingestDone, deadIngests, claimIngest, claimAbandoned string
 	turnCount, turnTenant, turnChunks, turnAdvance                                                             string
 	lockGroup, regroup, regroupAll                                                                             string
@@ -224,6 +224,14 @@ func (s *statements) leasesAndRows(d *Dialect) {
 	// worker before it claimed their effect (deadRowState).
 	s.cancelLeft = d.Expand(`UPDATE {t}batch_rows SET ` + deadRowState(d, "$5", "$6") + `, next_attempt_at = NULL, updated_at = {now}
 		WHERE batch_id = $1 AND tenant_id = $2 AND row_no BETWEEN $3 AND $4 AND state = 'processing'`)
+	// Rows a cancelled flush ends, asking for a retry, whose key an
+	// earlier run ran without an answer (unanswered): that run may have
+	// had its effect, so they are unknown, not cancelled.
+	s.cancelUnanswered = d.Expand(`UPDATE {t}batch_rows SET state = 'unknown', errors = ` + d.JSONError("row_no", "code", "$5", "message", "$6") + `, updated_at = {now}
+		WHERE batch_id = $1 AND tenant_id = $2 AND row_no BETWEEN $3 AND $4 AND state = 'cancelled'
+		  AND EXISTS (SELECT 1 FROM {t}effects e
+		    WHERE e.tenant_id = {t}batch_rows.tenant_id AND e.batch_id = {t}batch_rows.batch_id AND e.row_no = {t}batch_rows.row_no
+		      AND e.state = 'claimed' AND e.unanswered)`)
 	// Claims a lease made and gives back unrun.
 	s.releaseEffects = d.Expand(`DELETE FROM {t}effects
 		WHERE tenant_id = $1 AND batch_id = $2 AND row_no BETWEEN $3 AND $4 AND state = 'claimed' AND ` + d.TextIn("effect_key", "$5"))

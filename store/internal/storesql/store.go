@@ -324,6 +324,11 @@ func (s *Store) ChunkFlush(ctx context.Context, p driver.ChunkFlushParams) (*dri
 				return err
 			}
 		}
+		if cancelled {
+			if _, err := q.Exec(ctx, s.q.cancelUnanswered, p.BatchID, p.TenantID, first, last, string(rows.CodeCancelledLate), unansweredMessage); err != nil {
+				return fmt.Errorf("cancel rows: %w", err)
+			}
+		}
 		if len(p.Released) > 0 {
 			if _, err := q.Exec(ctx, s.q.releaseEffects, p.TenantID, p.BatchID, first, last, s.d.ListArg(p.Released)); err != nil {
 				return fmt.Errorf("release effect keys: %w", err)
@@ -398,7 +403,8 @@ func failureReason(failures, worked int64, bound batchtype.Threshold) string {
 // while the lease's rows were worked: no row succeeds after a cancel, but a
 // row whose processor reported success may have had its effect, so it is
 // unknown (to be reconciled), not cancelled; a row still to be retried is
-// cancelled; a failure stays a failure.
+// cancelled, unless an earlier run of its key never answered (the flush's
+// cancelUnanswered makes it unknown); a failure stays a failure.
 func cancelledOutcomes(outs []driver.RowOutcome) []driver.RowOutcome {
 	out := make([]driver.RowOutcome, len(outs))
 	for i, o := range outs {
@@ -415,6 +421,9 @@ func cancelledOutcomes(outs []driver.RowOutcome) []driver.RowOutcome {
 	}
 	return out
 }
+
+// unansweredMessage is the error of a row cancelUnanswered makes unknown.
+const unansweredMessage = "the batch was cancelled before this row's retry, but an earlier attempt ran its effect and stopped before recording an outcome: it may have happened; reconcile it"
 
 // effectRecord is one outcome on an effect key, as recordEffects reads it.
 type effectRecord struct {
