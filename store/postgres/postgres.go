@@ -215,7 +215,7 @@ type pgxQuerier interface {
 // copier is what COPY needs of pgx: a transaction, or the connection of a
 // tenant's transaction (tenantTx).
 type copier interface {
-	CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error)
+	Conn() *pgx.Conn
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
@@ -340,9 +340,7 @@ func (d pgDriver) InsertRows(ctx context.Context, q storesql.Querier, p storesql
 		return copyRows()
 	}
 	copyRows := func() error {
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{d.s.schema, "batch_rows"},
-			[]string{"batch_id", "row_no", "tenant_id", "chunk_no", "state", "payload", "errors", "next_attempt_at", "updated_at", "key_digest", "result_id", "attempts"},
-			src); err != nil {
+		if err := copyBinary(ctx, tx, pgx.Identifier{d.s.schema, "batch_rows"}, allRowColumns, src.fillRows); err != nil {
 			if src.err != nil {
 				return src.err // the source's own error, not COPY's wrapping of it
 			}
@@ -356,14 +354,13 @@ func (d pgDriver) InsertRows(ctx context.Context, q storesql.Querier, p storesql
 	return copyRows()
 }
 
-// copySource adapts the engine's row iterator to pgx.CopyFromSource.
+// copySource encodes the engine's rows for a binary COPY (copyBinary).
 type copySource struct {
 	next   func() (driver.IngestRow, error, bool)
 	stop   func()
 	batch  int64
 	tenant string
 	now    time.Time
-	vals   []any
 	err    error
 	// apart: the values are copied into batch_values, a group at a time
 	// (copyApart); rowNos and payloads are the group's so far, and done
@@ -379,52 +376,87 @@ func newCopySource(seq iter.Seq2[driver.IngestRow, error], id int64, tenant stri
 	return &copySource{next: next, stop: stop, batch: id, tenant: tenant, now: now}
 }
 
-func (c *copySource) Next() bool {
-	if c.apart && len(c.rowNos) >= valuesGroupRows {
-		return false // the group is full: its values are copied next
+// allRowColumns are the columns of batch_rows fillRows writes, payload
+// among them unless the values are apart (rowColumns).
+var allRowColumns = []string{"batch_id", "row_no", "tenant_id", "chunk_no", "state", "payload", "errors", "next_attempt_at", "updated_at", "key_digest", "result_id", "attempts"}
+
+// fillRows appends rows to buf, in the order of allRowColumns (without
+// payload when apart), until it holds copyBufferSize bytes; done once
+// the rows ran out or, apart, the group is full (its values are copied
+// next).
+func (c *copySource) fillRows(buf []byte) ([]byte, bool, error) {
+	for len(buf) < copyBufferSize {
+		if c.apart && len(c.rowNos) >= valuesGroupRows {
+			return buf, true, nil
+		}
+		r, err, ok := c.next()
+		if !ok {
+			c.done = true
+			return buf, true, nil
+		}
+		if err != nil {
+			c.err = err
+			return buf, false, err
+		}
+		payload, err := storesql.EncodeValues(r.Values)
+		if err != nil {
+			c.err = err
+			return buf, false, err
+		}
+		errs, err := storesql.EncodeErrors(r.Errors)
+		if err != nil {
+			c.err = err
+			return buf, false, err
+		}
+		if c.apart {
+			// The values wait for the group's second COPY; batch_rows
+			// takes its default, the JSON null.
+			c.rowNos, c.payloads = append(c.rowNos, r.RowNo), append(c.payloads, payload)
+			buf = appendTuple(buf, len(rowColumns))
+		} else {
+			buf = appendTuple(buf, len(allRowColumns))
+		}
+		buf = appendInt8(buf, c.batch)
+		buf = appendInt8(buf, r.RowNo)
+		buf = appendText(buf, c.tenant)
+		buf = appendInt8(buf, r.ChunkNo)
+		buf = appendText(buf, string(r.State))
+		if !c.apart {
+			buf = appendJSONB(buf, payload)
+		}
+		buf = appendJSONB(buf, errs)
+		if r.State.Open() {
+			buf = appendTimestamptz(buf, c.now.Add(r.RetryDelay))
+		} else {
+			buf = appendNull(buf)
+		}
+		buf = appendTimestamptz(buf, c.now)
+		buf = appendBytea(buf, r.KeyDigest)
+		if r.ResultID != "" {
+			buf = appendText(buf, r.ResultID)
+		} else {
+			buf = appendNull(buf)
+		}
+		buf = appendInt4(buf, int32(r.Attempts))
 	}
-	r, err, ok := c.next()
-	if !ok {
-		c.done = true
-		return false
-	}
-	if err != nil {
-		c.err = err
-		return false
-	}
-	payload, err := storesql.EncodeValues(r.Values)
-	if err != nil {
-		c.err = err
-		return false
-	}
-	errs, err := storesql.EncodeErrors(r.Errors)
-	if err != nil {
-		c.err = err
-		return false
-	}
-	var errArg, next, id any
-	if errs != nil {
-		errArg = errs
-	}
-	if r.State.Open() {
-		next = c.now.Add(r.RetryDelay)
-	}
-	if r.ResultID != "" {
-		id = r.ResultID
-	}
-	if c.apart {
-		// The values wait for the group's second COPY; batch_rows
-		// takes its default, the JSON null.
-		c.rowNos, c.payloads = append(c.rowNos, r.RowNo), append(c.payloads, payload)
-		c.vals = append(c.vals[:0], c.batch, r.RowNo, c.tenant, r.ChunkNo, string(r.State), errArg, next, c.now, r.KeyDigest, id, r.Attempts)
-		return true
-	}
-	c.vals = []any{c.batch, r.RowNo, c.tenant, r.ChunkNo, string(r.State), payload, errArg, next, c.now, r.KeyDigest, id, r.Attempts}
-	return true
+	return buf, false, nil
 }
 
-func (c *copySource) Values() ([]any, error) { return c.vals, nil }
-func (c *copySource) Err() error             { return c.err }
+// fillValues returns the fill of the group's values, in the order of
+// valueColumns.
+func (c *copySource) fillValues() func([]byte) ([]byte, bool, error) {
+	at := 0
+	return func(buf []byte) ([]byte, bool, error) {
+		for ; at < len(c.rowNos) && len(buf) < copyBufferSize; at++ {
+			buf = appendTuple(buf, len(valueColumns))
+			buf = appendInt8(buf, c.batch)
+			buf = appendInt8(buf, c.rowNos[at])
+			buf = appendText(buf, c.tenant)
+			buf = appendJSONB(buf, c.payloads[at])
+		}
+		return buf, at == len(c.rowNos), nil
+	}
+}
 
 // UpdateOutcomes writes a flush's outcomes with one set-based UPDATE.
 //

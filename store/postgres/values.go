@@ -25,6 +25,9 @@ const valuesGroupRows = 10000
 // batch_values: payload keeps its default, the JSON null.
 var rowColumns = []string{"batch_id", "row_no", "tenant_id", "chunk_no", "state", "errors", "next_attempt_at", "updated_at", "key_digest", "result_id", "attempts"}
 
+// valueColumns are batch_values' columns a COPY writes.
+var valueColumns = []string{"batch_id", "row_no", "tenant_id", "payload"}
+
 // copyApart copies src's rows into batch_rows and their values into
 // batch_values, a group of valuesGroupRows rows at a time, both streamed
 // from the engine's rows.
@@ -32,7 +35,7 @@ func (d pgDriver) copyApart(ctx context.Context, tx copier, src *copySource) err
 	src.apart = true
 	for !src.done {
 		src.rowNos, src.payloads = src.rowNos[:0], src.payloads[:0]
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{d.s.schema, "batch_rows"}, rowColumns, src); err != nil {
+		if err := copyBinary(ctx, tx, pgx.Identifier{d.s.schema, "batch_rows"}, rowColumns, src.fillRows); err != nil {
 			if src.err != nil {
 				return src.err // the source's own error, not COPY's wrapping of it
 			}
@@ -41,32 +44,12 @@ func (d pgDriver) copyApart(ctx context.Context, tx copier, src *copySource) err
 		if len(src.rowNos) == 0 {
 			continue
 		}
-		vals := &valuesSource{src: src, at: -1}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{d.s.schema, "batch_values"}, []string{"batch_id", "row_no", "tenant_id", "payload"}, vals); err != nil {
+		if err := copyBinary(ctx, tx, pgx.Identifier{d.s.schema, "batch_values"}, valueColumns, src.fillValues()); err != nil {
 			return fmt.Errorf("copy values: %w", interpretError(err))
 		}
 	}
 	return nil
 }
-
-// valuesSource is a group's values as a pgx.CopyFromSource.
-type valuesSource struct {
-	src  *copySource
-	at   int
-	vals [4]any
-}
-
-func (v *valuesSource) Next() bool {
-	v.at++
-	return v.at < len(v.src.rowNos)
-}
-
-func (v *valuesSource) Values() ([]any, error) {
-	v.vals = [4]any{v.src.batch, v.src.rowNos[v.at], v.src.tenant, v.src.payloads[v.at]}
-	return v.vals[:], nil
-}
-
-func (v *valuesSource) Err() error { return nil }
 
 // valuesPartition is the quoted name of batch id's partition.
 func (s *Store) valuesPartition(id int64) string {
