@@ -122,11 +122,40 @@ func TestInlineImport(t *testing.T) {
 		if err := bd.db.QueryRowContext(ctx, `SELECT count(*) FROM customers WHERE tenant_id = 'inline'`).Scan(&n); err != nil || int64(n) != got[rows.StateSucceeded] {
 			t.Fatalf("customers of the inline tenant = %d, %v; succeeded rows %d", n, err, got[rows.StateSucceeded])
 		}
+		// The customers written inline are the ones the workers wrote,
+		// column by column.
+		if in, wk := customerRows(t, bd, "inline"), customerRows(t, bd, "workers"); in != wk {
+			t.Fatalf("customers written inline differ from the workers':\n%s\nworkers:\n%s", in, wk)
+		}
 		evs, err := e.Events(ctx, batch.EventsParams{TenantID: "inline", BatchID: b.ID})
 		if err != nil || len(evs) == 0 || !evs[len(evs)-1].Final || evs[len(evs)-1].Status != batchtype.StatusFinished {
 			t.Fatalf("events %+v, %v: want a final finished event", evs, err)
 		}
 	})
+}
+
+// customerRows lists a tenant's customers, their every column but ids and
+// times, in email order.
+func customerRows(t *testing.T, bd *bundle, tenant string) string {
+	t.Helper()
+	rs, err := bd.db.QueryContext(context.Background(), `SELECT email, name, COALESCE(country, ''), CAST(signup_date AS text), COALESCE(CAST(amount AS text), '')
+		FROM customers WHERE tenant_id = $1 ORDER BY email`, tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	var b strings.Builder
+	for rs.Next() {
+		var email, name, country, date, amount string
+		if err := rs.Scan(&email, &name, &country, &date, &amount); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintln(&b, email, name, country, date, amount)
+	}
+	if err := rs.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }
 
 // TestInlineSuspects: a row whose key the import's filter may have seen
