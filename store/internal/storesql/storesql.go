@@ -68,6 +68,16 @@ func SumColumns() string {
 	return strings.Join(parts, ", ")
 }
 
+// stateSums is one sum per state of the counts in column n of rows
+// grouped by state, in rows.States order: CountAggregates over groups.
+func stateSums(n string) string {
+	parts := make([]string, len(rows.States))
+	for i, s := range rows.States {
+		parts[i] = fmt.Sprintf("COALESCE(CAST(sum(%s) FILTER (WHERE state = '%s') AS bigint), 0)", n, s)
+	}
+	return strings.Join(parts, ", ")
+}
+
 // CountDests returns scan destinations for the columns of CountColumns and a
 // function that turns them into Counts once scanned.
 func CountDests() ([]any, func() rows.Counts) {
