@@ -98,17 +98,7 @@ func (s *statements) ingestAndCounts(d *Dialect) {
 	s.suspectRows = d.Expand(`SELECT r.row_no, r.chunk_no, ` + d.valuesOf("r", "$1") + ` FROM {t}batch_rows r
 		WHERE batch_id = $1 AND ` + d.InInt("row_no", "$2") + ` AND state = 'valid'
 		ORDER BY row_no`)
-	// The batch's chunks and their counts, from one aggregate of its rows
-	// in two levels: by chunk and state, then by chunk, so that a row
-	// costs one group's lookup, not a filter per state (a third of the
-	// statement's time over 1,000,000 rows, on either engine).
-	s.insertChunks = d.Expand(`INSERT INTO {t}batch_chunks
-		(batch_id, chunk_no, tenant_id, first_row_no, last_row_no, next_due_at, ` + CountColumns() + `)
-		SELECT $1, chunk_no, tenant_id, min(lo), max(hi),
-			min(due) FILTER (WHERE state IN ` + OpenStates + `), ` + stateSums("n") + `
-		FROM (SELECT chunk_no, tenant_id, state, min(row_no) AS lo, max(row_no) AS hi, min(next_attempt_at) AS due, count(*) AS n
-			FROM {t}batch_rows WHERE batch_id = $1 GROUP BY chunk_no, tenant_id, state) g
-		GROUP BY chunk_no, tenant_id`)
+	s.insertChunks = insertChunksSQL(d)
 	s.nextSeq = d.Expand(`UPDATE {t}batches SET event_seq = event_seq + 1 WHERE id = $1
 		RETURNING event_seq, tenant_id, paused, {clock}`)
 	// A batch finishes when no chunk has open rows, and runs again when
@@ -149,6 +139,20 @@ func (s *statements) ingestAndCounts(d *Dialect) {
 		FROM {t}batches b LEFT JOIN {t}batch_count_groups c ON c.batch_id = b.id
 		WHERE b.id = $1 AND b.tenant_id = $2
 		GROUP BY b.id`)
+}
+
+// insertChunksSQL writes a batch's chunks and their counts, from one
+// aggregate of its rows in two levels: by chunk and state, then by chunk,
+// so that a row costs one group's lookup, not a filter per state (a third
+// of the statement's time over 1,000,000 rows, on either engine).
+func insertChunksSQL(d *Dialect) string {
+	return d.Expand(`INSERT INTO {t}batch_chunks
+		(batch_id, chunk_no, tenant_id, first_row_no, last_row_no, next_due_at, ` + CountColumns() + `)
+		SELECT $1, chunk_no, tenant_id, min(lo), max(hi),
+			min(due) FILTER (WHERE state IN ` + OpenStates + `), ` + stateSums("n") + `
+		FROM (SELECT chunk_no, tenant_id, state, min(row_no) AS lo, max(row_no) AS hi, min(next_attempt_at) AS due, count(*) AS n
+			FROM {t}batch_rows WHERE batch_id = $1 GROUP BY chunk_no, tenant_id, state) g
+		GROUP BY chunk_no, tenant_id`)
 }
 
 // readsAndClaims: batches read back, and what a claim asks.
