@@ -311,7 +311,7 @@ func (e *Engine) newIngestPipe(ctx context.Context, k kind, p ImportParams, src 
 	if pipe.inline, err = e.inlineFor(ctx, k, m, p, pipe.maxFailed, src.rowCount); err != nil {
 		return nil, err
 	}
-	pipe.screen = newKeyScreen(k.hasKey(), cmp.Or(e.keyFilterRows, src.rowCount))
+	pipe.screen = newKeyScreen(k.hasKey(), cmp.Or(e.keyFilterRows, src.rowCount), cmp.Or(e.maxHeld, maxHeld))
 	seq := ingestRows(ctx, r, src, m, pipe.chk, int64(k.settings().chunkSize), &pipe.trimmed, pipe.screen)
 	seq = track.count(seq)
 	if pipe.inline != nil {

@@ -72,7 +72,11 @@ func (w *inlineWork) chunk(ctx context.Context, tx Tx, batchID int64, rs []drive
 	idx := make([]int, 0, len(rs))
 	worked := make([]driver.LeasedRow, 0, len(rs))
 	for i, r := range rs {
-		if r.State != rows.StateValid || r.KeyDigest != nil && w.screen.isSuspect(r.RowNo) {
+		if r.State != rows.StateValid {
+			continue
+		}
+		if r.KeyDigest != nil && w.screen.isSuspect(r.RowNo) {
+			w.screen.hold(r)
 			continue
 		}
 		idx = append(idx, i)

@@ -165,10 +165,24 @@ func customerRows(t *testing.T, bd *bundle, tenant string) string {
 // worked by the workers, the batch finished when the import returns.
 func TestInlineSuspects(t *testing.T) {
 	t.Parallel()
+	for _, readBack := range []bool{false, true} {
+		t.Run(fmt.Sprintf("readBack=%v", readBack), func(t *testing.T) {
+			t.Parallel()
+			testInlineSuspects(t, readBack)
+		})
+	}
+}
+
+// testInlineSuspects: the suspects the import held for the store, or,
+// past what it holds, read back by the store.
+func testInlineSuspects(t *testing.T, readBack bool) {
 	forEachEngine(t, func(t *testing.T, bd *bundle) {
 		ctx := context.Background()
 		e := customersEngine(t, bd)
 		batch.SetKeyFilterRows(e, 1)
+		if readBack {
+			batch.SetMaxHeld(e, 10)
+		}
 		b, err := e.Import(ctx, batch.ImportParams{Kind: customers.Name, SourceName: "c.csv", Source: bytes.NewReader(inlineCustomers(2500)), WorkInline: true})
 		if err != nil {
 			t.Fatal(err)

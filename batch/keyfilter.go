@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/rowfate/rowfate/batch/driver"
+	"github.com/rowfate/rowfate/rows"
 )
 
 // keyFilter is a Bloom filter over the natural-key digests of an import's
@@ -88,19 +89,30 @@ type keyScreen struct {
 	suspects   []int64 // row numbers, ascending
 	next       int     // isSuspect's place in suspects
 	candidates []byte  // their digests, 16 bytes each
+	// held are the suspects the inline work held back (hold), in file
+	// order, so that the store need not read them back; dropped once
+	// more than maxHeld.
+	held     []driver.IngestRow
+	heldOver bool
+	maxHeld  int
 }
+
+// maxHeld bounds the suspects' rows an inline import keeps for the
+// store: at the customers file's 90 bytes a row, about a megabyte. Past
+// it the store reads them back (a few in a thousand rows are suspects).
+const maxHeld = 10_000
 
 // maxCandidates bounds the digests handed to the store: past it (a file
 // with many repeated keys), the store checks every digest instead.
 const maxCandidates = 100_000
 
 // newKeyScreen returns the screen of a kind with a natural key (nil
-// without one), sized for about n rows.
-func newKeyScreen(keyed bool, n int64) *keyScreen {
+// without one), sized for about n rows, holding up to held suspects.
+func newKeyScreen(keyed bool, n int64, held int) *keyScreen {
 	if !keyed {
 		return nil
 	}
-	return &keyScreen{filter: newKeyFilter(n)}
+	return &keyScreen{filter: newKeyFilter(n), maxHeld: held}
 }
 
 // add screens a valid row's digest (nil for an invalid row), in file
@@ -148,7 +160,23 @@ func (s *keyScreen) result() (driver.Screened, bool) {
 	for i := 0; i < len(s.candidates); i += 16 {
 		out = append(out, s.candidates[i:i+16:i+16])
 	}
-	return driver.Screened{Candidates: out, Suspects: s.suspects}, true
+	res := driver.Screened{Candidates: out, Suspects: s.suspects}
+	if !s.heldOver && len(s.held) == len(s.suspects) {
+		res.Held = s.held // every suspect held, in the same order
+	}
+	return res, true
+}
+
+// hold keeps a suspect the inline work held back, for the store to work
+// once the duplicates are known (Screened.Held).
+func (s *keyScreen) hold(r driver.IngestRow) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.heldOver || len(s.held) >= s.maxHeld {
+		s.held, s.heldOver = nil, true
+		return
+	}
+	s.held = append(s.held, driver.IngestRow{RowNo: r.RowNo, ChunkNo: r.ChunkNo, State: rows.StateValid, Values: r.Values})
 }
 
 // isSuspect reports whether a row's key may repeat an earlier row's. It

@@ -177,8 +177,7 @@ type DuplicateKey struct {
 	// found that only rows whose digest is among candidates can repeat
 	// an earlier row's: the store looks only at those digests, and at
 	// none when there are none, instead of sorting every digest of the
-	// batch. suspects are those rows' numbers, ascending: the rows a
-	// WorkFunc held back, which the store reads by number.
+	// batch; the suspects are the rows a WorkFunc held back.
 	Screen func() (s Screened, ok bool)
 }
 
@@ -190,6 +189,9 @@ type Screened struct {
 	// Suspects are the numbers of the rows whose digest may repeat an
 	// earlier row's, ascending.
 	Suspects []int64
+	// Held, when not nil, are the suspects' rows (one each, in order),
+	// held unworked by the importer so that the store need not read them.
+	Held []IngestRow
 }
 
 // BatchGetParams are the parameters of Store.BatchGet.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"slices"
 	"time"
 
 	"github.com/rowfate/rowfate/batch/driver"
@@ -50,7 +51,7 @@ func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*b
 		}
 		opts.ErrorCounts, opts.Width = sum.ErrorCounts, sum.Width
 		opts.Warnings = append(opts.Warnings, sum.Warnings...)
-		dups, screened, err := s.ingestDuplicates(ctx, q, id, p.DuplicateKey)
+		dups, screened, err := s.ingestDuplicates(ctx, q, id, p.DuplicateKey, p.WorkFunc != nil)
 		if err != nil {
 			return err
 		}
@@ -58,7 +59,7 @@ func (s *Store) BatchIngest(ctx context.Context, p driver.BatchIngestParams) (*b
 			opts.ErrorCounts = addErrorCount(opts.ErrorCounts, rows.ErrorCount{Column: p.DuplicateKey.Column, Code: rows.CodeDuplicateKey, Count: dups})
 		}
 		if p.WorkFunc != nil && len(screened.Suspects) > 0 {
-			if err := s.workSuspects(ctx, q, id, p, screened.Suspects); err != nil {
+			if err := s.workSuspects(ctx, q, id, p, screened); err != nil {
 				return err
 			}
 		}
@@ -150,8 +151,10 @@ func (s *Store) ingest(ctx context.Context, p driver.BatchIngestParams, insertBa
 
 // ingestDuplicates makes invalid each row whose key an earlier row of the
 // batch has, and returns how many, and what the importer's screen found
-// (nothing when it screened none).
-func (s *Store) ingestDuplicates(ctx context.Context, q Querier, id int64, k driver.DuplicateKey) (int64, driver.Screened, error) {
+// (nothing when it screened none). With held, the suspects the importer
+// held are to be worked: those found to repeat a key are dropped from
+// Screened.Held, so that the rest are worked without being read back.
+func (s *Store) ingestDuplicates(ctx context.Context, q Querier, id int64, k driver.DuplicateKey, held bool) (int64, driver.Screened, error) {
 	var screened driver.Screened
 	if k.Name == "" {
 		return 0, screened, nil
@@ -164,6 +167,10 @@ func (s *Store) ingestDuplicates(ctx context.Context, q Querier, id int64, k dri
 				return 0, screened, nil
 			}
 			stmt, args = s.q.markCandidates, append(args, s.d.BytesListArg(screened.Candidates))
+			if held && screened.Held != nil {
+				n, err := s.dropDuplicates(ctx, q, &screened, args)
+				return n, screened, err
+			}
 		}
 	}
 	n, err := q.Exec(ctx, stmt, args...)
@@ -173,49 +180,98 @@ func (s *Store) ingestDuplicates(ctx context.Context, q Querier, id int64, k dri
 	return n, screened, nil
 }
 
+// dropDuplicates runs markCandidates naming the rows it makes invalid,
+// and drops those from the held suspects.
+func (s *Store) dropDuplicates(ctx context.Context, q Querier, screened *driver.Screened, args []any) (int64, error) {
+	rs, err := q.Query(ctx, s.q.markCandidatesRows, args...)
+	if err != nil {
+		return 0, fmt.Errorf("find duplicate keys: %w", err)
+	}
+	defer rs.Close()
+	dups := map[int64]bool{}
+	for rs.Next() {
+		var row int64
+		if err := rs.Scan(&row); err != nil {
+			return 0, fmt.Errorf("find duplicate keys: %w", err)
+		}
+		dups[row] = true
+	}
+	if err := rs.Err(); err != nil {
+		return 0, fmt.Errorf("find duplicate keys: %w", err)
+	}
+	if err := rs.Close(); err != nil {
+		return 0, fmt.Errorf("find duplicate keys: %w", err)
+	}
+	if len(dups) > 0 {
+		screened.Held = slices.DeleteFunc(slices.Clone(screened.Held), func(r driver.IngestRow) bool { return dups[r.RowNo] })
+	}
+	return int64(len(dups)), nil
+}
+
 // workSuspects hands WorkFunc, once the duplicates are found, the rows it
 // held back as possible repeats (suspects, ascending) that are still
 // valid (the filter's false alarms), with their key digest nil, as groups
 // of at most workGroupRows, and records their outcomes as a flush would.
 // They are a few in a thousand: a second write for them costs less than a
-// filter large enough to have none. They are read by row number, not by
-// digest: a lookup each instead of a scan of the batch. It stops at a
-// group WorkFunc leaves as it was (the work stopped: a failed call, the
-// failure bound), for the workers.
-func (s *Store) workSuspects(ctx context.Context, q Querier, id int64, p driver.BatchIngestParams, suspects []int64) error {
-	for len(suspects) > 0 {
+// filter large enough to have none. They are the rows the importer held
+// (Screened.Held, the duplicates dropped), or else read back by row
+// number, not by digest: a lookup each instead of a scan of the batch. It
+// stops at a group WorkFunc leaves as it was (the work stopped: a failed
+// call, the failure bound), for the workers.
+func (s *Store) workSuspects(ctx context.Context, q Querier, id int64, p driver.BatchIngestParams, screened driver.Screened) error {
+	if held := screened.Held; held != nil {
+		for len(held) > 0 {
+			n := min(len(held), workGroupRows)
+			group := slices.Clone(held[:n]) // WorkFunc sets the outcomes in place
+			held = held[n:]
+			if done, err := s.workSuspectGroup(ctx, q, id, p, group); done || err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for suspects := screened.Suspects; len(suspects) > 0; {
 		n := min(len(suspects), workGroupRows)
 		group, err := s.validRows(ctx, q, id, suspects[:n])
 		if err != nil {
 			return err
 		}
 		suspects = suspects[n:]
-		if len(group) == 0 {
-			continue
-		}
-		if err := p.WorkFunc(ctx, txOf(q, s.d), id, group); err != nil {
+		if done, err := s.workSuspectGroup(ctx, q, id, p, group); done || err != nil {
 			return err
-		}
-		outs := make([]driver.RowOutcome, 0, len(group))
-		for _, r := range group {
-			if r.State == rows.StateValid {
-				continue
-			}
-			o := driver.RowOutcome{RowNo: r.RowNo, State: r.State, ResultID: r.ResultID, RetryDelay: r.RetryDelay}
-			if len(r.Errors) > 0 {
-				o.Error = &r.Errors[0]
-			}
-			outs = append(outs, o)
-		}
-		if len(outs) == 0 {
-			return nil
-		}
-		first, last := group[0].RowNo, group[len(group)-1].RowNo
-		if err := s.drv.UpdateOutcomes(ctx, q, UpdateOutcomesParams{BatchID: id, TenantID: p.TenantID, First: first, Last: last, Outcomes: outs, Deferred: true, Sparse: true}); err != nil {
-			return fmt.Errorf("record outcomes: %w", err)
 		}
 	}
 	return nil
+}
+
+// workSuspectGroup works a group of suspects and records their outcomes;
+// done when WorkFunc left every row of it as it was (the work stopped).
+func (s *Store) workSuspectGroup(ctx context.Context, q Querier, id int64, p driver.BatchIngestParams, group []driver.IngestRow) (done bool, _ error) {
+	if len(group) == 0 {
+		return false, nil
+	}
+	if err := p.WorkFunc(ctx, txOf(q, s.d), id, group); err != nil {
+		return false, err
+	}
+	outs := make([]driver.RowOutcome, 0, len(group))
+	for _, r := range group {
+		if r.State == rows.StateValid {
+			continue
+		}
+		o := driver.RowOutcome{RowNo: r.RowNo, State: r.State, ResultID: r.ResultID, RetryDelay: r.RetryDelay}
+		if len(r.Errors) > 0 {
+			o.Error = &r.Errors[0]
+		}
+		outs = append(outs, o)
+	}
+	if len(outs) == 0 {
+		return true, nil
+	}
+	first, last := group[0].RowNo, group[len(group)-1].RowNo
+	if err := s.drv.UpdateOutcomes(ctx, q, UpdateOutcomesParams{BatchID: id, TenantID: p.TenantID, First: first, Last: last, Outcomes: outs, Deferred: true, Sparse: true}); err != nil {
+		return false, fmt.Errorf("record outcomes: %w", err)
+	}
+	return false, nil
 }
 
 // validRows reads those of the rows numbered rowNos that are still valid.

@@ -9,7 +9,7 @@ import (
 // statements are the shared statements, expanded once for the dialect.
 type statements struct {
 	insertBatch, ingestSummary, insertChunks, markDuplicates, markCandidates                                   string
-	suspectRows                                                                                                string
+	suspectRows, markCandidatesRows                                                                            string
 	nextSeq, finish, sumChunks                                                                                 string
 	batchGet, batchList, batchFind                                                                             string
 	findChunk, leaseChunk, markProcessing, dueRows, recount, recountFree                                       string
@@ -87,14 +87,18 @@ func (s *statements) ingestAndCounts(d *Dialect) {
 		SET state = 'invalid', next_attempt_at = NULL,
 		    errors = ` + d.JSONError("r.row_no", "column", "NULLIF($2, '')", "field", "NULLIF($3, '')",
 			"code", "'"+string(rows.CodeDuplicateKey)+"'", "message", "'same ' || $4 || ' as row ' || d.first") + `
-		FROM (SELECT row_no, first FROM (
+		FROM (SELECT row_no AS dup_no, first FROM (
 			SELECT row_no, first_value(row_no) OVER (PARTITION BY key_digest ORDER BY row_no) AS first
 			FROM {t}batch_rows WHERE batch_id = $1 AND ` + rowsWith + `) w
 			WHERE first <> row_no) d
-		WHERE r.batch_id = $1 AND r.row_no = d.row_no`)
+		WHERE r.batch_id = $1 AND r.row_no = d.dup_no`)
 	}
 	s.markDuplicates = duplicates("key_digest IS NOT NULL")
 	s.markCandidates = duplicates(d.InBytes("key_digest", "$5"))
+	// markCandidates naming the rows it made invalid, for the suspects an
+	// importer held (Screened.Held).
+	// (SQLite's RETURNING takes no table name: row_no is r's alone.)
+	s.markCandidatesRows = s.markCandidates + ` RETURNING row_no`
 	s.suspectRows = d.Expand(`SELECT r.row_no, r.chunk_no, ` + d.valuesOf("r", "$1") + ` FROM {t}batch_rows r
 		WHERE batch_id = $1 AND ` + d.InInt("row_no", "$2") + ` AND state = 'valid'
 		ORDER BY row_no`)
