@@ -71,9 +71,9 @@ type Engine struct {
 	// of the file's row count: tests saturate it to make every row a
 	// suspect.
 	keyFilterRows int64
-	// maxHeld, when above 0, bounds the suspects an inline import holds
-	// for the store instead of maxHeld: tests make the store read them
-	// back.
+	// maxHeld, when above 0, bounds the bytes of the suspects an inline
+	// import holds for the store instead of maxHeld: tests make the store
+	// read them back.
 	maxHeld int
 }
 

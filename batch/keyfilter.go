@@ -91,23 +91,26 @@ type keyScreen struct {
 	candidates []byte  // their digests, 16 bytes each
 	// held are the suspects the inline work held back (hold), in file
 	// order, so that the store need not read them back; dropped once
-	// more than maxHeld.
-	held     []driver.IngestRow
-	heldOver bool
-	maxHeld  int
+	// they take more than maxHeld bytes.
+	held      []driver.IngestRow
+	heldBytes int
+	heldOver  bool
+	maxHeld   int
 }
 
-// maxHeld bounds the suspects' rows an inline import keeps for the
-// store: at the customers file's 90 bytes a row, about a megabyte. Past
-// it the store reads them back (a few in a thousand rows are suspects).
-const maxHeld = 10_000
+// maxHeld bounds the bytes of the suspects' rows an inline import keeps
+// for the store: about 5,000 rows of the customers file (a few in a
+// thousand rows are suspects), fewer of a wide one. Past it the store
+// reads them back.
+const maxHeld = 1 << 20
 
 // maxCandidates bounds the digests handed to the store: past it (a file
 // with many repeated keys), the store checks every digest instead.
 const maxCandidates = 100_000
 
 // newKeyScreen returns the screen of a kind with a natural key (nil
-// without one), sized for about n rows, holding up to held suspects.
+// without one), sized for about n rows, holding up to held bytes of
+// suspects.
 func newKeyScreen(keyed bool, n int64, held int) *keyScreen {
 	if !keyed {
 		return nil
@@ -172,10 +175,15 @@ func (s *keyScreen) result() (driver.Screened, bool) {
 func (s *keyScreen) hold(r driver.IngestRow) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.heldOver || len(s.held) >= s.maxHeld {
+	size := 64 // the row and its slice headers
+	for _, v := range r.Values {
+		size += 16 + len(v)
+	}
+	if s.heldOver || s.heldBytes+size > s.maxHeld {
 		s.held, s.heldOver = nil, true
 		return
 	}
+	s.heldBytes += size
 	s.held = append(s.held, driver.IngestRow{RowNo: r.RowNo, ChunkNo: r.ChunkNo, State: rows.StateValid, Values: r.Values})
 }
 

@@ -5,6 +5,6 @@ package batch
 // every key, which is what a test of the suspects' path needs.
 func SetKeyFilterRows(e *Engine, n int64) { e.keyFilterRows = n }
 
-// SetMaxHeld bounds the suspects an inline import of e holds for the
-// store, so that a test makes it read them back past n.
+// SetMaxHeld bounds the bytes of the suspects an inline import of e
+// holds for the store, so that a test makes it read them back past n.
 func SetMaxHeld(e *Engine, n int) { e.maxHeld = n }
