@@ -228,8 +228,15 @@ func machineFacts(ctx context.Context, e *env) []string {
 		}
 	}
 	facts = append(facts, "River: "+river+" (riverpgxv5)")
-	if rev := strings.TrimSpace(output(ctx, "git", "-C", e.cfg.repo, "rev-parse", "--short", "HEAD")); rev != "" {
-		facts = append(facts, "rowfate: batchctl built from "+rev+" (plus any uncommitted changes in the work tree)")
+	switch {
+	case e.cfg.batchctlPath != "":
+		// A prebuilt binary: its own build information, not the work
+		// tree's HEAD, which may be another commit.
+		facts = append(facts, "rowfate: "+e.cfg.batchctlPath+", "+binaryRevision(e.cfg.batchctlPath)+fileTime(e.cfg.batchctlPath))
+	default:
+		if rev := strings.TrimSpace(output(ctx, "git", "-C", e.cfg.repo, "rev-parse", "--short", "HEAD")); rev != "" {
+			facts = append(facts, "rowfate: batchctl built from "+rev+" (plus any uncommitted changes in the work tree)")
+		}
 	}
 	if e.cfg.batchctlBase != "" {
 		facts = append(facts, "rowfate base (the @base contenders): "+e.cfg.batchctlBase+", "+binaryRevision(e.cfg.batchctlBase)+fileTime(e.cfg.batchctlBase))
