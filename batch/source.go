@@ -184,6 +184,19 @@ func (s *source) mapping(r rows.Reader) (*rows.Mapping, error) {
 	return m, nil
 }
 
+// project has r, when it can, leave out the cells of the columns the kind
+// does not read whenever a row's hold more than an import keeps of them
+// (see keptCells): they are then not even copied. The cell past the
+// header, where a template's example row has its marker, is read.
+func project(r rows.Reader, m *rows.Mapping) {
+	p, ok := r.(rows.Projector)
+	if !ok {
+		return
+	}
+	width := len(r.Header())
+	p.Project(func(i int) bool { return m.Feeds(i) || i == width }, unreadCellsKept)
+}
+
 // evidence is what the first pass learns from the values.
 type evidence struct {
 	// dayFirst and monthFirst are the first rows whose numeric date reads
@@ -222,6 +235,7 @@ func (s *source) profile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	project(r, m)
 	if err := s.strict(r, m); err != nil {
 		return err
 	}

@@ -18,6 +18,10 @@ type Record struct {
 	// Errors are reading problems of this row (ragged, bad bytes). A row
 	// with reading errors is stored as invalid; the file goes on.
 	Errors []FieldError `json:"errors,omitempty"`
+	// Trimmed says the reader left empty the cells of the columns a
+	// Projector was told to drop (see Projector): they held more than it
+	// keeps.
+	Trimmed bool `json:"trimmed,omitempty"`
 }
 
 // Unreadable reports whether the record is a line that could not be read
@@ -51,6 +55,16 @@ type Reader interface {
 	// Close releases what the reader holds (temporary files); safe to call
 	// more than once.
 	Close() error
+}
+
+// A Projector is a Reader that can leave out of its records the cells
+// nobody reads. After Project, a record whose cells in the columns keep
+// refuses hold more than maxUnread bytes together has those cells empty
+// and is Trimmed; their reading problems are still its Errors. The
+// engine projects to the columns a kind reads, so that a file carrying
+// megabytes beside them is read without copying them.
+type Projector interface {
+	Project(keep func(col int) bool, maxUnread int)
 }
 
 // SourceInfo is what a reader found out about a source: its format, the

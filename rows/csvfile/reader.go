@@ -173,6 +173,7 @@ type pendingRecord struct {
 	row, line int64
 	bad       string
 	blank     bool // blank rows came right before it
+	drops     []droppedCell
 }
 
 var _ rows.Reader = (*Reader)(nil)
@@ -494,12 +495,12 @@ func (c *Reader) nextRecord() (pendingRecord, error) {
 			return pendingRecord{}, err
 		}
 		c.row++
-		if r.bad == "" && isEmpty(r.cells) {
+		if r.bad == "" && blankFrom(r.cells, r.drops, 0) {
 			c.skipped++
 			blank = true
 			continue
 		}
-		return pendingRecord{values: r.cells, row: c.row, line: r.line, bad: r.bad, blank: blank}, nil
+		return pendingRecord{values: r.cells, row: c.row, line: r.line, bad: r.bad, blank: blank, drops: r.drops}, nil
 	}
 }
 
@@ -538,10 +539,10 @@ func (c *Reader) record(p pendingRecord) (rows.Record, error) {
 	// Cells past the header that hold nothing lose nothing: a spreadsheet
 	// program pads every row to its widest (a template's example row and
 	// its marker, a note beside the table), as the XLSX reader allows.
-	if len(rec) > len(c.header) && isEmpty(rec[len(c.header):]) {
+	if len(rec) > len(c.header) && blankFrom(rec, p.drops, len(c.header)) {
 		rec = rec[:len(c.header)]
 	}
-	out := rows.Record{Row: row, Line: line, Values: rec}
+	out := rows.Record{Row: row, Line: line, Values: rec, Trimmed: p.drops != nil}
 	if fe := c.shape(rec, row, line, p.blank); fe != nil {
 		out.Errors = append(out.Errors, *fe)
 	} else if len(rec) != len(c.header) {
@@ -550,10 +551,61 @@ func (c *Reader) record(p pendingRecord) (rows.Record, error) {
 			Message: fmt.Sprintf("row has %d cells, the header has %d", len(rec), len(c.header)),
 		})
 	}
+	drops := p.drops
 	for i, v := range rec {
+		if len(drops) > 0 && drops[0].col == i {
+			out.Errors = c.checkDropped(row, drops[0], out.Errors)
+			drops = drops[1:]
+			continue
+		}
 		rec[i], out.Errors = c.checkCell(row, i, v, out.Errors)
 	}
 	return out, nil
+}
+
+// checkDropped adds the problems checkCell would find in a cell a
+// projection dropped: a row is invalid for the same cells, kept or not.
+func (c *Reader) checkDropped(row int64, d droppedCell, errs []rows.FieldError) []rows.FieldError {
+	if d.size > c.opts.MaxCellBytes {
+		return append(errs, rows.FieldError{
+			Row: row, Column: c.column(d.col), Code: rows.CodeCellTooLong,
+			Message: fmt.Sprintf("cell is %d bytes, more than the limit of %d", d.size, c.opts.MaxCellBytes),
+		})
+	}
+	if d.nul {
+		errs = append(errs, rows.FieldError{
+			Row: row, Column: c.column(d.col), Code: rows.CodeNulByte,
+			Message: nulMessage,
+		})
+	}
+	if d.invalid {
+		errs = append(errs, rows.FieldError{
+			Row: row, Column: c.column(d.col), Code: rows.CodeBadEncoding,
+			Message: badEncodingMessage,
+		})
+	}
+	return errs
+}
+
+// Project makes the reader copy out of each record only the cells of the
+// columns keep accepts whenever the others hold more than maxUnread bytes
+// together: those are returned empty, the record is Trimmed, and their
+// problems (too long, a NUL, bad bytes) are still the row's errors. An
+// import calls it once the header is mapped, for the columns its kind
+// reads.
+func (c *Reader) Project(keep func(col int) bool, maxUnread int) {
+	c.sp.keep, c.sp.maxUnread = keep, maxUnread
+}
+
+// blankFrom reports whether the cells of a record from column i on are
+// blank, those a projection dropped included.
+func blankFrom(cells []string, drops []droppedCell, i int) bool {
+	for _, d := range drops {
+		if d.col >= i && !d.blank {
+			return false
+		}
+	}
+	return i >= len(cells) || isEmpty(cells[i:])
 }
 
 // checkCell returns what of cell i of row is kept, with the cell's problems
@@ -572,14 +624,14 @@ func (c *Reader) checkCell(row int64, i int, v string, errs []rows.FieldError) (
 	if strings.IndexByte(v, 0) >= 0 {
 		errs = append(errs, rows.FieldError{
 			Row: row, Column: c.column(i), Code: rows.CodeNulByte,
-			Message: "cell contains a NUL byte (shown as \uFFFD): is this a binary file, or UTF-16 without a byte order mark?",
+			Message: nulMessage,
 		})
 		v = strings.ReplaceAll(v, "\x00", "\uFFFD")
 	}
 	if !utf8.ValidString(v) {
 		errs = append(errs, rows.FieldError{
 			Row: row, Column: c.column(i), Code: rows.CodeBadEncoding,
-			Message: "cell is not valid UTF-8 (bad bytes shown as \uFFFD): save the file as UTF-8, or declare its encoding",
+			Message: badEncodingMessage,
 		})
 		v = strings.ToValidUTF8(v, "\uFFFD")
 	}
@@ -598,6 +650,11 @@ func (c *Reader) checkCell(row int64, i int, v string, errs []rows.FieldError) (
 	}
 	return v, errs
 }
+
+const (
+	nulMessage         = "cell contains a NUL byte (shown as \uFFFD): is this a binary file, or UTF-16 without a byte order mark?"
+	badEncodingMessage = "cell is not valid UTF-8 (bad bytes shown as \uFFFD): save the file as UTF-8, or declare its encoding"
+)
 
 func (c *Reader) column(i int) string {
 	if i < len(c.header) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -54,6 +55,11 @@ type splitter struct {
 	// needed is set, while sniffing only (track), when a quoted cell held
 	// the delimiter, a quote or a line end: quoting was needed.
 	track, needed bool
+	// keep, when set (Reader.Project), names the columns whose cells a
+	// record copies out when the others hold more than maxUnread bytes
+	// together: those are left empty, only summed up (droppedCell).
+	keep      func(col int) bool
+	maxUnread int
 }
 
 // record is one record as split: its cells, the line it starts on, and,
@@ -63,6 +69,18 @@ type record struct {
 	line  int64
 	bad   string
 	lines int64 // physical lines it spans
+	// drops are the cells left empty by a projection, in column order.
+	drops []droppedCell
+}
+
+// droppedCell is what the reader still needs to know of a cell a
+// projection left empty: enough for the checks a kept cell gets, and to
+// tell a row whose only content was dropped from a blank one.
+type droppedCell struct {
+	col          int
+	size         int
+	blank        bool
+	nul, invalid bool
 }
 
 // errLineTooLong is a physical line over the limit: its text cannot be
@@ -137,7 +155,8 @@ func (s *splitter) next() (record, error) {
 		return record{cells: []string{string(s.content(l))}, line: start, bad: bad, lines: 1}, nil
 	}
 	if !more {
-		return record{cells: s.cells(), line: start, lines: 1}, nil
+		cells, drops := s.cells()
+		return record{cells: cells, line: start, lines: 1, drops: drops}, nil
 	}
 	return s.spanning(l, start)
 }
@@ -167,7 +186,8 @@ func (s *splitter) spanning(first []byte, start int64) (record, error) {
 		case !s.fits():
 			return s.unspan(firstLen, start, fmt.Sprintf("a quoted cell opens on this line and, read across the next lines, makes a row of %d cells, not %d", len(s.ends), s.width)), nil
 		}
-		return record{cells: s.cells(), line: start, lines: s.line - start + 1}, nil
+		cells, drops := s.cells()
+		return record{cells: cells, line: start, lines: s.line - start + 1, drops: drops}, nil
 	}
 }
 
@@ -208,8 +228,19 @@ func (s *splitter) fail(err error) error {
 	return err
 }
 
-// cells returns the record's cells: one string holds them all.
-func (s *splitter) cells() []string {
+// cells returns the record's cells: one string holds them all. Under a
+// projection, a record whose unkept cells hold more than maxUnread bytes
+// copies out its kept cells only, and the rest are drops: a file whose
+// rows carry a megabyte in columns nobody reads allocated that megabyte
+// for every row, twice an import (the cells were cut after they were
+// made), and under CPU pressure the collector fell behind far enough to
+// take the import past its memory bound.
+func (s *splitter) cells() ([]string, []droppedCell) {
+	if s.keep != nil {
+		if out, drops := s.projected(); out != nil {
+			return out, drops
+		}
+	}
 	str := string(s.buf)
 	out := make([]string, len(s.ends))
 	prev := 0
@@ -217,7 +248,49 @@ func (s *splitter) cells() []string {
 		out[i] = str[prev:e]
 		prev = e
 	}
-	return out
+	return out, nil
+}
+
+// projected returns the kept cells and the drops, or nil when the unkept
+// cells are small enough to keep.
+func (s *splitter) projected() ([]string, []droppedCell) {
+	unread, kept, prev := 0, 0, 0
+	for i, e := range s.ends {
+		if s.keep(i) {
+			kept += e - prev
+		} else {
+			unread += e - prev
+		}
+		prev = e
+	}
+	if unread <= s.maxUnread {
+		return nil, nil
+	}
+	var b strings.Builder
+	b.Grow(kept)
+	bounds := make([]int, len(s.ends))
+	var drops []droppedCell
+	prev = 0
+	for i, e := range s.ends {
+		cell := s.buf[prev:e]
+		prev = e
+		if s.keep(i) {
+			b.Write(cell)
+		} else if len(cell) > 0 {
+			drops = append(drops, droppedCell{col: i, size: len(cell),
+				blank: len(bytes.TrimSpace(cell)) == 0,
+				nul:   bytes.IndexByte(cell, 0) >= 0, invalid: !utf8.Valid(cell)})
+		}
+		bounds[i] = b.Len()
+	}
+	str := b.String()
+	out := make([]string, len(s.ends))
+	start := 0
+	for i, e := range bounds {
+		out[i] = str[start:e]
+		start = e
+	}
+	return out, drops
 }
 
 // parse splits one line's content into cells, appended to buf and ends.

@@ -70,7 +70,7 @@ func (c *Reader) peekWidth() int {
 	if p.bad != "" || p.blank {
 		return -1
 	}
-	if len(p.values) > len(c.header) && isEmpty(p.values[len(c.header):]) {
+	if len(p.values) > len(c.header) && blankFrom(p.values, p.drops, len(c.header)) {
 		return len(c.header) // as record counts it
 	}
 	return len(p.values)
