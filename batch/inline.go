@@ -48,14 +48,15 @@ type inlineWork struct {
 const inlineSavepoint = "rowfate_inline_chunk"
 
 // work works the valid rows of a group of whole chunks, setting their
-// outcomes in place: one processor call per chunk, or per run of chunks
-// of which rs holds a few rows each (the suspects the store hands back at
-// the end) up to a chunk's size, where one call per chunk cost a
-// statement or three for a row or two.
+// outcomes in place: one processor call per chunk, or per run of whole
+// chunks up to the kind's InlineCallRows, or per run of chunks of which
+// rs holds a few rows each (the suspects the store hands back at the
+// end) up to that size, where one call per chunk cost a statement or
+// three for a row or two.
 func (w *inlineWork) work(ctx context.Context, tx Tx, batchID int64, rs []driver.IngestRow) error {
 	for start := 0; start < len(rs) && !w.off; {
 		end := start + 1
-		for end < len(rs) && (rs[end].ChunkNo == rs[end-1].ChunkNo || end-start < w.set.chunkSize) {
+		for end < len(rs) && (rs[end].ChunkNo == rs[end-1].ChunkNo || end-start < w.set.callRows) {
 			end++
 		}
 		if err := w.chunk(ctx, tx, batchID, rs[start:end]); err != nil {
@@ -67,7 +68,9 @@ func (w *inlineWork) work(ctx context.Context, tx Tx, batchID int64, rs []driver
 }
 
 // chunk works the valid rows of one chunk, or of a run of chunks, in one
-// processor call.
+// processor call. When a call of several chunks fails as a whole, they
+// are tried one by one: a chunk that fails costs its own rows only, as
+// with a call per chunk.
 func (w *inlineWork) chunk(ctx context.Context, tx Tx, batchID int64, rs []driver.IngestRow) error {
 	idx := make([]int, 0, len(rs))
 	worked := make([]driver.LeasedRow, 0, len(rs))
@@ -85,31 +88,81 @@ func (w *inlineWork) chunk(ctx context.Context, tx Tx, batchID int64, rs []drive
 	if len(worked) == 0 {
 		return nil
 	}
+	outs, callErr, err := w.attempt(ctx, tx, batchID, worked)
+	switch {
+	case err != nil:
+		return err
+	case callErr == nil:
+		w.record(rs, idx, outs)
+		return nil
+	case w.set.callRows > w.set.chunkSize && rs[idx[0]].ChunkNo != rs[idx[len(idx)-1]].ChunkNo:
+		return w.oneByOne(ctx, tx, batchID, rs, idx, worked)
+	}
+	w.stop(ctx, batchID, rs[idx[0]].ChunkNo, callErr)
+	return nil
+}
+
+// oneByOne works a run of chunks whose call failed as a whole one chunk
+// at a time, up to the first that fails too.
+func (w *inlineWork) oneByOne(ctx context.Context, tx Tx, batchID int64, rs []driver.IngestRow, idx []int, worked []driver.LeasedRow) error {
+	for start := 0; start < len(idx) && !w.off; {
+		end := start + 1
+		for end < len(idx) && rs[idx[end]].ChunkNo == rs[idx[start]].ChunkNo {
+			end++
+		}
+		outs, callErr, err := w.attempt(ctx, tx, batchID, worked[start:end])
+		if err != nil {
+			return err
+		}
+		if callErr != nil {
+			w.stop(ctx, batchID, rs[idx[start]].ChunkNo, callErr)
+			return nil
+		}
+		w.record(rs, idx[start:end], outs)
+		start = end
+	}
+	return nil
+}
+
+// attempt calls the processor on worked under a savepoint. A call that
+// fails as a whole is rolled back to before it and is callErr; err is
+// what ends the ingest (the context, the transaction).
+func (w *inlineWork) attempt(ctx context.Context, tx Tx, batchID int64, worked []driver.LeasedRow) (outs []driver.RowOutcome, callErr, err error) {
 	refs := w.k.effectRefs(w.tenant, batchID, w.m, worked, false)
 	infos := make([]RowInfo, len(worked))
 	for j, r := range worked {
 		infos[j] = RowInfo{TenantID: w.tenant, BatchID: batchID, RowNo: r.RowNo, Attempt: 1, EffectKey: refs[j].Key}
 	}
 	if _, err := tx.Exec(ctx, "SAVEPOINT "+inlineSavepoint); err != nil {
-		return err
+		return nil, nil, err
 	}
-	outs, err := w.call(ctx, tx, batchID, worked, infos)
-	if err != nil {
+	outs, callErr = w.call(ctx, tx, batchID, worked, infos)
+	if callErr != nil {
 		if ctx.Err() != nil {
-			return context.Cause(ctx)
+			return nil, nil, context.Cause(ctx)
 		}
-		// Rolled back to before the call: its rows stay valid, and the
-		// workers take them and the rest of the file from here.
+		// Rolled back to before the call: its rows stay valid.
 		if _, rerr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT "+inlineSavepoint); rerr != nil {
-			return fmt.Errorf("roll back a failed chunk (%v): %w", err, rerr)
+			return nil, nil, fmt.Errorf("roll back a failed chunk (%v): %w", callErr, rerr)
 		}
-		w.off = true
-		w.e.logger.WarnContext(ctx, "a chunk failed as a whole while ingested; its rows and the rest are left to the workers",
-			"batch_id", batchID, "chunk_no", rs[0].ChunkNo, "err", err)
 	}
 	if _, err := tx.Exec(ctx, "RELEASE SAVEPOINT "+inlineSavepoint); err != nil {
-		return err
+		return nil, nil, err
 	}
+	return outs, callErr, nil
+}
+
+// stop leaves the rows of a chunk whose call failed as a whole, and the
+// rest of the file, to the workers, which take them from here.
+func (w *inlineWork) stop(ctx context.Context, batchID, chunkNo int64, err error) {
+	w.off = true
+	w.e.logger.WarnContext(ctx, "a chunk failed as a whole while ingested; its rows and the rest are left to the workers",
+		"batch_id", batchID, "chunk_no", chunkNo, "err", err)
+}
+
+// record sets the outcomes of a call's rows (rs[idx[j]] got outs[j]),
+// and stops the inline work once the failures pass the batch's bound.
+func (w *inlineWork) record(rs []driver.IngestRow, idx []int, outs []driver.RowOutcome) {
 	for j, o := range outs {
 		r := &rs[idx[j]]
 		r.State, r.ResultID, r.Attempts, r.RetryDelay = o.State, o.ResultID, 1, o.RetryDelay
@@ -125,7 +178,6 @@ func (w *inlineWork) chunk(ctx context.Context, tx Tx, batchID int64, rs []drive
 		// Past the bound: the rest waits, and the batch is paused.
 		w.off = true
 	}
-	return nil
 }
 
 // call runs the processor on a chunk's rows and classifies its answers.

@@ -2,6 +2,10 @@ package batch
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
 	"testing"
 
 	"github.com/rowfate/rowfate/batch/driver"
@@ -35,24 +39,30 @@ func (nopTx) Query(context.Context, string, ...any) (driver.TxRows, error) { ret
 func (nopTx) QueryRow(context.Context, string, ...any) driver.TxRow        { return nil }
 func (nopTx) Engine() batchtype.Dialect                                    { return batchtype.SQLite }
 
+// callsWork returns the inline work of kind k, outside any import.
+func callsWork(t *testing.T, k Kind[callRow]) *inlineWork {
+	t.Helper()
+	reg := NewRegistry()
+	if err := Register(reg, k); err != nil {
+		t.Fatal(err)
+	}
+	kk, err := reg.lookup(k.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := kk.mapHeader([]string{"key"}, rows.Conventions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &inlineWork{e: &Engine{logger: slog.New(slog.DiscardHandler)}, k: kk, m: m, tenant: DefaultTenant, set: kk.settings(), by: map[rows.State]int{}}
+}
+
 // TestInlineCallsByChunk: full chunks are worked one call each, and rows
 // scattered one a chunk (the held-back rows the store hands back at the
 // end) in calls of up to a chunk's size, never splitting a chunk.
 func TestInlineCallsByChunk(t *testing.T) {
 	p := &callCounter{}
-	reg := NewRegistry()
-	if err := Register(reg, Kind[callRow]{Name: "calls", Processor: p, ChunkSize: 10}); err != nil {
-		t.Fatal(err)
-	}
-	k, err := reg.lookup("calls")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := k.mapHeader([]string{"key"}, rows.Conventions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &inlineWork{k: k, m: m, tenant: DefaultTenant, set: k.settings(), by: map[rows.State]int{}}
+	w := callsWork(t, Kind[callRow]{Name: "calls", Processor: p, ChunkSize: 10})
 	row := func(no, chunk int64) driver.IngestRow {
 		return driver.IngestRow{RowNo: no, ChunkNo: chunk, State: rows.StateValid, Values: []string{"k"}}
 	}
@@ -89,6 +99,93 @@ func TestInlineCallsByChunk(t *testing.T) {
 	for _, r := range sparse {
 		if r.State != rows.StateSucceeded {
 			t.Fatalf("row %d: %s", r.RowNo, r.State)
+		}
+	}
+}
+
+// failOn fails as a whole every call that holds the row with key bad,
+// recording the sizes of the calls.
+type failOn struct {
+	bad   string
+	sizes []int
+}
+
+func (f *failOn) Process(context.Context, callRow) (string, error) { return "", nil }
+
+func (f *failOn) ProcessTx(_ context.Context, _ Tx, rs []callRow) ([]Result, error) {
+	f.sizes = append(f.sizes, len(rs))
+	out := make([]Result, len(rs))
+	for i, r := range rs {
+		if r.Key == f.bad {
+			return nil, errors.New("the downstream table is gone")
+		}
+		out[i].ID = r.Key
+	}
+	return out, nil
+}
+
+// stmtTx records the statements run on it (the savepoints).
+type stmtTx struct {
+	nopTx
+	stmts []string
+}
+
+func (t *stmtTx) Exec(_ context.Context, sql string, _ ...any) (int64, error) {
+	t.stmts = append(t.stmts, sql)
+	return 0, nil
+}
+
+// TestInlineCallsOfSeveralChunks: with InlineCallRows, a call takes
+// whole chunks while it holds fewer rows than that; a call that fails as
+// a whole is rolled back and its chunks are tried one by one, so the rows
+// worked are those a call per chunk works: the chunks before the failing
+// one, and nothing from it on.
+func TestInlineCallsOfSeveralChunks(t *testing.T) {
+	run := func(callRows int) (*failOn, []driver.IngestRow, *stmtTx, *inlineWork) {
+		t.Helper()
+		p := &failOn{bad: "k45"}
+		w := callsWork(t, Kind[callRow]{Name: "calls", Processor: p, ChunkSize: 10, InlineCallRows: callRows})
+		var rs []driver.IngestRow
+		for no := int64(1); no <= 100; no++ {
+			rs = append(rs, driver.IngestRow{RowNo: no, ChunkNo: (no - 1) / 10, State: rows.StateValid, Values: []string{fmt.Sprintf("k%d", no)}})
+		}
+		tx := &stmtTx{}
+		if err := w.work(context.Background(), tx, 1, rs); err != nil {
+			t.Fatal(err)
+		}
+		return p, rs, tx, w
+	}
+	grouped, rs, tx, w := run(30)
+	if want := []int{30, 30, 10, 10}; !slices.Equal(grouped.sizes, want) {
+		t.Fatalf("calls of %v rows, want %v (rows 1-30, 31-60 failing, then 31-40 and 41-50 failing)", grouped.sizes, want)
+	}
+	if !w.off {
+		t.Fatal("the inline work goes on after a chunk failed")
+	}
+	want := []string{
+		"SAVEPOINT rowfate_inline_chunk", "RELEASE SAVEPOINT rowfate_inline_chunk",
+		"SAVEPOINT rowfate_inline_chunk", "ROLLBACK TO SAVEPOINT rowfate_inline_chunk", "RELEASE SAVEPOINT rowfate_inline_chunk",
+		"SAVEPOINT rowfate_inline_chunk", "RELEASE SAVEPOINT rowfate_inline_chunk",
+		"SAVEPOINT rowfate_inline_chunk", "ROLLBACK TO SAVEPOINT rowfate_inline_chunk", "RELEASE SAVEPOINT rowfate_inline_chunk",
+	}
+	if !slices.Equal(tx.stmts, want) {
+		t.Fatalf("statements:\n%v\nwant\n%v", tx.stmts, want)
+	}
+	byChunk, _, _, _ := run(0)
+	if want := []int{10, 10, 10, 10, 10}; !slices.Equal(byChunk.sizes, want) {
+		t.Fatalf("a call per chunk: calls of %v rows, want %v", byChunk.sizes, want)
+	}
+	_, perChunk, _, _ := run(0)
+	for i, r := range rs {
+		wantState := rows.StateValid
+		if r.RowNo <= 40 {
+			wantState = rows.StateSucceeded
+		}
+		if r.State != wantState || perChunk[i].State != wantState {
+			t.Fatalf("row %d: %s grouped, %s a call per chunk, want %s", r.RowNo, r.State, perChunk[i].State, wantState)
+		}
+		if wantState == rows.StateSucceeded && r.ResultID != fmt.Sprintf("k%d", r.RowNo) {
+			t.Fatalf("row %d: result id %q", r.RowNo, r.ResultID)
 		}
 	}
 }

@@ -58,6 +58,17 @@ type Kind[T any] struct {
 	// ChunkSize is the number of rows per chunk, the unit of leasing and of
 	// counting. Defaults to 1000.
 	ChunkSize int
+	// InlineCallRows lets a TxProcessor take more than a chunk's rows in
+	// one call when an import works them as it stores them
+	// (ImportParams.WorkInline): a call takes whole chunks while it holds
+	// fewer than this many rows (the store hands them over about 4,000 at
+	// a time), so it may hold up to a chunk less one more. One statement for
+	// 4,000 rows costs less than four of 1,000. A call of several chunks
+	// that fails as a whole is rolled back and its chunks are tried one
+	// by one, so that a failing chunk still costs only its own rows; the
+	// batch's failure bound is checked after each call. Defaults to
+	// ChunkSize: a call per chunk.
+	InlineCallRows int
 	// MaxInvalid is the kind's bound on a file's invalid rows, for an
 	// import that sets none (ImportParams.MaxInvalid). Optional.
 	MaxInvalid Threshold
@@ -201,6 +212,7 @@ type kindSettings struct {
 	maxInvalid  Threshold
 	maxFailed   Threshold
 	chunkSize   int
+	callRows    int // the most rows of an inline call (Kind.InlineCallRows)
 	maxAttempts int
 	timeout     time.Duration
 	runGrace    time.Duration
@@ -212,6 +224,7 @@ func (s *kindSettings) defaults() {
 	if s.chunkSize <= 0 {
 		s.chunkSize = 1000
 	}
+	s.callRows = max(s.callRows, s.chunkSize)
 	if s.maxAttempts <= 0 {
 		s.maxAttempts = 5
 	}
@@ -654,7 +667,7 @@ func Register[T any](r *Registry, k Kind[T]) error {
 	if err != nil {
 		return fmt.Errorf("register kind %q: %w", k.Name, err)
 	}
-	s := kindSettings{chunkSize: k.ChunkSize, maxAttempts: k.MaxAttempts, timeout: k.Timeout, runGrace: k.RunGrace, backoff: k.BackoffFunc, maxInvalid: k.MaxInvalid, maxFailed: k.MaxFailed}
+	s := kindSettings{chunkSize: k.ChunkSize, callRows: k.InlineCallRows, maxAttempts: k.MaxAttempts, timeout: k.Timeout, runGrace: k.RunGrace, backoff: k.BackoffFunc, maxInvalid: k.MaxInvalid, maxFailed: k.MaxFailed}
 	s.defaults()
 	reg := &registered[T]{k: k, pipeline: p, s: s}
 	reg.tx, _ = k.Processor.(TxProcessor[T])
