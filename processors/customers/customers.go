@@ -273,9 +273,11 @@ func Kind(db *sql.DB, d Dialect) batch.Kind[Customer] {
 		// in one file would silently overwrite the first.
 		KeyFunc: func(c Customer) string { return strings.ToLower(strings.TrimSpace(c.Email)) },
 		KeyName: "email",
-		// An inline import hands the processor a group of chunks at
-		// once: one INSERT of 4,000 rows instead of four of 1,000.
-		InlineCallRows: 4000,
+		// An inline import hands the processor two chunks at once: one
+		// INSERT of 2,000 rows instead of two of 1,000. A 1,000,000-row
+		// PostgreSQL import took a median 10.0 s against 10.47 s (4,000
+		// rows a call: 9.90 s, but 57-62 MiB of peak RSS against 51-55).
+		InlineCallRows: 2000,
 		Example: &Customer{
 			Email: "ada@example.com", Name: "Ada Lovelace", Country: rows.Some("GB"),
 			SignupDate: time.Date(2024, 1, 31, 0, 0, 0, 0, time.UTC), Amount: rows.Some(rows.NewDecimal(125050, 2)),
