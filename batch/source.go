@@ -197,6 +197,12 @@ func project(r rows.Reader, m *rows.Mapping) {
 	p.Project(func(i int) bool { return m.Feeds(i) || i == width }, unreadCellsKept)
 }
 
+// transientReader is a reader that can hand out records that are views
+// of its buffers, valid until the next (csvfile.Reader.Transient).
+type transientReader interface {
+	Transient()
+}
+
 // evidence is what the first pass learns from the values.
 type evidence struct {
 	// dayFirst and monthFirst are the first rows whose numeric date reads
@@ -236,6 +242,9 @@ func (s *source) profile(ctx context.Context) error {
 		return err
 	}
 	project(r, m)
+	if t, ok := r.(transientReader); ok {
+		t.Transient() // the loop below keeps nothing of a record
+	}
 	if err := s.strict(r, m); err != nil {
 		return err
 	}

@@ -1,7 +1,9 @@
 package csvfile
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
 	"runtime"
@@ -29,15 +31,23 @@ func readProjected(t *testing.T, input string, keep func(int) bool, maxUnread in
 func drain(t *testing.T, r *Reader) []rows.Record {
 	t.Helper()
 	var out []rows.Record
+	if err := each(r, func(rec rows.Record) { out = append(out, rec) }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// each hands f every record of r, up to the end or an error.
+func each(r *Reader, f func(rows.Record)) error {
 	for {
 		rec, err := r.Next()
 		if errors.Is(err, io.EOF) {
-			return out
+			return nil
 		}
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		out = append(out, rec)
+		f(rec)
 	}
 }
 
@@ -173,5 +183,55 @@ func TestProjectDoesNotCopyWhatItDrops(t *testing.T) {
 	t.Logf("allocated reading %d MiB: %d KiB plain, %d KiB projected", len(input)>>20, plain>>10, projected>>10)
 	if projected > uint64(len(input))/20 {
 		t.Errorf("projected read allocated %d KiB for a %d KiB file: the dropped cells were copied", projected>>10, len(input)>>10)
+	}
+}
+
+// readEach reads every record of data, a deep copy of each taken before
+// the next is read, with Transient when transient; it stops at an error.
+func readEach(data []byte, opts *Options, transient bool) ([]rows.Record, error) {
+	r, err := NewReader(bytes.NewReader(data), "t.csv", opts)
+	if err != nil {
+		return nil, err
+	}
+	if transient {
+		r.Transient()
+	}
+	var out []rows.Record
+	err = each(r, func(rec rows.Record) {
+		rec.Values = slices.Clone(rec.Values)
+		for i, v := range rec.Values {
+			rec.Values[i] = strings.Clone(v)
+		}
+		out = append(out, rec)
+	})
+	return out, err
+}
+
+// sameTransient checks that a transient read of data returns what a
+// plain one does, record for record.
+func sameTransient(t *testing.T, data []byte, opts *Options) {
+	t.Helper()
+	plain, perr := readEach(data, opts, false)
+	views, verr := readEach(data, opts, true)
+	if fmt.Sprint(perr) != fmt.Sprint(verr) || !reflect.DeepEqual(plain, views) {
+		t.Fatalf("transient read differs:\n%+v (%v)\nplain:\n%+v (%v)", views, verr, plain, perr)
+	}
+}
+
+// TestTransientReadsTheSame: records that are views of the reader's
+// buffers hold what copies hold, also when the reader reads a record
+// ahead to see whether a second table starts (a blank line, then a row
+// of another width), while the record before it is still being read.
+func TestTransientReadsTheSame(t *testing.T) {
+	t.Parallel()
+	for _, input := range []string{
+		"email,name\na@x,A\nb@x,B\n",
+		"email,name,amount\na@x,A,1\n\nx,y\nz,w\n\nb@x,B,2\nc@x,C,3\n",
+		"email,name,amount\na@x,A,1\n\nwidth,two\nb@x,B,2\n",
+		"email,name\na@x,\"multi\nline\"\n\"bad\"x,1\nc@x,C\n",
+		"email,name\na\x00b,A\n\xff,B\n",
+		"email,name\na@x,A\n\nb@x,B\n\nemail,name\nc@x,C\n",
+	} {
+		sameTransient(t, []byte(input), nil)
 	}
 }

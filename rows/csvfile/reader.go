@@ -597,6 +597,15 @@ func (c *Reader) Project(keep func(col int) bool, maxUnread int) {
 	c.sp.keep, c.sp.maxUnread = keep, maxUnread
 }
 
+// Transient makes the records Next returns views of the reader's own
+// buffers, valid only until the next call to Next: their cells are not
+// copied. For a pass that looks at each record and keeps nothing of it
+// (an import's first pass, which settles the conventions), where the
+// copies were most of what the pass allocated.
+func (c *Reader) Transient() {
+	c.sp.transient = true
+}
+
 // blankFrom reports whether the cells of a record from column i on are
 // blank, those a projection dropped included.
 func blankFrom(cells []string, drops []droppedCell, i int) bool {

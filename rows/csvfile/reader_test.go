@@ -826,9 +826,11 @@ func FuzzCSVReader(f *testing.F) {
 			opts.Comma = ';'
 		}
 		fuzzCSV(t, data, opts)
+		sameTransient(t, data, opts)
 		// And with a header rule, which holds rows back while it looks.
 		opts.HeaderFunc = hasColumns("email", "name")
 		fuzzCSV(t, data, opts)
+		sameTransient(t, data, opts)
 	})
 }
 

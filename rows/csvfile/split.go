@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // splitter cuts decoded CSV text into records: RFC 4180, read so that one
@@ -60,6 +61,10 @@ type splitter struct {
 	// together: those are left empty, only summed up (droppedCell).
 	keep      func(col int) bool
 	maxUnread int
+	// transient (Reader.Transient) makes a record's cells views of buf,
+	// in a slice reused as strs: valid until the next record is split.
+	transient bool
+	strs      []string
 }
 
 // record is one record as split: its cells, the line it starts on, and,
@@ -241,6 +246,9 @@ func (s *splitter) cells() ([]string, []droppedCell) {
 			return out, drops
 		}
 	}
+	if s.transient {
+		return s.views(), nil
+	}
 	str := string(s.buf)
 	out := make([]string, len(s.ends))
 	prev := 0
@@ -249,6 +257,29 @@ func (s *splitter) cells() ([]string, []droppedCell) {
 		prev = e
 	}
 	return out, nil
+}
+
+// views returns the record's cells as views of buf, in strs: nothing is
+// copied, and the next record split overwrites both.
+func (s *splitter) views() []string {
+	var str string
+	if len(s.buf) > 0 {
+		str = unsafe.String(&s.buf[0], len(s.buf))
+	}
+	out := s.strs[:0]
+	prev := 0
+	for _, e := range s.ends {
+		out = append(out, str[prev:e])
+		prev = e
+	}
+	s.strs = out
+	return out
+}
+
+// detach leaves buf and strs to the record split last, which a view
+// still holds, and splits the next one into arrays of its own.
+func (s *splitter) detach() {
+	s.buf, s.strs = nil, nil
 }
 
 // projected returns the kept cells and the drops, or nil when the unkept

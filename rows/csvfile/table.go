@@ -59,6 +59,11 @@ func (c *Reader) peekWidth() int {
 		if c.table.peekErr != nil {
 			return -1
 		}
+		if c.sp.transient {
+			// The record being read is a view the read ahead must not
+			// overwrite.
+			c.sp.detach()
+		}
 		p, err := c.nextRecord()
 		if err != nil {
 			c.table.peekErr = err
