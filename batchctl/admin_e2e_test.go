@@ -31,40 +31,12 @@ import (
 // It saves a screenshot of the batch page under
 // $TMPDIR/rowfate-artifacts, and under $ROWFATE_ARTIFACTS when set.
 func TestAdminE2E(t *testing.T) {
-	chrome := chromiumPath()
-	if chrome == "" {
-		msg := "no Chromium: neither /usr/bin/chromium nor chromium on PATH (apt-get install chromium)"
-		if os.Getenv("ROWFATE_REQUIRE_CHROMIUM") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
 	fixturePath, err := filepath.Abs(fixture)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := buildBatchctl(t)
-	db := filepath.Join(t.TempDir(), "admin.db")
-	token := createAPIToken(t, bin, db)
-	base, serveLog := startServe(t, bin, "--database", db, "--workers", "2")
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("serve log:\n%s", serveLog.String())
-		}
-	})
-	a := &adminAPI{t: t, base: base, token: token}
-
-	ctx, cancel := context.WithTimeout(t.Context(), testenv.Patience(t))
-	defer cancel()
-	ctx = newBrowser(t, ctx, chrome)
-	b := &page{t: t, ctx: ctx}
-
-	// Log in with the keyboard: the token field has the focus, Enter submits.
-	b.do(chromedp.Navigate(base+"/"),
-		chromedp.WaitVisible(chromedp.ID("token")))
-	b.wait(`document.activeElement && document.activeElement.id === "token"`, "the focus in the token field")
-	b.do(chromedp.SendKeys(chromedp.ID("token"), token+"\r"))
-	b.wait(`document.getElementById("session-tenant").textContent === "acme" && document.getElementById("session-role").textContent === "admin"`, "the header to show tenant acme, role admin")
+	b, a := startAdmin(t)
+	base := a.base
 
 	// Import the fixture through the preview.
 	b.do(chromedp.Click(chromedp.CSS(`#nav a[data-nav="import"]`)),
@@ -172,6 +144,44 @@ func TestAdminE2E(t *testing.T) {
 	if got := b.text("#alert"); got != "" {
 		t.Errorf("the page shows an error: %q", got)
 	}
+}
+
+// startAdmin starts `batchctl serve` on a fresh SQLite database with two
+// workers, and a headless Chromium logged in to its admin page with an
+// admin token of tenant acme, with the keyboard: the token field has the
+// focus, Enter submits. It skips without Chromium, unless
+// ROWFATE_REQUIRE_CHROMIUM is set.
+func startAdmin(t *testing.T) (*page, *adminAPI) {
+	t.Helper()
+	chrome := chromiumPath()
+	if chrome == "" {
+		msg := "no Chromium: neither /usr/bin/chromium nor chromium on PATH (apt-get install chromium)"
+		if os.Getenv("ROWFATE_REQUIRE_CHROMIUM") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	bin := buildBatchctl(t)
+	db := filepath.Join(t.TempDir(), "admin.db")
+	token := createAPIToken(t, bin, db)
+	base, serveLog := startServe(t, bin, "--database", db, "--workers", "2")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("serve log:\n%s", serveLog.String())
+		}
+	})
+	a := &adminAPI{t: t, base: base, token: token}
+
+	ctx, cancel := context.WithTimeout(t.Context(), testenv.Patience(t))
+	t.Cleanup(cancel)
+	ctx = newBrowser(t, ctx, chrome)
+	b := &page{t: t, ctx: ctx}
+	b.do(chromedp.Navigate(base+"/"),
+		chromedp.WaitVisible(chromedp.ID("token")))
+	b.wait(`document.activeElement && document.activeElement.id === "token"`, "the focus in the token field")
+	b.do(chromedp.SendKeys(chromedp.ID("token"), token+"\r"))
+	b.wait(`document.getElementById("session-tenant").textContent === "acme" && document.getElementById("session-role").textContent === "admin"`, "the header to show tenant acme, role admin")
+	return b, a
 }
 
 // chromiumPath returns the Chromium binary, or "" when there is none.
@@ -401,9 +411,20 @@ type apiBatch struct {
 	Paused bool   `json:"paused"`
 	Total  int64  `json:"total"`
 	Done   int64  `json:"done"`
+	// Counts are the rows by state; a state without rows is absent.
+	Counts map[string]int64 `json:"counts"`
+	Header []string         `json:"header"`
 }
 
 func (a *adminAPI) call(method, path, contentType string, body io.Reader, want int) apiBatch {
+	a.t.Helper()
+	var b apiBatch
+	a.request(method, path, contentType, body, want, &b)
+	return b
+}
+
+// request calls the API and decodes its answer into v.
+func (a *adminAPI) request(method, path, contentType string, body io.Reader, want int, v any) {
 	a.t.Helper()
 	req, err := http.NewRequest(method, a.base+path, body)
 	if err != nil {
@@ -422,11 +443,9 @@ func (a *adminAPI) call(method, path, contentType string, body io.Reader, want i
 	if resp.StatusCode != want {
 		a.t.Fatalf("%s %s: %s, want %d: %s", method, path, resp.Status, want, data)
 	}
-	var b apiBatch
-	if err := json.Unmarshal(data, &b); err != nil {
+	if err := json.Unmarshal(data, v); err != nil {
 		a.t.Fatalf("%s %s: %v: %s", method, path, err, data)
 	}
-	return b
 }
 
 func (a *adminAPI) get(path string) apiBatch {

@@ -12,6 +12,9 @@ import {
 } from './core.js';
 import { bulkPanel } from './bulk.js';
 
+// WORKING are the states of a row a worker has yet to give an outcome.
+const WORKING = new Set(['valid', 'processing', 'retrying']);
+
 // PROBLEMS is the grid's default filter: the rows a person must fix.
 export const PROBLEMS = ATTENTION_STATES.join(',');
 
@@ -95,7 +98,7 @@ function makeGrid(id, header, rowsIn, refreshCounts) {
   const cells = []; // cells[ri][ci]: the value cells
   const trs = [];
   const active = { r: 0, c: 0 };
-  let editing = null; // { td, before }
+  let editing = null; // { td, input, ri, ci, before } while a cell is edited
   const changed = () => data.filter((d, ri) => changedCols(ri).length > 0);
   const save = el('button', { type: 'button', id: 'grid-save', disabled: true }, 'Save changes');
   const discard = el('button', { type: 'button', class: 'secondary', id: 'grid-discard', disabled: true }, 'Discard changes');
@@ -127,7 +130,7 @@ function makeGrid(id, header, rowsIn, refreshCounts) {
         'aria-readonly': editable(ri) ? null : 'true',
       }, r.values_purged ? '' : (d.values[ci] ?? ''));
       td.addEventListener('focus', () => { active.r = ri; active.c = ci; roving(); });
-      td.addEventListener('dblclick', () => startEdit());
+      td.addEventListener('dblclick', () => { if (!editing) startEdit(false); });
       return td;
     });
     cells[ri] = rowCells;
@@ -169,47 +172,48 @@ function makeGrid(id, header, rowsIn, refreshCounts) {
     pendingText.textContent = n ? fmtInt(n) + ' rows changed, not saved yet.' : '';
   }
 
-  function startEdit(text) {
+  // startEdit puts an input in the active cell: with its value selected,
+  // or empty when typing starts the edit (the key's character then lands
+  // in the input, which has the focus by then).
+  function startEdit(empty) {
     const ri = active.r;
     if (!editable(ri)) {
       notify('Row ' + data[ri].row.row_no + ' is ' + data[ri].row.state + ': it cannot be edited.');
-      return;
+      return false;
     }
     const td = cells[ri][active.c];
-    editing = { td, before: td.textContent };
-    td.contentEditable = 'plaintext-only';
-    if (td.contentEditable !== 'plaintext-only') td.contentEditable = 'true';
+    const before = data[ri].values[active.c] ?? '';
+    const input = el('input', { class: 'cell-input', value: empty ? '' : before, autocomplete: 'off', spellcheck: 'false',
+      'aria-label': 'Row ' + data[ri].row.row_no + ', ' + header[active.c] });
+    editing = { td, input, ri, ci: active.c, before };
     td.classList.add('editing');
-    if (text !== undefined) td.textContent = text;
-    td.focus();
-    const range = document.createRange();
-    range.selectNodeContents(td);
-    if (text !== undefined) range.collapse(false);
-    const sel = window.getSelection();
-    sel.removeAllRanges();
-    sel.addRange(range);
+    td.replaceChildren(input);
+    input.addEventListener('keydown', (e) => {
+      e.stopPropagation();
+      if (e.key === 'Enter') { e.preventDefault(); endEdit(true); focusCell(active.r + 1, active.c); }
+      else if (e.key === 'Escape') { e.preventDefault(); endEdit(false); focusCell(active.r, active.c); }
+      else if (e.key === 'Tab') { e.preventDefault(); endEdit(true); step(e.shiftKey ? -1 : 1); }
+    });
+    // Clicking elsewhere keeps what was typed, as a spreadsheet does.
+    input.addEventListener('blur', () => { if (editing && editing.input === input) endEdit(true); });
+    input.addEventListener('paste', (e) => e.stopPropagation());
+    input.focus();
+    if (!empty) input.select();
+    return true;
   }
 
   function endEdit(keep) {
-    const { td, before } = editing;
+    const { td, input, ri, ci, before } = editing;
     editing = null;
-    td.contentEditable = 'false';
     td.classList.remove('editing');
-    const ci = Number(td.dataset.ci);
-    const ri = cells.findIndex((row) => row.includes(td));
-    // A cell holds one line: a newline typed or pasted into it is a space.
-    if (keep) setValue(ri, ci, td.textContent.replace(/\r?\n/g, ' '));
-    else td.textContent = before;
+    // A cell holds one line.
+    const v = keep ? input.value.replace(/\r?\n/g, ' ') : before;
+    td.replaceChildren(v);
+    setValue(ri, ci, v);
   }
 
   table.addEventListener('keydown', (e) => {
-    if (!e.target.classList || !e.target.classList.contains('cell')) return;
-    if (editing) {
-      if (e.key === 'Enter' && !e.shiftKey) { e.preventDefault(); endEdit(true); focusCell(active.r + 1, active.c); }
-      else if (e.key === 'Escape') { e.preventDefault(); endEdit(false); focusCell(active.r, active.c); }
-      else if (e.key === 'Tab') { e.preventDefault(); endEdit(true); step(e.shiftKey ? -1 : 1); }
-      return;
-    }
+    if (editing || !e.target.classList || !e.target.classList.contains('cell')) return;
     const moves = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
     if (moves[e.key]) {
       e.preventDefault();
@@ -226,13 +230,13 @@ function makeGrid(id, header, rowsIn, refreshCounts) {
       step(e.shiftKey ? -1 : 1);
     } else if (e.key === 'Enter' || e.key === 'F2') {
       e.preventDefault();
-      startEdit();
+      startEdit(false);
     } else if (e.key === 'Delete' || e.key === 'Backspace') {
       e.preventDefault();
       if (editable(active.r)) setValue(active.r, active.c, '');
     } else if (e.key.length === 1 && !e.ctrlKey && !e.metaKey && !e.altKey) {
-      e.preventDefault();
-      startEdit(e.key);
+      // No preventDefault: the character goes to the input.
+      if (!startEdit(true)) e.preventDefault();
     }
   });
 
@@ -290,6 +294,7 @@ function makeGrid(id, header, rowsIn, refreshCounts) {
       data[ri] = { row, values: (row.values || []).slice() };
       drawRow(ri);
       states[row.state] = (states[row.state] || 0) + 1;
+      if (WORKING.has(row.state)) follow(ri);
     }
     roving();
     updatePending();
@@ -297,6 +302,33 @@ function makeGrid(id, header, rowsIn, refreshCounts) {
     await refreshCounts();
     if (cells.length) focusCell(active.r, active.c);
   }));
+  // follow reads a row a worker has yet to work (an edit made it valid)
+  // until it has an outcome, and redraws it unless the person is
+  // changing it.
+  const timers = new Set();
+  function follow(ri, tries = 0) {
+    const t = setTimeout(async () => {
+      timers.delete(t);
+      let row;
+      try {
+        row = await api('GET', '/v1/batches/' + id + '/rows/' + data[ri].row.row_no);
+      } catch (_) {
+        return; // a missed read is not worth an alert; the counts say it
+      }
+      const busy = changedCols(ri).length > 0 || (editing && editing.ri === ri);
+      if (row.state !== data[ri].row.state && !busy) {
+        const focused = cells[ri].includes(document.activeElement);
+        data[ri] = { row, values: (row.values || []).slice() };
+        drawRow(ri);
+        roving();
+        if (focused) focusCell(active.r, active.c);
+        await refreshCounts();
+      }
+      if (WORKING.has(row.state) && tries < 120) follow(ri, tries + 1);
+    }, 500);
+    timers.add(t);
+  }
+
   discard.addEventListener('click', () => {
     data.forEach((d, ri) => { d.values = (d.row.values || []).slice(); drawRow(ri); });
     roving();
@@ -319,6 +351,9 @@ function makeGrid(id, header, rowsIn, refreshCounts) {
     help: data.length === 0 ? null : el('p', { class: 'muted', id: 'grid-help' },
       'Arrows or Tab move; Enter or typing edits a cell, Enter keeps it, Escape cancels; Ctrl+V pastes a block copied from a spreadsheet. Changed cells are yellow until saved; a red cell has an error (its message on hover and in the last column).'),
     actions: data.length === 0 || !canAct() ? null : el('div', { class: 'actions' }, save, discard, pendingText),
-    cleanup: () => window.removeEventListener('beforeunload', leave),
+    cleanup: () => {
+      window.removeEventListener('beforeunload', leave);
+      for (const t of timers) clearTimeout(t);
+    },
   };
 }

@@ -256,7 +256,9 @@ function applyHint(option, value, ctx) {
 export function renderPreview(out, ctx) {
   const { kind, k, p, st } = ctx;
   const m = p.mapping || {};
-  const blocked = !!(p.rejected || m.error);
+  // A required column without a file column refuses the header: the
+  // dry run did not run.
+  const blocked = !!(p.rejected || m.error || (m.missing || []).some((x) => x.required));
   const counts = p.counts || {};
 
   const importBtn = el('button', { type: 'button', id: 'import-submit', disabled: blocked || !canAct() }, 'Import ' + (p.source_name || 'file'));
