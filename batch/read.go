@@ -39,11 +39,15 @@ type BatchesParams struct {
 	// Status and Kind filter; empty is any.
 	Status batchtype.Status
 	Kind   string
+	// NeedsAttention keeps the batches a person has to look at: paused,
+	// or with invalid, failed, dead or unknown rows.
+	NeedsAttention bool
 }
 
 // Batches returns one page of a tenant's batches, newest first.
 func (e *Engine) Batches(ctx context.Context, p BatchesParams) ([]*batchtype.Batch, error) {
-	return e.store.BatchList(ctx, driver.BatchListParams{TenantID: tenantOr(p.TenantID), BeforeID: p.BeforeID, Limit: p.Limit, Status: p.Status, Kind: p.Kind})
+	return e.store.BatchList(ctx, driver.BatchListParams{TenantID: tenantOr(p.TenantID), BeforeID: p.BeforeID, Limit: p.Limit, Status: p.Status, Kind: p.Kind,
+		NeedsAttention: p.NeedsAttention})
 }
 
 // BatchByKeyParams name a batch by the idempotency key it was created

@@ -128,6 +128,18 @@ func Locales() []string {
 	return out
 }
 
+// LocaleOf returns the locale name (one of the four of locales, not an
+// alias) whose number format is f, and "" when no locale writes numbers
+// that way (DecimalComma, or the zero value, which is no declaration).
+func LocaleOf(f NumberFormat) string {
+	for _, l := range []string{"de", "en", "fr", "ch"} {
+		if nf := locales[l]; nf.Decimal == f.Decimal && slices.Equal(nf.Groups, f.Groups) {
+			return l
+		}
+	}
+	return ""
+}
+
 // DecimalComma is the number format of --decimal-comma: a decimal comma,
 // and a point or a space between groups of thousands.
 var DecimalComma = NumberFormat{Decimal: ',', Groups: []rune{'.', ' ', nbsp, narrowNBSP}}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 
 	"github.com/rowfate/rowfate/batch"
 	"github.com/rowfate/rowfate/batchtype"
@@ -70,8 +72,12 @@ func (s *Server) listBatches(w http.ResponseWriter, r *http.Request, p Principal
 		return badRequestf("status=%q: want one of %v", status, batchStatuses)
 	}
 	kind := q.Get("kind")
+	attention, err := strconv.ParseBool(cmp.Or(q.Get("attention"), "false"))
+	if err != nil {
+		return badRequestf("attention=%q: want true or false", q.Get("attention"))
+	}
 	bs, err := s.cfg.Engine.Batches(r.Context(), batch.BatchesParams{TenantID: p.TenantID, BeforeID: before, Limit: int(limit) + 1,
-		Status: batchtype.Status(status), Kind: kind})
+		Status: batchtype.Status(status), Kind: kind, NeedsAttention: attention})
 	if err != nil {
 		return err
 	}
@@ -316,6 +322,9 @@ type PreviewView struct {
 	// Rejected says why an import would refuse the file as a whole; ""
 	// when it would not.
 	Rejected string `json:"rejected,omitempty"`
+	// SavedOptions are the options of the tenant's last import of this
+	// kind from a file with the same header, to offer again.
+	SavedOptions *SavedOptionsView `json:"saved_options,omitempty"`
 }
 
 // previewRows is how many rows a preview shows.
@@ -349,6 +358,9 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request, p Principal) er
 	pv := &PreviewView{Upload: id, SourceName: f.file.Name, Size: f.file.Size, Header: []string{}, Rows: []rows.Record{},
 		ErrorCounts: []rows.ErrorCount{}, Errors: []rows.FieldError{}, Warnings: []WarningView{}, Counts: rows.Counts{}}
 	if err := s.previewRead(r, p.TenantID, f.file, params, pv); err != nil {
+		return err
+	}
+	if pv.SavedOptions, err = s.savedOptions(r, p.TenantID, kind, pv.Header); err != nil {
 		return err
 	}
 	if kind != "" && pv.Rejected == "" && !pv.mappingRejected() {

@@ -209,19 +209,6 @@ type BatchFindParams struct {
 	SourceDigest   string
 }
 
-// BatchListParams are the parameters of Store.BatchList.
-type BatchListParams struct {
-	TenantID string
-	// BeforeID pages backwards: batches with id < BeforeID; 0 means from
-	// the newest.
-	BeforeID int64
-	// Limit caps the page. Defaults to 20.
-	Limit int
-	// Status and Kind filter; empty is any.
-	Status batchtype.Status
-	Kind   string
-}
-
 // ChunkClaimParams are the parameters of Store.ChunkClaim.
 type ChunkClaimParams struct {
 	// Owner identifies the worker instance (credential name plus a per-boot

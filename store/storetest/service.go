@@ -202,4 +202,15 @@ func testBatchListFilters(t *testing.T, s driver.Store) {
 	if got, _ := s.BatchList(ctx, driver.BatchListParams{TenantID: tenant, Kind: a.Kind}); len(got) != 2 {
 		t.Fatalf("kind %s: %d batches", a.Kind, len(got))
 	}
+	// Needs attention: an invalid row, or paused; not merely cancelled.
+	c := ingest(t, s, tenant, 2, 2, 3)
+	if got, err := s.BatchList(ctx, driver.BatchListParams{TenantID: tenant, NeedsAttention: true}); err != nil || len(got) != 1 || got[0].ID != c.ID {
+		t.Fatalf("needs attention: %+v, %v", got, err)
+	}
+	if _, err := s.BatchPause(ctx, driver.BatchControlParams{TenantID: tenant, ID: b.ID}, true); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.BatchList(ctx, driver.BatchListParams{TenantID: tenant, NeedsAttention: true}); err != nil || len(got) != 2 || got[0].ID != c.ID || got[1].ID != b.ID {
+		t.Fatalf("needs attention, one paused: %+v, %v", got, err)
+	}
 }

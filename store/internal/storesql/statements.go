@@ -169,8 +169,10 @@ func (s *statements) readsAndClaims(d *Dialect) {
 		GROUP BY b.id ORDER BY b.id DESC LIMIT 1`)
 	// The page is chosen first, so the join sums only its batches' groups.
 	s.batchList = d.Expand(`WITH page AS (
-			SELECT id FROM {t}batches WHERE tenant_id = $1 AND (CAST($2 AS bigint) = 0 OR id < $2)
+			SELECT id FROM {t}batches x WHERE tenant_id = $1 AND (CAST($2 AS bigint) = 0 OR id < $2)
 			  AND (CAST($4 AS text) = '' OR status = $4) AND (CAST($5 AS text) = '' OR kind = $5)
+			  AND (CAST($6 AS bigint) = 0 OR paused OR EXISTS (SELECT 1 FROM {t}batch_count_groups g
+			    WHERE g.batch_id = x.id AND g.n_invalid + g.n_failed + g.n_dead + g.n_unknown > 0))
 			ORDER BY id DESC LIMIT $3)
 		SELECT ` + batchColumns + `, ` + prefixed(sums, "c.") + `
 		FROM page JOIN {t}batches b ON b.id = page.id

@@ -249,7 +249,7 @@ func (s *Store) BatchList(ctx context.Context, p driver.BatchListParams) ([]*bat
 	if p.Limit <= 0 {
 		p.Limit = 20
 	}
-	rs, err := s.drv.DB().Query(ctx, s.q.batchList, p.TenantID, p.BeforeID, p.Limit, string(p.Status), p.Kind)
+	rs, err := s.drv.DB().Query(ctx, s.q.batchList, p.TenantID, p.BeforeID, p.Limit, string(p.Status), p.Kind, boolInt(p.NeedsAttention))
 	if err != nil {
 		return nil, fmt.Errorf("list batches: %w", err)
 	}
@@ -266,6 +266,14 @@ func (s *Store) BatchList(ctx context.Context, p driver.BatchListParams) ([]*bat
 		return nil, fmt.Errorf("list batches: %w", err)
 	}
 	return out, nil
+}
+
+// boolInt is a flag as both engines' SQL compares it: 0 or 1.
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // ChunkFlush records outcomes under the lease's fencing token: the chunk
