@@ -38,6 +38,7 @@ func TestAdminE2EGrid(t *testing.T) {
 	b, a := startAdmin(t)
 
 	id := importGerman(t, b, a, fixturePath)
+	useSavedOptions(t, b, fixturePath, id)
 	fixInGrid(t, b, a, id)
 	bulkSkip(t, b, a, id)
 
@@ -137,6 +138,27 @@ func importGerman(t *testing.T, b *page, a *adminAPI, path string) string {
 		t.Errorf("batch %s's header %q", id, got.Header)
 	}
 	return id
+}
+
+// useSavedOptions previews the German file again: the page offers the
+// mapping and options of the batch just imported, and they read it as
+// before. Nothing is imported.
+func useSavedOptions(t *testing.T, b *page, path, id string) {
+	t.Helper()
+	b.do(chromedp.Click(chromedp.CSS(`#nav a[data-nav="import"]`)),
+		chromedp.WaitVisible(chromedp.ID("import-file")),
+		chromedp.SetValue(chromedp.ID("import-kind"), "customers"),
+		chromedp.SetUploadFiles(chromedp.ID("import-file"), []string{path}),
+		chromedp.Click(chromedp.ID("import-preview")))
+	b.wait(`!!document.getElementById("use-saved")`, "the offer of the saved options")
+	if got := b.text("#use-saved"); got != "Use the mapping and options of batch #"+id {
+		t.Errorf("the offer says %q", got)
+	}
+	b.do(chromedp.Click(chromedp.ID("use-saved")))
+	b.wait(`/7 valid/.test(document.getElementById("preview-counts").textContent) && /6 invalid/.test(document.getElementById("preview-counts").textContent)`, "the file read with the saved options")
+	if got := b.eval(`[document.getElementById("opt-locale").value, document.getElementById("opt-date_order").value, document.querySelector('#mapping select[data-header="Kundenname"]').value].join(",")`); got != "de,dmy,name" {
+		t.Errorf("the saved options set locale, date order, Kundenname's column to %s, want de,dmy,name", got)
+	}
 }
 
 // fixInGrid opens the invalid rows from the batch list, moves in the grid
