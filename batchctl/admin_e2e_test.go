@@ -39,12 +39,8 @@ func TestAdminE2E(t *testing.T) {
 	base := a.base
 
 	// Import the fixture through the preview.
-	b.do(chromedp.Click(chromedp.CSS(`#nav a[data-nav="import"]`)),
-		chromedp.WaitVisible(chromedp.ID("import-file")),
-		chromedp.SetValue(chromedp.ID("import-kind"), "customers"),
-		chromedp.SetUploadFiles(chromedp.ID("import-file"), []string{fixturePath}),
-		chromedp.Click(chromedp.ID("import-preview")),
-		chromedp.WaitVisible(chromedp.ID("import-submit")))
+	b.previewCustomers(fixturePath)
+	b.do(chromedp.WaitVisible(chromedp.ID("import-submit")))
 	// Every control of the import form is labelled, for screen readers.
 	if unlabelled := b.eval(`[...document.querySelectorAll("input, select, textarea")].filter(e => e.type !== "hidden" && e.labels.length === 0 && !e.getAttribute("aria-label")).map(e => e.id || e.name).join(",")`); unlabelled != "" {
 		t.Errorf("controls without a label: %s", unlabelled)
@@ -122,6 +118,14 @@ func TestAdminE2E(t *testing.T) {
 	if got := b.text("#history"); strings.Contains(got, "null") || !strings.Contains(got, "grace.vanrossum9@example.com") {
 		t.Errorf("the history of the edit shows %q", got)
 	}
+
+	// The warning's hint is a control: a link to the re-run with a
+	// decimal comma, set and focused; never a CLI flag.
+	if got := b.text("#batch-warnings"); strings.Contains(got, "--decimal-comma") || !strings.Contains(got, "Re-run with a decimal comma") {
+		t.Errorf("the batch's warnings: %q", got)
+	}
+	b.do(chromedp.Click(chromedp.CSS(`#batch-warnings a[data-option="decimal_comma"]`)))
+	b.wait(`document.activeElement.id === "bulk-decimal-comma" && document.activeElement.checked && document.getElementById("bulk-action").value === "rerun"`, "the re-run with a decimal comma, focused")
 
 	// A batch that cannot finish, paused through the API, cancelled in
 	// the page.

@@ -62,11 +62,7 @@ func TestAdminE2EGrid(t *testing.T) {
 // button an error's hint became, and imports it. It returns the batch id.
 func importGerman(t *testing.T, b *page, a *adminAPI, path string) string {
 	t.Helper()
-	b.do(chromedp.Click(chromedp.CSS(`#nav a[data-nav="import"]`)),
-		chromedp.WaitVisible(chromedp.ID("import-file")),
-		chromedp.SetValue(chromedp.ID("import-kind"), "customers"),
-		chromedp.SetUploadFiles(chromedp.ID("import-file"), []string{path}),
-		chromedp.Click(chromedp.ID("import-preview")))
+	b.previewCustomers(path)
 	b.wait(`!!document.querySelector('#mapping tr[data-header="Kundenname"]')`, "the mapping table")
 	// Without a column for name the header is refused: nothing to import.
 	if got := b.text(`#mapping tr[data-header="Kundenname"]`); !strings.Contains(got, "unknown") {
@@ -145,11 +141,7 @@ func importGerman(t *testing.T, b *page, a *adminAPI, path string) string {
 // before. Nothing is imported.
 func useSavedOptions(t *testing.T, b *page, path, id string) {
 	t.Helper()
-	b.do(chromedp.Click(chromedp.CSS(`#nav a[data-nav="import"]`)),
-		chromedp.WaitVisible(chromedp.ID("import-file")),
-		chromedp.SetValue(chromedp.ID("import-kind"), "customers"),
-		chromedp.SetUploadFiles(chromedp.ID("import-file"), []string{path}),
-		chromedp.Click(chromedp.ID("import-preview")))
+	b.previewCustomers(path)
 	b.wait(`!!document.getElementById("use-saved")`, "the offer of the saved options")
 	if got := b.text("#use-saved"); got != "Use the mapping and options of batch #"+id {
 		t.Errorf("the offer says %q", got)
@@ -395,4 +387,15 @@ func (p *page) choose(sel, value string) {
 		s.value = ` + string(v) + `;
 		s.dispatchEvent(new Event("change", { bubbles: true }));
 	})()`))
+}
+
+// previewCustomers opens the import page and previews the file as
+// customers.
+func (p *page) previewCustomers(path string) {
+	p.t.Helper()
+	p.do(chromedp.Click(chromedp.CSS(`#nav a[data-nav="import"]`)),
+		chromedp.WaitVisible(chromedp.ID("import-file")),
+		chromedp.SetValue(chromedp.ID("import-kind"), "customers"),
+		chromedp.SetUploadFiles(chromedp.ID("import-file"), []string{path}),
+		chromedp.Click(chromedp.ID("import-preview")))
 }

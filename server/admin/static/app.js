@@ -12,7 +12,7 @@
 
 import {
   TOKEN_KEY, PAGE_SIZE, POLL_MS, RENDER_MS, BATCH_STATUSES, ROW_STATES, ALWAYS_TABS, OPEN_TO_REVIEW, session, cleanups, hooks, $,
-  el, append, ApiError, api, download, showError, notify, clearMessages, guard, fmtInt, fmtTime, fmtDuration, percent, cssName,
+  el, append, ApiError, api, upload, download, showError, notify, clearMessages, guard, fmtInt, fmtTime, fmtDuration, percent, cssName,
   chip, statusChips, BAR_STATES, ATTENTION_STATES, stateBar, setStateBar, progressBar, setProgress, heading, hashWith, canAct,
   showSession, endSession, show, loading, errorItem,
 } from './core.js';
@@ -311,7 +311,9 @@ async function viewBatch(main, alive, id) {
       form.append('file', rerunFile.files[0]);
       opts = { form };
     }
-    const r = await api('POST', '/v1/batches/' + id + '/rerun', opts);
+    const r = opts
+      ? await upload('/v1/batches/' + id + '/rerun', opts.form, (sent, total) => notify('Sending the corrected file: ' + percent(sent, total) + '%'))
+      : await api('POST', '/v1/batches/' + id + '/rerun');
     if (r.batch) setBatch(r.batch);
     rerunFile.value = '';
     notify('Re-run: ' + fmtInt(r.reparsed) + ' rows read again, ' + fmtInt(r.valid) + ' valid, ' + fmtInt(r.invalid) + ' invalid' +
@@ -526,7 +528,7 @@ async function viewBatch(main, alive, id) {
       el('section', { 'aria-labelledby': 'errors-title' },
         el('h2', { id: 'errors-title' }, 'Errors by column'),
         errorCounts)),
-    (first.warnings || []).length ? [el('h2', null, 'Warnings'), el('ul', null, first.warnings.map((w) => el('li', null, w.message)))] : null,
+    (first.warnings || []).length ? [el('h2', null, 'Warnings'), el('ul', { id: 'batch-warnings' }, first.warnings.map((w) => el('li', null, w.message || '', ' ', rerunHints(id, w.hints))))] : null,
     historySection(id, header));
 
   const ec = first.error_counts || [];
@@ -536,6 +538,31 @@ async function viewBatch(main, alive, id) {
 
   render();
   connect();
+}
+
+// RERUN_HINTS are the hints a re-run with new conventions settles, and
+// what their links say.
+const RERUN_HINTS = {
+  decimal_comma: () => 'Re-run with a decimal comma',
+  locale: (v) => 'Re-run with the number format ' + v,
+  date_order: (v) => 'Re-run with the date order ' + v,
+  date_format: (v) => 'Re-run with compact dates ' + v,
+};
+
+// rerunHints turns a batch warning's hints into links to the grid's
+// re-run form, that option set and focused.
+function rerunHints(id, hints) {
+  if (!canAct()) return null;
+  const out = [];
+  for (const h of hints || []) {
+    const text = RERUN_HINTS[h.option];
+    if (!text) continue;
+    for (const v of (h.values || []).length ? h.values : ['']) {
+      out.push(el('a', { class: 'button secondary small', 'data-option': h.option, 'data-value': v,
+        href: hashWith('#/batches/' + id + '/grid', { state: 'all', rerun: h.option + (v ? ':' + v : '') }) }, text(v)));
+    }
+  }
+  return out.length ? el('span', { class: 'inline-actions' }, out) : null;
 }
 
 // noNulls is a JSON.stringify replacer that leaves out null members:
@@ -595,7 +622,7 @@ async function viewRows(main, alive, id, q) {
     el('nav', { 'aria-label': 'Breadcrumb', class: 'muted' }, el('a', { href: '#/batches' }, 'Batches'), ' / ',
       el('a', { href: '#/batches/' + id }, '#' + id), ' / rows'),
     heading('Rows of batch #' + id + ' ', statusChips(b.status, b.paused)),
-    el('p', null, el('a', { href: hashWith('#/batches/' + id + '/grid', { state: state || null }), id: 'open-grid' }, 'Fix these rows in a grid')),
+    el('p', null, el('a', { href: hashWith('#/batches/' + id + '/grid', { state: state || 'all' }), id: 'open-grid' }, 'Fix these rows in a grid')),
     el('nav', { class: 'tabs', 'aria-label': 'Row states' }, tab('all', b.total),
       ROW_STATES.filter((s) => ALWAYS_TABS.has(s) || counts[s] > 0 || s === state).map((s) => tab(s, counts[s] || 0))),
     after ? el('p', { class: 'muted' }, 'Rows after row ' + after + '.') : null,

@@ -21,7 +21,7 @@ const DONE = { skip: 'Skipped', retry: 'Retrying', set: 'Changed', replace: 'Cha
 // one must say "all" (the server refuses it otherwise).
 export function bulkFilter(f) {
   const filter = {};
-  const states = (f.state || '').split(',').map((s) => s.trim()).filter(Boolean);
+  const states = (f.state === 'all' ? '' : f.state || '').split(',').map((s) => s.trim()).filter(Boolean);
   if (states.length) filter.states = states;
   if (f.code) filter.code = f.code;
   if (f.column) filter.column = f.column;
@@ -41,7 +41,10 @@ function field(id, label, input) {
   return el('div', { class: 'field', 'data-for': id }, el('label', { for: id }, label), input);
 }
 
-export function bulkPanel(b, f) {
+// bulkPanel is the bulk form. preset ("decimal_comma", "date_order:dmy")
+// opens it on the re-run with that convention set and focused: a batch
+// warning's hint links here.
+export function bulkPanel(b, f, preset) {
   const header = b.header || [];
   const filter = bulkFilter(f);
   const action = el('select', {}, ACTIONS.map(([v, t]) => el('option', { value: v }, t)));
@@ -157,5 +160,17 @@ export function bulkPanel(b, f) {
   }
 
   showFields();
+  if (preset) {
+    const [opt, v] = preset.split(':');
+    const target = { decimal_comma: decimalComma, locale, date_order: dateOrder, date_format: dateFormat }[opt];
+    if (target) {
+      action.value = 'rerun';
+      showFields();
+      if (target === decimalComma) decimalComma.checked = true;
+      else target.value = v || '';
+      // Once the view is drawn, which focuses its heading.
+      setTimeout(() => target.focus(), 0);
+    }
+  }
   return form;
 }

@@ -18,18 +18,21 @@ const WORKING = new Set(['valid', 'processing', 'retrying']);
 // PROBLEMS is the grid's default filter: the rows a person must fix.
 export const PROBLEMS = ATTENTION_STATES.join(',');
 
-// gridFilter reads the grid's filter from the address.
+// gridFilter reads the grid's filter from the address: state is a state,
+// a comma list of them, or "all"; the rows to fix when absent.
 export function gridFilter(q) {
-  const state = q.has('state') ? q.get('state') : PROBLEMS;
-  return { state, code: q.get('code') || '', column: q.get('column') || '' };
+  return { state: q.get('state') || PROBLEMS, code: q.get('code') || '', column: q.get('column') || '' };
 }
+
+// apiStates is the filter's state as GET rows takes it: "" for all.
+export const apiStates = (f) => (f.state === 'all' ? '' : f.state);
 
 export async function viewGrid(main, alive, id, q) {
   const f = gridFilter(q);
   const after = q.get('after') || '';
   loading(main, 'Fix rows of batch #' + id);
   const params = new URLSearchParams({ limit: String(PAGE_SIZE) });
-  for (const [k, v] of Object.entries(f)) if (v) params.set(k, v);
+  for (const [k, v] of Object.entries({ state: apiStates(f), code: f.code, column: f.column })) if (v) params.set(k, v);
   if (after) params.set('after', after);
   const [b, page] = await Promise.all([api('GET', '/v1/batches/' + id), api('GET', '/v1/batches/' + id + '/rows?' + params)]);
   if (!alive()) return;
@@ -62,7 +65,7 @@ export async function viewGrid(main, alive, id, q) {
       page.next_after !== null && page.next_after !== undefined
         ? el('button', { type: 'button', class: 'secondary', id: 'grid-next', onclick: () => { location.hash = here({ after: page.next_after }); } }, 'Next page')
         : null),
-    canAct() ? bulkPanel(b, f) : null);
+    canAct() ? bulkPanel(b, f, q.get('rerun') || '') : null);
   cleanups.push(grid.cleanup);
 }
 
@@ -74,7 +77,7 @@ function filterForm(b, f, here) {
   if (f.code && !codes.includes(f.code)) codes.push(f.code);
   const stateSel = el('select', { id: 'grid-state' },
     el('option', { value: PROBLEMS }, 'Rows to fix (' + ATTENTION_STATES.join(', ') + ')'),
-    el('option', { value: '' }, 'All states'),
+    el('option', { value: 'all' }, 'All states'),
     ROW_STATES.map((s) => el('option', { value: s }, s)));
   stateSel.value = f.state;
   const colSel = el('select', { id: 'grid-column' }, el('option', { value: '' }, 'Any column'), header.map((h) => el('option', { value: h }, h)));
