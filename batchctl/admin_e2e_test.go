@@ -418,6 +418,14 @@ type apiBatch struct {
 	// Counts are the rows by state; a state without rows is absent.
 	Counts map[string]int64 `json:"counts"`
 	Header []string         `json:"header"`
+	// Conventions are how the batch's file was read.
+	Conventions struct {
+		DateOrder string `json:"date_order"`
+		Renames   []struct {
+			From string `json:"from"`
+			To   string `json:"to"`
+		} `json:"renames"`
+	} `json:"conventions"`
 }
 
 func (a *adminAPI) call(method, path, contentType string, body io.Reader, want int) apiBatch {

@@ -116,6 +116,7 @@ func importGerman(t *testing.T, b *page, a *adminAPI, path string) string {
 	if got := b.eval(`document.querySelector('#preview-rows tr[data-row="5"] td.bad') ? document.querySelector('#preview-rows tr[data-row="5"] td.bad').textContent : ""`); got != "dieter.koch(at)example.com" {
 		t.Errorf("row 5's bad cell is %q", got)
 	}
+	b.screenshot("admin-import.png")
 	noNullText(t, b, "#main")
 	// Every control of the import form and of the mapping is labelled.
 	if unlabelled := b.eval(`[...document.querySelectorAll("input, select, textarea")].filter(e => e.type !== "hidden" && e.labels.length === 0 && !e.getAttribute("aria-label")).map(e => e.id || e.name).join(",")`); unlabelled != "" {
@@ -132,6 +133,11 @@ func importGerman(t *testing.T, b *page, a *adminAPI, path string) string {
 	}
 	if strings.Join(got.Header, ";") != "E-Mail;Kundenname;country;signup_date;amount" {
 		t.Errorf("batch %s's header %q", id, got.Header)
+	}
+	// The page sent the mapping the person changed, not the engine's own
+	// matches again.
+	if c := got.Conventions; c.DateOrder != "dmy" || len(c.Renames) != 1 || c.Renames[0].From != "Kundenname" || c.Renames[0].To != "name" {
+		t.Errorf("batch %s's conventions: %+v, want date order dmy and Kundenname renamed name", id, c)
 	}
 	return id
 }

@@ -14,7 +14,7 @@ import {
 const OPTIONS = [
   { name: 'locale', label: 'Number format (locale)', type: 'select', choices: [['', 'Detect from the file'], ['en', 'en: 1,234.56'], ['de', 'de: 1.234,56'], ['fr', 'fr: 1 234,56'], ['ch', 'ch: 1\u2019234.56']] },
   { name: 'decimal_comma', label: 'Numbers have a decimal comma', type: 'checkbox' },
-  { name: 'date_order', label: 'Date order', type: 'select', choices: [['', 'Detect from the file'], ['dmy', 'Day first: 31.12.2025 (dmy)'], ['mdy', 'Month first: 12/31/2025 (mdy)']] },
+  { name: 'date_order', label: 'Date order', type: 'select', choices: [['', 'Detect from the file'], ['dmy', 'Day first (dmy)'], ['mdy', 'Month first (mdy)']] },
   { name: 'date_format', label: 'Compact dates (070125)', type: 'text', list: ['ddmmyy', 'yymmdd', 'mmddyy', 'ddmmyyyy', 'yyyymmdd', 'mmddyyyy', 'serial'], placeholder: 'ddmmyy, yyyymmdd, serial, %d%m%Y' },
   { name: 'delimiter', label: 'Delimiter', type: 'select', choices: [['', 'Detect from the file'], [',', 'Comma ,'], [';', 'Semicolon ;'], ['\t', 'Tab'], ['|', 'Pipe |']] },
   { name: 'encoding', label: 'Encoding', type: 'select', choices: [['', 'Detect from the file'], ['utf-8', 'UTF-8'], ['windows-1252', 'Windows-1252'], ['iso-8859-1', 'ISO-8859-1'], ['utf-16le', 'UTF-16 LE'], ['utf-16be', 'UTF-16 BE']] },
@@ -66,9 +66,10 @@ export async function viewImport(main, alive) {
   const kindByName = (n) => kinds.find((k) => k.name === n);
 
   // st is the form's state beyond its controls: the mapping the person
-  // chose (file column → kind column, or IGNORE), the last preview, and
-  // whether a control changed since it.
-  const st = { mapping: null, preview: null, dirty: false };
+  // chose (file column → kind column, or IGNORE), the one the engine made
+  // of the file by itself (auto: only a difference from it is sent), the
+  // last preview, and whether a control changed since it.
+  const st = { mapping: null, auto: null, preview: null, dirty: false };
   const markDirty = () => {
     st.dirty = true;
     const btn = $('import-submit');
@@ -89,6 +90,7 @@ export async function viewImport(main, alive) {
   const reset = () => {
     result.replaceChildren();
     st.mapping = null;
+    st.auto = null;
     st.preview = null;
   };
   kindSel.addEventListener('change', () => { describe(); reset(); });
@@ -120,7 +122,7 @@ export async function viewImport(main, alive) {
     if (st.mapping) {
       for (const [h, col] of Object.entries(st.mapping)) {
         if (col === IGNORE) (o.ignore = o.ignore || []).push(h);
-        else if (col) (o.map = o.map || {})[h] = col;
+        else if (col && col !== (st.auto || {})[h]) (o.map = o.map || {})[h] = col;
       }
     }
     return o;
@@ -170,6 +172,7 @@ export async function viewImport(main, alive) {
       if (!alive()) return;
       st.preview = p;
       st.dirty = false;
+      if (!st.auto && !o.map && !o.ignore) st.auto = Object.fromEntries(((p.mapping || {}).matched || []).map((x) => [x.header, x.column]));
       st.mapping = mappingState(p, st.mapping);
       renderPreview(result, { kind, k: kindByName(kind), p, st, options: o, controls, markDirty, setOptions, runPreview });
     });
@@ -358,7 +361,8 @@ function mappingTable(p, k, ctx) {
     const id = 'map-' + i;
     const cur = ctx.st.mapping[h] || '';
     const sel = el('select', { id, 'data-header': h },
-      el('option', { value: '' }, '(not mapped)'),
+      // A column the engine matched by itself is read unless ignored.
+      matched.has(h) && matched.get(h) === (ctx.st.auto || {})[h] ? null : el('option', { value: '' }, '(not read)'),
       cols.map((c) => el('option', { value: c }, c + (required.has(c) ? ' (required)' : ''))),
       el('option', { value: IGNORE }, 'ignore this column'));
     sel.value = cur;
