@@ -199,6 +199,10 @@ func fixInGrid(t *testing.T, b *page, a *adminAPI, id string) {
 	b.do(chromedp.Click(chromedp.ID("grid-discard")))
 	b.wait(`document.querySelector('`+cell("11", "signup_date")+`').textContent === "08.09.2016" && document.getElementById("grid-save").disabled`, "the paste discarded")
 
+	// Escape cancels an edit.
+	b.do(chromedp.Focus(chromedp.CSS(cell("11", "country"))), chromedp.KeyEvent(kb.Enter), chromedp.KeyEvent("XX"), chromedp.KeyEvent(kb.Escape))
+	b.wait(`document.activeElement === document.querySelector('`+cell("11", "country")+`') && document.activeElement.textContent === "" && document.getElementById("grid-save").disabled`, "the edit of row 11 cancelled")
+
 	// Fix two cells: Enter edits, typing replaces the selected text,
 	// Enter keeps it; on row 7, typing starts the edit.
 	b.do(chromedp.Focus(chromedp.CSS(cell("5", "E-Mail"))), chromedp.KeyEvent(kb.Enter))
