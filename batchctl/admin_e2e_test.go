@@ -135,6 +135,12 @@ func TestAdminE2E(t *testing.T) {
 	if paused.Status == "finished" {
 		t.Fatalf("batch %s finished before it could be paused: %+v", second, paused)
 	}
+	// The list reads it as paused first, and as needing attention.
+	b.do(chromedp.Evaluate[chromedp.Void](`location.hash = "#/batches?attention=1"`))
+	b.wait(`!!document.querySelector('tr[data-batch="`+second+`"] .status-cell')`, "the paused batch in the list of those needing attention")
+	if got := b.text(`tr[data-batch="` + second + `"] .status-cell`); !strings.HasPrefix(got, "paused") {
+		t.Errorf("the list shows the paused batch %s as %q", second, got)
+	}
 	b.do(chromedp.Evaluate[chromedp.Void](`location.hash = "#/batches/`+second+`"`),
 		chromedp.WaitVisible(chromedp.ID("cancel")))
 	b.wait(`document.getElementById("batch-paused") && !document.getElementById("batch-paused").hidden`, "the paused chip")

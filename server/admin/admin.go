@@ -13,15 +13,18 @@ import (
 	"io/fs"
 )
 
-// Files holds the page under static/: static/index.html, static/app.js
-// and static/app.css. It is html and plain JavaScript, with no build step
-// and no CDN. FS returns the same files without the directory prefix.
+// Files holds the page under static/: static/index.html, its script as
+// JavaScript modules (static/app.js, which imports core.js, import.js,
+// grid.js and bulk.js by relative paths, so that they load from
+// /assets/ too) and static/app.css. It is html and plain JavaScript, with
+// no build step and no CDN. FS returns the same files without the
+// directory prefix.
 //
 //go:embed static
 var Files embed.FS
 
 // FS returns the page's files at the root of a file system: index.html,
-// app.js and app.css.
+// the modules and app.css.
 func FS() fs.FS {
 	sub, err := fs.Sub(Files, "static")
 	if err != nil {
