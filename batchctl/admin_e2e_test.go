@@ -42,9 +42,7 @@ func TestAdminE2E(t *testing.T) {
 	b.previewCustomers(fixturePath)
 	b.do(chromedp.WaitVisible(chromedp.ID("import-submit")))
 	// Every control of the import form is labelled, for screen readers.
-	if unlabelled := b.eval(`[...document.querySelectorAll("input, select, textarea")].filter(e => e.type !== "hidden" && e.labels.length === 0 && !e.getAttribute("aria-label")).map(e => e.id || e.name).join(",")`); unlabelled != "" {
-		t.Errorf("controls without a label: %s", unlabelled)
-	}
+	labelled(t, b)
 	if got := b.text("#preview-counts"); !strings.Contains(got, "285 valid") || !strings.Contains(got, "15 invalid") {
 		t.Errorf("preview counts %q, want 285 valid and 15 invalid", got)
 	}

@@ -119,9 +119,7 @@ func importGerman(t *testing.T, b *page, a *adminAPI, path string) string {
 	b.screenshot("admin-import.png")
 	noNullText(t, b, "#main")
 	// Every control of the import form and of the mapping is labelled.
-	if unlabelled := b.eval(`[...document.querySelectorAll("input, select, textarea")].filter(e => e.type !== "hidden" && e.labels.length === 0 && !e.getAttribute("aria-label")).map(e => e.id || e.name).join(",")`); unlabelled != "" {
-		t.Errorf("controls without a label: %s", unlabelled)
-	}
+	labelled(t, b)
 
 	b.do(chromedp.Click(chromedp.ID("import-submit")))
 	b.wait(`/^#\/batches\/\d+$/.test(location.hash) && !!document.getElementById("progress-text")`, "the new batch's page")
@@ -232,6 +230,7 @@ func fixInGrid(t *testing.T, b *page, a *adminAPI, id string) {
 	// The counts above the grid follow.
 	b.wait(`document.getElementById("grid-counts").textContent === "13 rows: 9 succeeded, 4 invalid"`, "the counts after the saves")
 	b.screenshot("admin-grid.png")
+	labelled(t, b)
 }
 
 // bulkSkip filters the grid by the error code too_early and skips every
@@ -281,6 +280,7 @@ func checkList(t *testing.T, b *page, a *adminAPI, id, allBad, clean string) {
 	b.do(chromedp.Click(chromedp.CSS(`#nav a[data-nav="batches"]`)))
 	b.wait(`document.querySelectorAll("#batches tbody tr").length === 3`, "three batches in the list")
 	b.screenshot("admin-list.png")
+	labelled(t, b)
 	for _, bid := range []string{id, allBad, clean} {
 		want := a.get("/v1/batches/" + bid)
 		bar := statebar(t, b, bid)
@@ -370,6 +370,15 @@ func statebar(t *testing.T, b *page, id string) stateBarView {
 		out.green[s.State] = g > r+40 && g > bl+40
 	}
 	return out
+}
+
+// labelled fails when a control of the page has no label, for screen
+// readers.
+func labelled(t *testing.T, b *page) {
+	t.Helper()
+	if unlabelled := b.eval(`[...document.querySelectorAll("input, select, textarea")].filter(e => e.type !== "hidden" && e.labels.length === 0 && !e.getAttribute("aria-label")).map(e => e.id || e.name).join(",")`); unlabelled != "" {
+		t.Errorf("%s: controls without a label: %s", b.eval(`location.hash`), unlabelled)
+	}
 }
 
 // noNullText fails when the element's text shows a literal null or

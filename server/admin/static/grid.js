@@ -8,7 +8,7 @@
 
 import {
   el, api, guard, notify, fmtInt, heading, show, loading, canAct, chip, statusChips, hashWith, stateBar, setStateBar,
-  countsText, ROW_STATES, OPEN_TO_REVIEW, ATTENTION_STATES, PAGE_SIZE, cleanups,
+  countsText, session, ROW_STATES, OPEN_TO_REVIEW, ATTENTION_STATES, PAGE_SIZE, cleanups,
 } from './core.js';
 import { bulkPanel } from './bulk.js';
 
@@ -51,6 +51,10 @@ export async function viewGrid(main, alive, id, q) {
   };
 
   const grid = makeGrid(id, header, page.rows || [], refreshCounts);
+  cleanups.push(liveCounts(id, (ev) => {
+    setStateBar(bar, ev.counts, ev.total);
+    countsLine.textContent = countsText(ev.counts, ev.total);
+  }));
   show(main,
     el('nav', { 'aria-label': 'Breadcrumb', class: 'muted' }, el('a', { href: '#/batches' }, 'Batches'), ' / ',
       el('a', { href: '#/batches/' + id }, '#' + id), ' / fix rows'),
@@ -67,6 +71,26 @@ export async function viewGrid(main, alive, id, q) {
         : null),
     canAct() ? bulkPanel(b, f, q.get('rerun') || '') : null);
   cleanups.push(grid.cleanup);
+}
+
+// liveCounts follows the batch's event stream, as the batch page does,
+// and hands each event's counts to onEvent; it returns what closes it.
+// Without the stream the counts are still read again after each save.
+function liveCounts(id, onEvent) {
+  const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
+  let sock;
+  try {
+    sock = new WebSocket(scheme + '//' + location.host + '/v1/batches/' + encodeURIComponent(id) + '/events?cursor=0', ['rowfate.v1', 'bearer.' + session.token]);
+  } catch (_) {
+    return () => {};
+  }
+  sock.onmessage = (m) => {
+    let msg;
+    try { msg = JSON.parse(m.data); } catch (_) { return; }
+    // Replayed events are older than the counts the view was drawn with.
+    if (msg.type === 'event' && !msg.replay && msg.event && msg.event.counts) onEvent(msg.event);
+  };
+  return () => sock.close(1000, 'page left');
 }
 
 // filterForm: state, column and error code; a change goes to the filtered
