@@ -147,7 +147,7 @@ function makeGrid(id, header, rowsIn, refreshCounts) {
     const errs = r.errors || [];
     const msgs = errs.map((e, i) => el('li', { id: 'err-' + r.row_no + '-' + i }, (e.column ? e.column + ': ' : '') + (e.message || e.code || 'invalid'), e.code ? ' (' + e.code + ')' : ''));
     const rowCells = header.map((h, ci) => {
-      const mine = errs.map((e, i) => [e, i]).filter(([e]) => e.column === h);
+      const mine = errs.map((e, i) => [e, i]).filter(([e]) => (e.column || '').trim() === h.trim());
       const td = el('td', {
         class: 'cell' + (mine.length ? ' bad' : '') + ((d.values[ci] ?? '') !== original(ri, ci) ? ' changed' : ''),
         role: 'gridcell', tabindex: -1, 'data-col': h, 'data-ci': ci,

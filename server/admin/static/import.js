@@ -27,6 +27,9 @@ const OPTIONS = [
 
 const IGNORE = '\u0000ignore';
 
+// CONVENTIONS are the options saved with a batch (saved_options).
+const CONVENTIONS = new Set(['locale', 'decimal_comma', 'date_order', 'date_format']);
+
 // optionControl builds one option's control, id opt-NAME.
 function optionControl(o) {
   const id = 'opt-' + o.name;
@@ -128,9 +131,12 @@ export async function viewImport(main, alive) {
     return o;
   };
 
-  // setOptions puts saved options into the controls and the mapping.
+  // setOptions puts saved options into the controls and the mapping: the
+  // conventions they hold replace the form's (one left out is cleared);
+  // how to read the file (delimiter, sheet, ...) stays as it is.
   const setOptions = (o) => {
     for (const { o: d, input } of controls) {
+      if (!CONVENTIONS.has(d.name) && !(d.name in o)) continue;
       const v = o[d.name];
       if (d.type === 'checkbox') input.checked = !!v;
       else input.value = v === undefined || v === null ? '' : String(v);
