@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/batchtype"
@@ -16,7 +17,9 @@ import (
 // (states, ListArg), $4 (code) and $5 (column), after the batch ($1) and
 // the tenant ($2).
 type bulkStatements struct {
-	count, skip, retry string
+	// count counts the rows a skip (countSkip) or a retry (countRetry)
+	// would change, and how many of them a deferred lease holds.
+	countSkip, countRetry, skip, retry string
 	// held counts the rows of a list ($3) that a deferred lease holds.
 	held string
 	// edit writes a page of edited rows; editApart their values too, into
@@ -30,6 +33,11 @@ const bulkPage = rerunPart
 
 func newBulkStatements(d *Dialect) bulkStatements {
 	filter := `r.batch_id = $1 AND r.tenant_id = $2 AND ` + rowFilterSQL(d, "r", "$3", "$4", "$5")
+	// Whatever the filter says, a skip never changes a completed, skipped,
+	// worked or unknown row, and a retry only failed, dead or unknown ones.
+	skippable := filter + ` AND r.state NOT IN ('succeeded', 'skipped', 'processing', 'unknown')`
+	retryable := filter + ` AND r.state IN ('failed', 'dead', 'unknown')`
+	count := `SELECT count(*), COALESCE(sum(CASE WHEN {held} THEN 1 ELSE 0 END), 0) FROM {t}batch_rows r WHERE `
 	held := d.Expand(`EXISTS (SELECT 1 FROM {t}batch_chunks c WHERE c.batch_id = r.batch_id AND c.chunk_no = r.chunk_no
 		AND c.lease_deferred AND c.lease_expires_at IS NOT NULL)`)
 	// A deferred lease works its due rows without marking them: they are
@@ -44,15 +52,15 @@ func newBulkStatements(d *Dialect) bulkStatements {
 			WHERE r.batch_id = $1 AND r.tenant_id = $2 AND r.row_no = u.n AND ` + d.InInt("r.row_no", "$4") + ` AND r.state = u.f`
 	}
 	s := bulkStatements{
-		count: d.Expand(`SELECT count(*), COALESCE(sum(CASE WHEN ` + heldDue + ` THEN 1 ELSE 0 END), 0)
-			FROM {t}batch_rows r WHERE ` + filter),
+		countSkip:  d.Expand(strings.ReplaceAll(count, "{held}", heldDue) + skippable),
+		countRetry: d.Expand(strings.ReplaceAll(count, "{held}", heldDue) + retryable),
 		skip: d.Expand(`UPDATE {t}batch_rows AS r
 			SET state = 'skipped', errors = ` + d.JSONError("r.row_no", "code", "$6", "message", "$7") + `,
 			    next_attempt_at = NULL, reviewed = true, updated_at = {now}
-			WHERE ` + filter),
+			WHERE ` + skippable),
 		retry: d.Expand(`UPDATE {t}batch_rows AS r
 			SET state = 'valid', attempts = 0, errors = NULL, result_id = NULL, next_attempt_at = {now}, updated_at = {now}
-			WHERE ` + filter),
+			WHERE ` + retryable),
 		held: d.Expand(`SELECT count(*) FROM {t}batch_rows r
 			WHERE r.batch_id = $1 AND r.tenant_id = $2 AND ` + d.InInt("r.row_no", "$3") + ` AND ` + heldDue),
 		edit: d.Expand(d.WithRecords("$3", editCols) + editRows("payload = u.p, ")),
@@ -96,12 +104,16 @@ func (s *Store) filterArgs(f driver.RowFilter) []any {
 // on a preview, counts them.
 func (s *Store) RowsBulk(ctx context.Context, p driver.RowsBulkParams) (int64, error) {
 	args := append([]any{p.BatchID, p.TenantID}, s.filterArgs(p.Filter)...)
+	count := s.b.countSkip
+	if p.Action == driver.BulkRetry {
+		count = s.b.countRetry
+	}
 	if p.Preview {
 		if _, err := s.batchStatusOf(ctx, s.drv.DB(), p.TenantID, p.BatchID); err != nil {
 			return 0, err
 		}
 		var n, held int64
-		if err := s.drv.DB().QueryRow(ctx, s.b.count, args...).Scan(&n, &held); err != nil {
+		if err := s.drv.DB().QueryRow(ctx, count, args...).Scan(&n, &held); err != nil {
 			return 0, fmt.Errorf("count rows: %w", err)
 		}
 		return n, nil
@@ -118,7 +130,7 @@ func (s *Store) RowsBulk(ctx context.Context, p driver.RowsBulkParams) (int64, e
 			return err
 		}
 		var held int64
-		if err := q.QueryRow(ctx, s.b.count, args[:5]...).Scan(&n, &held); err != nil {
+		if err := q.QueryRow(ctx, count, args[:5]...).Scan(&n, &held); err != nil {
 			return fmt.Errorf("count rows: %w", err)
 		}
 		if held > 0 {
