@@ -163,6 +163,9 @@ func (e *Engine) bulkSet(ctx context.Context, b *batchtype.Batch, p BulkRowsPara
 	res := BulkResult{Action: p.Action, Preview: p.Preview}
 	may, dflt := reviewStates, reviewStates
 	detail := map[string]any{"filter": p.Filter}
+	if p.All {
+		detail["all"] = true
+	}
 	sp := driver.RowsBulkParams{TenantID: p.TenantID, BatchID: b.ID, Action: driver.BulkSkip, Preview: p.Preview, Actor: p.Actor, Detail: detail}
 	if p.Action == BulkRetry {
 		sp.Action = driver.BulkRetry
@@ -232,6 +235,9 @@ func (e *Engine) bulkEdit(ctx context.Context, b *batchtype.Batch, p BulkRowsPar
 		}
 	}
 	detail := map[string]any{"filter": p.Filter, "column": strings.TrimSpace(b.Header[col]), "rows": len(edits), "valid": res.Valid, "invalid": res.Invalid}
+	if p.All {
+		detail["all"] = true
+	}
 	if p.Action == BulkSet {
 		detail["value"] = p.Value
 	} else {
