@@ -76,7 +76,7 @@ func newBulkStatements(d *Dialect) bulkStatements {
 
 // rowFilterSQL is the condition of a RowFilter on the row aliased r:
 // its state one of the list states (NULL for any), and, when code or
-// column is not '', an error of its errors array with that code and on
+// column is not ”, an error of its errors array with that code and on
 // that column. A row made valid again may hold the JSON null there,
 // which has no elements.
 func rowFilterSQL(d *Dialect, r, states, code, column string) string {
