@@ -200,13 +200,9 @@ func (e *Engine) bulkEdit(ctx context.Context, b *batchtype.Batch, p BulkRowsPar
 	if err := batchtype.PurgedError(b, "an edit"); err != nil {
 		return res, err
 	}
-	k, err := e.registry.lookup(b.Kind)
+	k, m, err := e.mapped(b)
 	if err != nil {
-		return res, err
-	}
-	m, err := k.mapHeader(b.Header, b.Conventions)
-	if err != nil {
-		return res, fmt.Errorf("bulk %s of batch %d: %w", p.Action, b.ID, err)
+		return res, fmt.Errorf("bulk %s: %w", p.Action, err)
 	}
 	col := columnIndex(m, b.Header, p.Column)
 	if col < 0 {

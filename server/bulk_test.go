@@ -31,6 +31,15 @@ not-an-email,Di,PT,2020-01-01,4.00
 e@example.com,,PT,2020-01-01,5.00
 `
 
+// apiHistory is a page of a batch's history.
+type apiHistory struct {
+	History []struct {
+		Action string `json:"action"`
+		Actor  string `json:"actor"`
+		RowNo  int64  `json:"row_no"`
+	} `json:"history"`
+}
+
 type apiBulk struct {
 	Action  string `json:"action"`
 	Preview bool   `json:"preview"`
@@ -121,13 +130,7 @@ func testAPIBulkRows(t *testing.T, h *apiHarness) {
 	if got.Counts["valid"] != 2 || got.Counts["skipped"] != 1 || got.Counts["invalid"] != 1 || got.Counts["succeeded"] != 1 {
 		t.Fatalf("counts after the bulk actions: %v", got.Counts)
 	}
-	var hist struct {
-		History []struct {
-			Action string `json:"action"`
-			Actor  string `json:"actor"`
-			RowNo  int64  `json:"row_no"`
-		} `json:"history"`
-	}
+	var hist apiHistory
 	h.get(base+"/history", viewerA).decode(t, &hist)
 	if len(hist.History) != 2 || hist.History[0].Action != "edit" || hist.History[1].Action != "skip" || hist.History[1].RowNo != 0 || hist.History[0].Actor != "api:admin-acme" {
 		t.Fatalf("history: %+v", hist)
