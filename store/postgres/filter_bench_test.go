@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/internal/testdb"
 	"github.com/rowfate/rowfate/rows"
@@ -18,16 +20,24 @@ import (
 // from where the last left off, starting over at the end. The issue's
 // bound is 100 ms of server time per page. The batch is written once by
 // the store's own ingest (COPY), in the benchmark's schema, and left
-// unanalysed, as a batch just imported is. With -short (make test runs
+// unanalysed, as a batch just imported is, through a pool readied as
+// batchctl readies its own (ConfigurePool). With -short (make test runs
 // every benchmark once) it has 10,000 rows.
 func BenchmarkRowsFilterPage(b *testing.B) {
 	n := 1_000_000
 	if testing.Short() {
 		n = 10_000
 	}
-	pool := testdb.PostgresPool(b)
-	s := postgres.New(pool, &postgres.Config{Schema: testdb.SchemaOf(pool.Config())})
+	// The pool as batchctl serve makes it (ConfigurePool): custom plans.
+	cfg := testdb.PostgresSchema(b)
+	postgres.ConfigurePool(cfg)
 	ctx := context.Background()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	s := postgres.New(pool, &postgres.Config{Schema: testdb.SchemaOf(pool.Config())})
 	if err := s.Migrate(ctx); err != nil {
 		b.Fatal(err)
 	}
@@ -63,6 +73,49 @@ func BenchmarkRowsFilterPage(b *testing.B) {
 			}
 		})
 	}
+	bulkOnce(b, s, bt.ID)
+}
+
+// bulkOnce times, once each, the two bulk writes over the batch's
+// problem rows: an edit of every bad_date row (read by keyset pages of
+// 1,000, as the engine reads them, and written a page per statement) and
+// a skip of every other invalid row in one statement. Logged (-v), not
+// reported: a second run would find nothing left to change.
+func bulkOnce(b *testing.B, s *postgres.Store, id int64) {
+	ctx := context.Background()
+	start := time.Now()
+	var (
+		edits []driver.RowEdit
+		after int64
+	)
+	for {
+		page, err := s.RowsList(ctx, driver.RowsListParams{TenantID: "a", BatchID: id, Filter: driver.RowFilter{States: []rows.State{rows.StateInvalid}, Code: "bad_date"},
+			AfterRowNo: after, Limit: 1000})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range page {
+			r.Values[2] = "2024-02-01"
+			edits = append(edits, driver.RowEdit{RowNo: r.RowNo, From: r.State, State: rows.StateValid, Values: r.Values})
+		}
+		if len(page) < 1000 {
+			break
+		}
+		after = page[len(page)-1].RowNo
+	}
+	read := time.Since(start)
+	n, err := s.RowsEdit(ctx, driver.RowsEditParams{TenantID: "a", BatchID: id, Rows: edits, Actor: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("bulk edit of %d rows: read %s, written %s", n, read.Round(time.Millisecond), (time.Since(start) - read).Round(time.Millisecond))
+	start = time.Now()
+	n, err = s.RowsBulk(ctx, driver.RowsBulkParams{TenantID: "a", BatchID: id, Action: driver.BulkSkip, Message: "skipped by bench: x",
+		Filter: driver.RowFilter{States: []rows.State{rows.StateInvalid}}, Actor: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("bulk skip of %d rows: %s", n, time.Since(start).Round(time.Millisecond))
 }
 
 // problemRows yields n rows of three cells, every tenth invalid: half of

@@ -69,7 +69,7 @@ func newBulkStatements(d *Dialect) bulkStatements {
 		s.editApart = d.Expand(d.WithRecords("$3", editCols) + `, edited AS (` + d.Expand(editRows("")) + ` RETURNING r.row_no)
 			UPDATE {t}batch_values AS v SET payload = u.p
 			FROM u JOIN edited ON edited.row_no = u.n
-			WHERE v.batch_id = $1 AND v.tenant_id = $2 AND v.row_no = u.n`)
+			WHERE v.batch_id = $1 AND v.tenant_id = $2 AND v.row_no = u.n AND ` + d.InInt("v.row_no", "$4"))
 	}
 	return s
 }
@@ -290,11 +290,19 @@ func (s *Store) editPages(ctx context.Context, q Querier, tenant string, id int6
 	if apart {
 		edit = s.b.editApart
 	}
+	// Rows a deferred lease holds are looked for only when the batch has
+	// such a lease, which is rare: the look is a statement a page.
+	var leases int64
+	if err := q.QueryRow(ctx, s.c.deferredHeld, id, tenant).Scan(&leases); err != nil {
+		return fmt.Errorf("check leases: %w", err)
+	}
 	for at := 0; at < len(recs); at += bulkPage {
 		part, list := recs[at:min(at+bulkPage, len(recs))], s.d.IntListArg(nos[at:min(at+bulkPage, len(nos))])
 		var held int64
-		if err := q.QueryRow(ctx, s.b.held, id, tenant, list).Scan(&held); err != nil {
-			return fmt.Errorf("check leases: %w", err)
+		if leases > 0 {
+			if err := q.QueryRow(ctx, s.b.held, id, tenant, list).Scan(&held); err != nil {
+				return fmt.Errorf("check leases: %w", err)
+			}
 		}
 		if held > 0 {
 			return fmt.Errorf("%d rows of batch %d are being worked: %w", held, id, driver.ErrConflict)
