@@ -201,3 +201,40 @@ func wantCounts(t *testing.T, got, want rows.Counts) {
 		}
 	}
 }
+
+// TestBulkRowsPurged: a bulk edit or retry of a batch whose values were
+// purged is refused with ErrValuesPurged, as one row's is; a skip, which
+// needs no values, is not.
+func TestBulkRowsPurged(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, bd *bundle) {
+		ctx := context.Background()
+		d := newDownstream()
+		d.refuse["b@x.io"] = true
+		e := newEngine(t, bd.store, membersRegistry(t, d, false), 30*time.Second)
+		b, err := e.Import(ctx, batch.ImportParams{Kind: "members", SourceName: "m.csv", Source: strings.NewReader(
+			"email,name,amount\na@x.io,A,-1\nb@x.io,B,2\nc@x.io,C,-3\n")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		work(t, e, b.ID)
+		if _, err := e.Purge(ctx, batch.PurgeParams{BatchID: b.ID}); err != nil {
+			t.Fatal(err)
+		}
+		inv := batch.RowFilter{States: []rows.State{rows.StateInvalid}}
+		for _, p := range []batch.BulkRowsParams{
+			{BatchID: b.ID, Action: batch.BulkSet, Filter: inv, Column: "amount", Value: "1"},
+			{BatchID: b.ID, Action: batch.BulkReplace, Filter: inv, Column: "amount", Find: "-", Replace: ""},
+			{BatchID: b.ID, Action: batch.BulkRetry, All: true},
+		} {
+			if _, err := e.BulkRows(ctx, p); !errors.Is(err, batch.ErrValuesPurged) {
+				t.Fatalf("bulk %s of a purged batch: %v, want ErrValuesPurged", p.Action, err)
+			}
+		}
+		res, err := e.BulkRows(ctx, batch.BulkRowsParams{BatchID: b.ID, Action: batch.BulkSkip, Filter: inv, Reason: "gone"})
+		if err != nil || res.Changed != 2 {
+			t.Fatalf("bulk skip of a purged batch: %+v, %v", res, err)
+		}
+		wantCounts(t, storetest.CheckInvariant(t, bd.store, batch.DefaultTenant, b.ID), rows.Counts{rows.StateSkipped: 2, rows.StateFailed: 1})
+	})
+}
