@@ -53,20 +53,11 @@ func (f *rowFilterFlags) filter() (batch.RowFilter, error) {
 			continue
 		}
 		if !rows.State(s).Valid() {
-			return out, usagef("--state: %q is not a row state (%s)", s, statesText())
+			return out, usagef("unknown state %q", s)
 		}
 		out.States = append(out.States, rows.State(s))
 	}
 	return out, nil
-}
-
-// statesText lists the row states for a usage error.
-func statesText() string {
-	names := make([]string, len(rows.States))
-	for i, s := range rows.States {
-		names[i] = string(s)
-	}
-	return strings.Join(names, ", ")
 }
 
 // bulk runs a bulk action through the engine, as the API does, and says

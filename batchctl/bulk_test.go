@@ -18,13 +18,21 @@ func TestBulkRowCommands(t *testing.T) {
 		if r := c.run("import", "customers", in, "--no-work"); r.code != exitOK {
 			t.Fatalf("import: %s", r)
 		}
+		r := c.run("rows", "1", "--state", "invalid,failed", "--code", "bad_date", "--column", "signup_date", "--limit", "1")
+		if r.code != exitOK || !strings.HasPrefix(r.stdout, "row 3  invalid") || strings.Contains(r.stdout, "row 4") ||
+			!strings.Contains(r.stdout, "more rows follow (use --limit/--after): batchctl rows 1 --state invalid,failed --code bad_date --column signup_date --after 3 --limit 1") {
+			t.Errorf("rows by state, code and column: %s", r)
+		}
+		if r := c.run("rows", "1", "--code", "required"); r.code != exitOK || !strings.HasPrefix(r.stdout, "row 5  invalid") || strings.Count(r.stdout, "row ") != 1 {
+			t.Errorf("rows by code: %s", r)
+		}
 		if r := c.run("row", "skip", "1", "--reason", "x"); r.code != exitUsage || !strings.Contains(r.stderr, "filter is empty") {
 			t.Errorf("skip of no filter: %s", r)
 		}
 		if r := c.run("row", "skip", "1", "3", "--reason", "x", "--code", "bad_date"); r.code != exitUsage || !strings.Contains(r.stderr, "not both") {
 			t.Errorf("skip of a row and a filter: %s", r)
 		}
-		if r := c.run("row", "skip", "1", "--reason", "x", "--state", "invalid,nope"); r.code != exitUsage || !strings.Contains(r.stderr, `"nope" is not a row state`) {
+		if r := c.run("row", "skip", "1", "--reason", "x", "--state", "invalid,nope"); r.code != exitUsage || !strings.Contains(r.stderr, `unknown state "nope"`) {
 			t.Errorf("skip of a bad state: %s", r)
 		}
 		if r := c.run("row", "skip", "1", "--reason", "dates lost", "--code", "bad_date", "--dry-run"); r.code != exitOK || r.stdout != "would skip 2 rows of batch 1\n" {
@@ -35,7 +43,7 @@ func TestBulkRowCommands(t *testing.T) {
 		if res != (bulkJSON{Action: "skip", Preview: true, Matched: 2}) {
 			t.Errorf("dry run -o json: %+v", res)
 		}
-		r := c.run("row", "set", "1", "signup_date=2020-02-02", "--state", "invalid", "--column", "signup_date", "--actor", "ann")
+		r = c.run("row", "set", "1", "signup_date=2020-02-02", "--state", "invalid", "--column", "signup_date", "--actor", "ann")
 		if r.code != exitOK || r.stdout != "set signup_date=2020-02-02 in 2 rows of batch 1: 2 valid, 0 invalid\n" {
 			t.Errorf("set: %s", r)
 		}
