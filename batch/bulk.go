@@ -343,15 +343,22 @@ func (e *Engine) keysBesides(ctx context.Context, b *batchtype.Batch, k rowReade
 	for _, ed := range edits {
 		edited[ed.RowNo] = true
 	}
+	// Invalid rows hold no key: they are left in the database.
+	var holders RowFilter
+	for _, st := range rows.States {
+		if st != rows.StateInvalid {
+			holders.States = append(holders.States, st)
+		}
+	}
 	seen := map[[16]byte]int64{}
 	var after int64
 	for {
-		page, err := e.store.RowsList(ctx, driver.RowsListParams{TenantID: b.TenantID, BatchID: b.ID, AfterRowNo: after, Limit: bulkPage})
+		page, err := e.store.RowsList(ctx, driver.RowsListParams{TenantID: b.TenantID, BatchID: b.ID, Filter: holders, AfterRowNo: after, Limit: bulkPage})
 		if err != nil {
 			return nil, err
 		}
 		for _, r := range page {
-			if edited[r.RowNo] || r.State == rows.StateInvalid {
+			if edited[r.RowNo] {
 				continue
 			}
 			if got := k.key(m, r.Values); got != "" {
