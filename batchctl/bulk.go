@@ -68,6 +68,9 @@ func (c *cli) bulk(ctx context.Context, p batch.BulkRowsParams, f rowFilterFlags
 		return err
 	}
 	p.TenantID, p.Filter, p.All, p.Preview = c.global.tenant, filter, f.all, f.dryRun
+	if filter.Empty() && !f.all {
+		return usagef("the filter is empty: give --state, --code or --column, or --all for every row")
+	}
 	app, err := c.open(ctx, readWrite)
 	if err != nil {
 		return err

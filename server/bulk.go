@@ -41,12 +41,16 @@ func (s *Server) bulkRows(w http.ResponseWriter, r *http.Request, p Principal) e
 	if err := decodeJSON(w, r, &req, maxJSONBody, false); err != nil {
 		return err
 	}
+	f := batch.RowFilter{States: req.Filter.States, Code: req.Filter.Code, Column: req.Filter.Column}
+	if f.Empty() && !req.All {
+		return badRequestf(`the filter is empty: send "filter": {"states": [...], "code": "...", "column": "..."}, or "all": true for every row`)
+	}
 	b, err := s.batch(r, p)
 	if err != nil {
 		return err
 	}
 	res, err := s.cfg.Engine.BulkRows(r.Context(), batch.BulkRowsParams{TenantID: p.TenantID, BatchID: b.ID, Action: batch.BulkAction(req.Action),
-		Filter: batch.RowFilter{States: req.Filter.States, Code: req.Filter.Code, Column: req.Filter.Column}, All: req.All,
+		Filter: f, All: req.All,
 		Reason: req.Reason, Column: req.Column, Value: req.Value, Find: req.Find, Replace: req.Replace, Preview: req.Preview, Actor: p.Actor()})
 	if err != nil {
 		return err
