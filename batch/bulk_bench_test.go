@@ -7,12 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/rowfate/rowfate/batch"
-	"github.com/rowfate/rowfate/internal/testdb"
+	"github.com/rowfate/rowfate/internal/teststore"
 	"github.com/rowfate/rowfate/rows"
-	"github.com/rowfate/rowfate/store/postgres"
 )
 
 // BenchmarkBulkSet times Engine.BulkRows on PostgreSQL over a keyed kind's
@@ -28,18 +25,7 @@ func BenchmarkBulkSet(b *testing.B) {
 		n = 10_000
 	}
 	ctx := context.Background()
-	// The pool as batchctl serve makes it (ConfigurePool): custom plans.
-	cfg := testdb.PostgresSchema(b)
-	postgres.ConfigurePool(cfg)
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(pool.Close)
-	s := postgres.New(pool, &postgres.Config{Schema: testdb.SchemaOf(pool.Config())})
-	if err := s.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
+	s := teststore.PostgresCustomPlans(b)
 	reg := batch.NewRegistry()
 	if err := batch.Register(reg, batch.Kind[member]{Name: "members", KeyName: "email",
 		KeyFunc:   func(m member) string { return strings.ToLower(m.Email) },

@@ -6,10 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/rowfate/rowfate/batch/driver"
-	"github.com/rowfate/rowfate/internal/testdb"
+	"github.com/rowfate/rowfate/internal/teststore"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/store/postgres"
 )
@@ -28,19 +26,8 @@ func BenchmarkRowsFilterPage(b *testing.B) {
 	if testing.Short() {
 		n = 10_000
 	}
-	// The pool as batchctl serve makes it (ConfigurePool): custom plans.
-	cfg := testdb.PostgresSchema(b)
-	postgres.ConfigurePool(cfg)
+	s := teststore.PostgresCustomPlans(b)
 	ctx := context.Background()
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(pool.Close)
-	s := postgres.New(pool, &postgres.Config{Schema: testdb.SchemaOf(pool.Config())})
-	if err := s.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
 	start := time.Now()
 	bt, err := s.BatchIngest(ctx, driver.BatchIngestParams{TenantID: "a", Kind: "k", SourceName: "big.csv",
 		Header: []string{"email", "name", "signup_date"}, Rows: problemRows(n)})
