@@ -67,8 +67,11 @@ func (e *Engine) BatchByKey(ctx context.Context, p BatchByKeyParams) (*batchtype
 type RowsParams struct {
 	TenantID string
 	BatchID  int64
-	// State filters by state; empty is every state.
+	// State filters by state; empty is every state. Filter.States, when
+	// set, is used instead.
 	State rows.State
+	// Filter selects rows by state and by error.
+	Filter RowFilter
 	// AfterRowNo pages: rows with row_no > AfterRowNo.
 	AfterRowNo int64
 	// Limit caps the page. Defaults to 100.
@@ -78,7 +81,7 @@ type RowsParams struct {
 // Rows returns one page of a batch's rows, each with its state, attempts,
 // errors and cells.
 func (e *Engine) Rows(ctx context.Context, p RowsParams) ([]batchtype.Row, error) {
-	return e.store.RowsList(ctx, driver.RowsListParams{TenantID: tenantOr(p.TenantID), BatchID: p.BatchID, State: p.State, AfterRowNo: p.AfterRowNo, Limit: p.Limit})
+	return e.store.RowsList(ctx, driver.RowsListParams{TenantID: tenantOr(p.TenantID), BatchID: p.BatchID, State: p.State, Filter: p.Filter, AfterRowNo: p.AfterRowNo, Limit: p.Limit})
 }
 
 // RowParams name one row of a batch.

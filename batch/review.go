@@ -101,13 +101,9 @@ func (e *Engine) EditRow(ctx context.Context, p EditRowParams) (*batchtype.Row, 
 	if err := reviewable(b, r); err != nil {
 		return nil, err
 	}
-	k, err := e.registry.lookup(b.Kind)
+	k, m, err := e.mapped(b)
 	if err != nil {
-		return nil, err
-	}
-	m, err := k.mapHeader(b.Header, b.Conventions)
-	if err != nil {
-		return nil, fmt.Errorf("edit row %d of batch %d: %w", p.RowNo, b.ID, err)
+		return nil, fmt.Errorf("edit row %d: %w", p.RowNo, err)
 	}
 	values := make([]string, max(len(b.Header), len(r.Values)))
 	copy(values, r.Values)
@@ -154,6 +150,20 @@ func (e *Engine) EditRow(ctx context.Context, p EditRowParams) (*batchtype.Row, 
 	}
 	_, r, err = e.row(ctx, p.TenantID, p.BatchID, p.RowNo)
 	return r, err
+}
+
+// mapped returns a batch's kind and the mapping of its file's header:
+// what an edit validates rows with.
+func (e *Engine) mapped(b *batchtype.Batch) (rowReader, *rows.Mapping, error) {
+	k, err := e.registry.lookup(b.Kind)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := k.mapHeader(b.Header, b.Conventions)
+	if err != nil {
+		return nil, nil, fmt.Errorf("batch %d: %w", b.ID, err)
+	}
+	return k, m, nil
 }
 
 // columnIndex finds a column of the batch's file by the kind's column name

@@ -163,16 +163,23 @@ func (c *cli) rerun(ctx context.Context, app *app, p batch.RerunParams, o import
 func (c *cli) rowCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "row",
-		Short: "Review one row: set its cells, or skip it",
-		Long: `Review one row of a batch by hand. An edit validates the row again through
-every phase of its kind (and against the batch's other natural keys); a
-valid row is then worked by the next worker. A skip is a reviewer's
-decision that the row needs no work. Either way the row is reviewed from
-then on: a re-run keeps it as the reviewer left it. Completed rows, rows
-being worked and rows of unknown outcome cannot be changed. Every change is
-recorded in the batch's history, with its old and new values.`,
+		Short: "Review rows: set their cells, replace in them, skip or retry them",
+		Long: `Review rows of a batch by hand: one row (named by its number), or every row
+a filter selects (--state, --code, --column; --all for every row). An edit
+validates the row again through every phase of its kind (and against the
+batch's other natural keys); a valid row is then worked by the next
+worker. A skip is a reviewer's decision that the row needs no work. Either
+way the row is reviewed from then on: a re-run keeps it as the reviewer
+left it. Completed rows, rows being worked and rows of unknown outcome
+cannot be changed. Every change is recorded in the batch's history, with
+its old and new values, or with the filter and the number of rows.
+--dry-run counts the rows a filter would change.`,
 		Example: `  batchctl row set 7 12 amount=12.50
   batchctl row skip 7 13 --reason "test order"
+  batchctl row skip 7 --reason "dates lost" --state invalid --code bad_date --dry-run
+  batchctl row set 7 country=PT --code required --column country
+  batchctl row replace 7 --in amount --find , --replace . --code not_a_number
+  batchctl row retry 7 --state failed
   batchctl history 7`,
 		Args: args(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -180,7 +187,7 @@ recorded in the batch's history, with its old and new values.`,
 			return &exitCode{exitUsage}
 		},
 	}
-	cmd.AddCommand(c.rowSetCommand(), c.rowSkipCommand())
+	cmd.AddCommand(c.rowSetCommand(), c.rowSkipCommand(), c.rowRetryCommand(), c.rowReplaceCommand())
 	return cmd
 }
 
@@ -200,17 +207,35 @@ func rowArgs(cmd *cobra.Command, a []string, min int) (int64, int64, error) {
 }
 
 func (c *cli) rowSetCommand() *cobra.Command {
-	var actor actorFlag
+	var (
+		actor actorFlag
+		f     rowFilterFlags
+	)
 	cmd := &cobra.Command{
-		Use:   "set <batch> <row> column=value...",
-		Short: "Set cells of a row and validate it again",
+		Use:   "set <batch> [<row>] column=value...",
+		Short: "Set cells of a row, or a column of the rows a filter selects, and validate them again",
 		Long: `Set cells of a row (by the kind's column names, or the file's header) and
 validate the row again. It prints the row as it is now: valid (the next
 worker works it) or invalid with its new errors. Exit code 3 when the row
-is still invalid.`,
+is still invalid.
+
+Without a row, set one column of every row the filter selects (--state,
+--code, --column, or --all), validated again as one row is, in one
+transaction recorded in the history as one edit; --dry-run counts them.`,
 		Example: `  batchctl row set 7 12 amount=12.50
-  batchctl row set 7 12 email=ann@example.com 'name=Ann Lee' --actor ann`,
+  batchctl row set 7 12 email=ann@example.com 'name=Ann Lee' --actor ann
+  batchctl row set 7 country=PT --state invalid --column country --dry-run`,
 		RunE: func(cmd *cobra.Command, a []string) error {
+			if len(a) >= 2 && strings.Contains(a[1], "=") {
+				id, err := parseBatchID(a[0])
+				if err != nil {
+					return err
+				}
+				return c.bulkSet(cmd, id, a[1:], f, actor)
+			}
+			if f.given(cmd) {
+				return usagef("a row and a filter: give <row>, or filter flags, not both")
+			}
 			id, rowNo, err := rowArgs(cmd, a, 3)
 			if err != nil {
 				return err
@@ -260,6 +285,7 @@ is still invalid.`,
 			return nil
 		},
 	}
+	f.add(cmd, "", true)
 	actor.add(cmd)
 	return cmd
 }
@@ -268,12 +294,29 @@ func (c *cli) rowSkipCommand() *cobra.Command {
 	var (
 		actor  actorFlag
 		reason string
+		f      rowFilterFlags
 	)
 	cmd := &cobra.Command{
-		Use:     "skip <batch> <row> --reason TEXT",
-		Short:   "Skip a row: a reviewer's decision that it needs no work",
-		Example: `  batchctl row skip 7 12 --reason "duplicate of a phone order"`,
+		Use:   "skip <batch> [<row>] --reason TEXT",
+		Short: "Skip a row, or the rows a filter selects: a reviewer's decision that they need no work",
+		Long: `Skip a row: a reviewer's decision that it needs no work, kept from then on
+with the reason. Without a row, skip every row the filter selects (--state,
+--code, --column, or --all) that a reviewer may skip, in one change
+recorded in the history with the filter and the number of rows; --dry-run
+counts them.`,
+		Example: `  batchctl row skip 7 12 --reason "duplicate of a phone order"
+  batchctl row skip 7 --reason "dates lost" --code bad_date --dry-run`,
 		RunE: func(cmd *cobra.Command, a []string) error {
+			if len(a) == 1 {
+				id, err := parseBatchID(a[0])
+				if err != nil {
+					return err
+				}
+				return c.bulkSkip(cmd, id, reason, f, actor)
+			}
+			if f.given(cmd) {
+				return usagef("a row and a filter: give <row>, or filter flags, not both")
+			}
 			id, rowNo, err := rowArgs(cmd, a, 2)
 			if err != nil {
 				return err
@@ -297,6 +340,7 @@ func (c *cli) rowSkipCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why the row is skipped (required; kept with the row and in the history)")
+	f.add(cmd, "", true)
 	actor.add(cmd)
 	return cmd
 }
@@ -358,6 +402,9 @@ func describeDetail(e batchtype.HistoryEntry) string {
 	}
 	if err := json.Unmarshal(e.Detail, &d); err != nil {
 		return string(e.Detail)
+	}
+	if line, ok := describeBulk(e); ok {
+		return line
 	}
 	switch e.Action {
 	case "edit":

@@ -2,6 +2,7 @@ package batchctl
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -11,9 +12,9 @@ import (
 )
 
 type rowsOptions struct {
-	state string
-	limit int
-	after int64
+	state, code, column string
+	limit               int
+	after               int64
 }
 
 func (c *cli) rowsCommand() *cobra.Command {
@@ -27,6 +28,7 @@ shows it), state, result id or errors, and its cells. It changes nothing.
 Pages with --after (the last row number seen) and --limit; when more rows
 follow, the text output ends with the command for the next page.`,
 		Example: `  batchctl rows 7 --state invalid
+  batchctl rows 7 --state invalid,failed --code bad_date --column signup_date
   batchctl rows 7 --after 120 --limit 50
   batchctl rows 7 --limit 0 -o json    # every row`,
 		Args: batchIDArg,
@@ -35,15 +37,18 @@ follow, the text output ends with the command for the next page.`,
 			return c.rows(cmd, id, o)
 		},
 	}
-	cmd.Flags().StringVar(&o.state, "state", "", "only rows in this state (invalid, failed, dead, unknown, succeeded, ...)")
+	cmd.Flags().StringVar(&o.state, "state", "", "only rows in these states (invalid, failed, dead, unknown, succeeded, ...; a comma list)")
+	cmd.Flags().StringVar(&o.code, "code", "", "only rows with an error of this code (bad_date, required, ...)")
+	cmd.Flags().StringVar(&o.column, "column", "", "only rows with an error on this column, as the file's header spells it")
 	cmd.Flags().IntVar(&o.limit, "limit", 100, "at most this many rows (0: all)")
 	cmd.Flags().Int64Var(&o.after, "after", 0, "only rows after this row number")
 	return cmd
 }
 
 func (c *cli) rows(cmd *cobra.Command, id int64, o rowsOptions) error {
-	if o.state != "" && !rows.State(o.state).Valid() {
-		return usagef("unknown state %q", o.state)
+	f, err := (&rowFilterFlags{states: o.state, code: o.code, column: o.column}).filter()
+	if err != nil {
+		return err
 	}
 	if o.limit < 0 {
 		// A negative limit would list nothing and exit 0, which a script
@@ -68,7 +73,7 @@ func (c *cli) rows(cmd *cobra.Command, id int64, o rowsOptions) error {
 			// One row past the limit tells whether more follow.
 			page = min(page, o.limit-len(out)+1)
 		}
-		rs, err := app.engine.Rows(ctx, batch.RowsParams{TenantID: c.global.tenant, BatchID: id, State: rows.State(o.state), AfterRowNo: cursor, Limit: page})
+		rs, err := app.engine.Rows(ctx, batch.RowsParams{TenantID: c.global.tenant, BatchID: id, Filter: f, AfterRowNo: cursor, Limit: page})
 		if err != nil {
 			return err
 		}
@@ -114,16 +119,20 @@ func (c *cli) rows(cmd *cobra.Command, id int64, o rowsOptions) error {
 // left, when the counts tell, and the command for the next page.
 func (c *cli) printMore(b *batchtype.Batch, o rowsOptions, page []batchtype.Row) {
 	last := page[len(page)-1].RowNo
-	state := ""
-	if o.state != "" {
-		state = " --state " + o.state
+	filter := ""
+	for _, fl := range []struct{ name, value string }{{"state", o.state}, {"code", o.code}, {"column", o.column}} {
+		if fl.value != "" {
+			filter += " --" + fl.name + " " + shellQuote(fl.value)
+		}
 	}
-	next := fmt.Sprintf("batchctl rows %d%s --after %d --limit %d%s", b.ID, state, last, o.limit, c.hint())
-	total := b.Counts.Total()
+	next := fmt.Sprintf("batchctl rows %d%s --after %d --limit %d%s", b.ID, filter, last, o.limit, c.hint())
+	// The counts tell what is left of one state or of all, not of a list
+	// of states or of an error.
+	total, known := b.Counts.Total(), o.code == "" && o.column == "" && !strings.Contains(o.state, ",")
 	if o.state != "" {
 		total = b.Counts[rows.State(o.state)]
 	}
-	if o.after == 0 && total > int64(len(page)) {
+	if known && o.after == 0 && total > int64(len(page)) {
 		fmt.Fprintf(c.stdout, "%d more (use --limit/--after): %s\n", total-int64(len(page)), next)
 		return
 	}

@@ -379,3 +379,14 @@ type errorJSON struct {
 	Hints   []rows.Hint `json:"hints,omitempty"`
 	Notes   []string    `json:"notes,omitempty"`
 }
+
+// bulkJSON is a bulk row command's outcome as -o json prints it: the
+// API's answer to POST /v1/batches/{id}/rows/bulk.
+type bulkJSON struct {
+	Action  string `json:"action"`
+	Preview bool   `json:"preview"`
+	Matched int64  `json:"matched"`
+	Changed int64  `json:"changed"`
+	Valid   int64  `json:"valid"`
+	Invalid int64  `json:"invalid"`
+}

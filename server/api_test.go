@@ -689,13 +689,7 @@ func testAPIRowsAndActions(t *testing.T, h *apiHarness) {
 	if a := h.postJSON(fmt.Sprintf("%s/rows/%d/skip", base, invalid[1].RowNo), adminA, map[string]string{"reason": "again"}); a.status != http.StatusConflict || a.problem(t).Code != "row_locked" {
 		t.Errorf("skip of a skipped row: %s", a)
 	}
-	var hist struct {
-		History []struct {
-			Action string `json:"action"`
-			Actor  string `json:"actor"`
-			RowNo  int64  `json:"row_no"`
-		} `json:"history"`
-	}
+	var hist apiHistory
 	h.get(base+"/history", viewerA).decode(t, &hist)
 	if len(hist.History) != 2 || hist.History[0].Action != "edit" || hist.History[1].Action != "skip" || hist.History[0].Actor != "api:admin-acme" {
 		t.Fatalf("history: %+v", hist)

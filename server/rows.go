@@ -11,7 +11,8 @@ import (
 	"github.com/rowfate/rowfate/rows"
 )
 
-// listRows pages through a batch's rows in row order, by state.
+// listRows pages through a batch's rows in row order, filtered by states
+// and by an error's code and column.
 func (s *Server) listRows(w http.ResponseWriter, r *http.Request, p Principal) error {
 	b, err := s.batch(r, p)
 	if err != nil {
@@ -21,11 +22,18 @@ func (s *Server) listRows(w http.ResponseWriter, r *http.Request, p Principal) e
 	if err != nil {
 		return err
 	}
-	state := rows.State(r.URL.Query().Get("state"))
-	if state != "" && !state.Valid() {
-		return badRequestf("state=%q is not a row state", state)
+	q := r.URL.Query()
+	f := batch.RowFilter{Code: q.Get("code"), Column: q.Get("column")}
+	for _, st := range strings.Split(q.Get("state"), ",") {
+		if st = strings.TrimSpace(st); st == "" {
+			continue
+		}
+		if !rows.State(st).Valid() {
+			return badRequestf("state=%q is not a row state", st)
+		}
+		f.States = append(f.States, rows.State(st))
 	}
-	page, err := s.cfg.Engine.Rows(r.Context(), batch.RowsParams{TenantID: p.TenantID, BatchID: b.ID, State: state,
+	page, err := s.cfg.Engine.Rows(r.Context(), batch.RowsParams{TenantID: p.TenantID, BatchID: b.ID, Filter: f,
 		AfterRowNo: after, Limit: int(limit) + 1})
 	if err != nil {
 		return err

@@ -222,6 +222,7 @@ func (s *Server) routes() []Route {
 		Route{"POST", "/v1/batches/{id}/retry", Admin, "retryBatch", s.retry},
 		Route{"POST", "/v1/batches/{id}/rerun", Admin, "rerunBatch", s.rerun},
 		Route{"GET", "/v1/batches/{id}/rows", Viewer, "listRows", s.listRows},
+		Route{"POST", "/v1/batches/{id}/rows/bulk", Admin, "bulkRows", s.bulkRows},
 		Route{"GET", "/v1/batches/{id}/rows/{row}", Viewer, "getRow", s.getRow},
 		Route{"POST", "/v1/batches/{id}/rows/{row}/edit", Admin, "editRow", s.editRow},
 		Route{"POST", "/v1/batches/{id}/rows/{row}/skip", Admin, "skipRow", s.skipRow},

@@ -484,18 +484,6 @@ var ErrBatchStopped = errors.New("batch cancelled or paused")
 // Stores wrap such errors with it; match with errors.Is.
 var ErrTransient = errors.New("transient database error")
 
-// RowsListParams are the parameters of Store.RowsList.
-type RowsListParams struct {
-	TenantID string
-	BatchID  int64
-	// State filters by state; empty means all.
-	State rows.State
-	// AfterRowNo pages: rows with row_no > AfterRowNo.
-	AfterRowNo int64
-	// Limit caps the page. Defaults to 100.
-	Limit int
-}
-
 // RowsCountParams are the parameters of Store.RowsCount.
 type RowsCountParams struct {
 	TenantID string
@@ -652,6 +640,10 @@ type Store interface {
 	RowReview(ctx context.Context, params RowReviewParams) error
 	// HistoryList lists a batch's re-runs, edits and skips, oldest first.
 	HistoryList(ctx context.Context, params HistoryListParams) ([]batchtype.HistoryEntry, error)
+	// RowsBulk skips or retries every row a filter selects, or counts them.
+	RowsBulk(ctx context.Context, params RowsBulkParams) (int64, error)
+	// RowsEdit writes a bulk edit's rows, validated by the engine.
+	RowsEdit(ctx context.Context, params RowsEditParams) (int64, error)
 	// Close releases the store's resources.
 	Close() error
 }

@@ -7,6 +7,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/rowfate/rowfate/internal/testdb"
 	"github.com/rowfate/rowfate/store/postgres"
 	"github.com/rowfate/rowfate/store/sqlite"
@@ -34,6 +36,25 @@ func Postgres(t testing.TB) *postgres.Store {
 	t.Helper()
 	pool := testdb.PostgresPool(t)
 	s := postgres.New(pool, &postgres.Config{Schema: testdb.SchemaOf(pool.Config())})
+	if err := s.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// PostgresCustomPlans is Postgres on a pool readied as batchctl readies
+// its own (postgres.ConfigurePool: custom plans), for the benchmarks that
+// time statements a generic plan would time otherwise.
+func PostgresCustomPlans(t testing.TB) *postgres.Store {
+	t.Helper()
+	cfg := testdb.PostgresSchema(t)
+	postgres.ConfigurePool(cfg)
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("pool: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	s := postgres.New(pool, &postgres.Config{Schema: testdb.SchemaOf(cfg)})
 	if err := s.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -97,6 +97,12 @@ func (s scoped) BatchRerun(ctx context.Context, p driver.BatchRerunParams) (*bat
 func (s scoped) RowReview(ctx context.Context, p driver.RowReviewParams) error {
 	return s.Store.RowReview(as(ctx, p.TenantID), p)
 }
+func (s scoped) RowsBulk(ctx context.Context, p driver.RowsBulkParams) (int64, error) {
+	return s.Store.RowsBulk(as(ctx, p.TenantID), p)
+}
+func (s scoped) RowsEdit(ctx context.Context, p driver.RowsEditParams) (int64, error) {
+	return s.Store.RowsEdit(as(ctx, p.TenantID), p)
+}
 func (s scoped) HistoryList(ctx context.Context, p driver.HistoryListParams) ([]batchtype.HistoryEntry, error) {
 	return s.Store.HistoryList(as(ctx, p.TenantID), p)
 }

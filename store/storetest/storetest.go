@@ -49,6 +49,7 @@ func Run(t *testing.T, newStore NewStoreFunc) {
 	runControl(t, newStore)
 	runEvents(t, newStore)
 	runReview(t, newStore)
+	runBulk(t, newStore)
 	runDeferred(t, newStore)
 	runService(t, newStore)
 	runStats(t, newStore)

@@ -307,8 +307,8 @@ func (s *statements) leasesAndRows(d *Dialect) {
 		  AND lease_expires_at > {now}{for_update}`)
 	s.rowsList = d.Expand(`SELECT r.row_no, r.chunk_no, r.state, ` + d.valuesOf("r", "$2") + `, r.errors, r.result_id, r.attempts, r.reviewed, r.updated_at
 		FROM {t}batch_rows r
-		WHERE tenant_id = $1 AND batch_id = $2 AND ($3 = '' OR state = $3) AND row_no > $4
-		ORDER BY row_no LIMIT $5`)
+		WHERE r.tenant_id = $1 AND r.batch_id = $2 AND ` + rowFilterSQL(d, "r", "$3", "$4", "$5") + ` AND r.row_no > $6
+		ORDER BY r.row_no LIMIT $7`)
 	s.rowsCount = d.Expand(`SELECT state, count(*) FROM {t}batch_rows
 		WHERE tenant_id = $1 AND batch_id = $2 GROUP BY state`)
 	s.migrationsTable = d.Expand(`CREATE TABLE IF NOT EXISTS {t}schema_migrations (

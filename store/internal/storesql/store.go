@@ -31,6 +31,7 @@ type Store struct {
 	k   kindStatements
 	rt  retentionStatements
 	vs  valuesStatements
+	b   bulkStatements
 	hub eventHub
 	// beside holds a token per ingest writing its rows in a second
 	// session (Dialect.BesideSessions).
@@ -48,6 +49,7 @@ func New(drv Driver, d *Dialect) *Store {
 	s.k = newKindStatements(d)
 	s.rt = newRetentionStatements(d)
 	s.vs = newValuesStatements(d, replaceRows(d, ""))
+	s.b = newBulkStatements(d)
 	return s
 }
 
@@ -500,7 +502,12 @@ func (s *Store) RowsList(ctx context.Context, p driver.RowsListParams) ([]batcht
 }
 
 func (s *Store) rowsList(ctx context.Context, q Querier, p driver.RowsListParams) ([]batchtype.Row, error) {
-	rs, err := q.Query(ctx, s.q.rowsList, p.TenantID, p.BatchID, string(p.State), p.AfterRowNo, p.Limit)
+	f := p.Filter
+	if len(f.States) == 0 && p.State != "" {
+		f.States = []rows.State{p.State}
+	}
+	args := append([]any{p.TenantID, p.BatchID}, s.filterArgs(f)...)
+	rs, err := q.Query(ctx, s.q.rowsList, append(args, p.AfterRowNo, p.Limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("list rows: %w", err)
 	}

@@ -1,0 +1,103 @@
+package driver
+
+import (
+	"encoding/json"
+
+	"github.com/rowfate/rowfate/rows"
+)
+
+// RowsListParams are the parameters of Store.RowsList.
+type RowsListParams struct {
+	TenantID string
+	BatchID  int64
+	// State filters by state; empty means all. Filter.States, when set,
+	// is used instead.
+	State rows.State
+	// Filter selects rows by state and by error.
+	Filter RowFilter
+	// AfterRowNo pages: rows with row_no > AfterRowNo.
+	AfterRowNo int64
+	// Limit caps the page. Defaults to 100.
+	Limit int
+}
+
+// RowFilter selects a batch's rows by state and by their field errors:
+// the rows a person fixes, skips or retries together.
+type RowFilter struct {
+	// States are the states a row may be in; empty is every state.
+	States []rows.State `json:"states,omitempty"`
+	// Code keeps the rows with an error of this code.
+	Code string `json:"code,omitempty"`
+	// Column keeps the rows with an error on this column, as the batch
+	// file's header spells it. With Code: one error with both.
+	Column string `json:"column,omitempty"`
+}
+
+// Empty reports whether the filter selects every row.
+func (f RowFilter) Empty() bool {
+	return len(f.States) == 0 && f.Code == "" && f.Column == ""
+}
+
+// StateTexts are the filter's states as text, nil for every state.
+func (f RowFilter) StateTexts() []string {
+	if len(f.States) == 0 {
+		return nil
+	}
+	out := make([]string, len(f.States))
+	for i, s := range f.States {
+		out[i] = string(s)
+	}
+	return out
+}
+
+// BulkAction is what Store.RowsBulk does to the rows it selects.
+type BulkAction string
+
+// The set-based actions of Store.RowsBulk.
+const (
+	// BulkSkip skips the rows, with Message as their error.
+	BulkSkip BulkAction = "skip"
+	// BulkRetry makes the rows due again, their attempts reset.
+	BulkRetry BulkAction = "retry"
+)
+
+// RowsBulkParams are the parameters of Store.RowsBulk.
+type RowsBulkParams struct {
+	TenantID string
+	BatchID  int64
+	Action   BulkAction
+	// Filter selects the rows. The engine narrows its states to those
+	// the action may change; a row held by a deferred lease is not
+	// changed, and makes the action ErrConflict, as a single row's is.
+	Filter RowFilter
+	// Message is a skipped row's error message.
+	Message string
+	// Preview counts the rows and changes nothing.
+	Preview bool
+	// Actor and Detail are recorded in the batch's history, as one entry
+	// whose detail gains the number of rows changed ("rows").
+	Actor  string
+	Detail map[string]any
+}
+
+// RowEdit is one row of a bulk edit, validated again by the engine.
+type RowEdit struct {
+	RowNo int64
+	// From is the state the row was read in: a row no longer in it was
+	// changed meanwhile, and the edit is ErrConflict.
+	From   rows.State
+	State  rows.State // valid or invalid
+	Values []string
+	Errors []rows.FieldError
+}
+
+// RowsEditParams are the parameters of Store.RowsEdit: the rows written
+// in one transaction, a page of rows per statement, as reviewed rows,
+// with one history entry and one event.
+type RowsEditParams struct {
+	TenantID string
+	BatchID  int64
+	Rows     []RowEdit
+	Actor    string
+	Detail   json.RawMessage
+}
