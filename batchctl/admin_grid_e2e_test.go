@@ -271,6 +271,17 @@ func bulkSkip(t *testing.T, b *page, a *adminAPI, id string) {
 		t.Errorf("skipped rows %s, want 8,9,10", got)
 	}
 	b.wait(`document.getElementById("grid-counts").textContent === "13 rows: 9 succeeded, 3 skipped, 1 invalid"`, "the counts after the bulk skip")
+
+	// The batch page's link opens the rows to fix (invalid, failed, dead,
+	// unknown): row 11 only; filtered by an error in country, the same.
+	b.do(chromedp.Evaluate[chromedp.Void](`location.hash = "#/batches/` + id + `"`))
+	b.wait(`!!document.getElementById("fix-rows")`, "the batch page")
+	b.do(chromedp.Click(chromedp.ID("fix-rows")))
+	b.wait(`document.getElementById("grid-state").value === "invalid,failed,dead,unknown" && [...document.querySelectorAll("#grid tbody tr")].map(r => r.dataset.row).join() === "11"`, "row 11, the one row left to fix")
+	b.choose("#grid-column", "country")
+	b.wait(`location.hash.includes("column=country") && [...document.querySelectorAll("#grid tbody tr")].map(r => r.dataset.row).join() === "11"`, "row 11 by its error in country")
+	b.choose("#grid-column", "E-Mail")
+	b.wait(`location.hash.includes("column=E-Mail") && !!document.getElementById("grid-empty")`, "no row with an error in E-Mail")
 }
 
 // checkList reads the batch list: each batch's counts that need a person,
