@@ -275,7 +275,7 @@ func bulkSkip(t *testing.T, b *page, a *adminAPI, id string) {
 	// The batch page's link opens the rows to fix (invalid, failed, dead,
 	// unknown): row 11 only; filtered by an error in country, the same.
 	b.do(chromedp.Evaluate[chromedp.Void](`location.hash = "#/batches/` + id + `"`))
-	b.wait(`!!document.getElementById("fix-rows")`, "the batch page")
+	b.wait(`!!document.getElementById("fix-rows") && document.getElementById("batch-statebar").getAttribute("aria-label") === "13 rows: 9 succeeded, 3 skipped, 1 invalid"`, "the batch page's state bar after the bulk skip")
 	b.do(chromedp.Click(chromedp.ID("fix-rows")))
 	b.wait(`document.getElementById("grid-state").value === "invalid,failed,dead,unknown" && [...document.querySelectorAll("#grid tbody tr")].map(r => r.dataset.row).join() === "11"`, "row 11, the one row left to fix")
 	b.choose("#grid-column", "country")
