@@ -13,6 +13,18 @@ import (
 // first ones, in row order.
 const DryRunMaxErrors = 20
 
+// DryRunFirstRows is how many of its first rows a DryRunResult keeps with
+// their outcome and every error (First): what a preview shows.
+const DryRunFirstRows = 10
+
+// DryRunRow is the outcome a row would have: valid, or invalid with its
+// field errors.
+type DryRunRow struct {
+	Row    int64
+	State  rows.State
+	Errors []rows.FieldError
+}
+
 // SourceInfo is what a reader found out about a source (rows.Reader's
 // Info): its format and, for CSV, the encoding and delimiter used, or, for
 // a workbook, its sheets, the one read and its header's row.
@@ -33,6 +45,10 @@ type DryRunResult struct {
 	Conventions rows.Conventions
 	// Errors are the first DryRunMaxErrors field errors.
 	Errors []rows.FieldError
+	// First are the first DryRunFirstRows rows' outcomes, every error
+	// kept: a preview shows each row's real state even when the rows
+	// before have used up Errors.
+	First []DryRunRow
 	// ErrorTotal is the number of field errors of all rows; ErrorCounts
 	// counts them by column and code, most frequent first.
 	ErrorTotal  int64
@@ -81,6 +97,9 @@ func (r *Registry) DryRun(ctx context.Context, p ImportParams) (*DryRunResult, e
 			return nil, err
 		}
 		errs := chk.check(ctx, rec)
+		if len(res.First) < DryRunFirstRows {
+			res.First = append(res.First, dryRunRow(rec.Row, errs))
+		}
 		if len(errs) == 0 {
 			res.Counts[rows.StateValid]++
 			continue
@@ -102,4 +121,12 @@ func (r *Registry) DryRun(ctx context.Context, p ImportParams) (*DryRunResult, e
 		return nil, tooManyInvalid(p.SourceName, invalid, invalid+res.Counts[rows.StateValid], p.MaxInvalid)
 	}
 	return res, nil
+}
+
+// dryRunRow is a row's outcome as DryRunResult.First keeps it.
+func dryRunRow(row int64, errs []rows.FieldError) DryRunRow {
+	if len(errs) == 0 {
+		return DryRunRow{Row: row, State: rows.StateValid}
+	}
+	return DryRunRow{Row: row, State: rows.StateInvalid, Errors: append([]rows.FieldError(nil), errs...)}
 }

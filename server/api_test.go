@@ -378,6 +378,13 @@ func TestAPIAuth(t *testing.T) {
 	if a := h.get("/", ""); !strings.Contains(a.header.Get("Content-Security-Policy"), "default-src 'none'") || !strings.Contains(string(a.body), "/assets/app.js") {
 		t.Errorf("the admin page: CSP %q, body %.200s", a.header.Get("Content-Security-Policy"), a.body)
 	}
+	// The page's modules: each served as JavaScript, or the browser
+	// refuses to run it.
+	for _, js := range []string{"app", "core", "import", "grid", "bulk"} {
+		if a := h.get("/assets/"+js+".js", ""); a.status != http.StatusOK || !strings.HasPrefix(a.header.Get("Content-Type"), "text/javascript") {
+			t.Errorf("GET /assets/%s.js: %d, Content-Type %q", js, a.status, a.header.Get("Content-Type"))
+		}
+	}
 	if a := h.get("/assets/nope.js", ""); a.status != http.StatusNotFound {
 		t.Errorf("a missing asset: %s", a)
 	}

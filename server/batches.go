@@ -322,6 +322,10 @@ type PreviewView struct {
 	// Rejected says why an import would refuse the file as a whole; ""
 	// when it would not.
 	Rejected string `json:"rejected,omitempty"`
+	// RowOutcomes are the dry run's outcomes of the file's first rows
+	// (those of Rows, by row number), each with every error: the state
+	// each previewed row would have.
+	RowOutcomes []RowOutcomeView `json:"row_outcomes"`
 	// SavedOptions are the options of the tenant's last import of this
 	// kind from a file with the same header, to offer again.
 	SavedOptions *SavedOptionsView `json:"saved_options,omitempty"`
@@ -356,7 +360,8 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request, p Principal) er
 		return err
 	}
 	pv := &PreviewView{Upload: id, SourceName: f.file.Name, Size: f.file.Size, Header: []string{}, Rows: []rows.Record{},
-		ErrorCounts: []rows.ErrorCount{}, Errors: []rows.FieldError{}, Warnings: []WarningView{}, Counts: rows.Counts{}}
+		ErrorCounts: []rows.ErrorCount{}, Errors: []rows.FieldError{}, Warnings: []WarningView{}, Counts: rows.Counts{},
+		RowOutcomes: []RowOutcomeView{}}
 	if err := s.previewRead(r, p.TenantID, f.file, params, pv); err != nil {
 		return err
 	}
@@ -418,6 +423,9 @@ func (s *Server) previewDryRun(r *http.Request, tenant string, up *upload, param
 		return rejected(err, pv)
 	}
 	pv.Counts, pv.Conventions = res.Counts, res.Conventions
+	for _, o := range res.First {
+		pv.RowOutcomes = append(pv.RowOutcomes, RowOutcomeView{Row: o.Row, State: o.State, Errors: append([]rows.FieldError{}, o.Errors...)})
+	}
 	pv.ErrorCounts = append(pv.ErrorCounts, res.ErrorCounts...)
 	pv.Errors = append(pv.Errors, res.Errors...)
 	pv.Warnings = append(pv.Warnings, viewWarnings(res.Warnings)...)

@@ -111,3 +111,55 @@ func testSavedOptions(t *testing.T, h *apiHarness) {
 		t.Fatalf("attention=maybe: %s", a)
 	}
 }
+
+// TestAPIPreviewRowOutcomes: the preview gives each of the file's first
+// rows its outcome with every error, even when the rows before it have
+// used up the dry run's first errors (the page showed such a row "ok").
+func TestAPIPreviewRowOutcomes(t *testing.T) {
+	t.Parallel()
+	h := sqliteAPI(t, apiOptions{})
+	var file strings.Builder
+	file.WriteString("email,name,country,signup_date,amount\n")
+	for i := range 8 { // rows 2-9: three errors each, 24 in all
+		fmt.Fprintf(&file, "bad%d,Name %d,PT,31/31/2020,abc\n", i, i)
+	}
+	file.WriteString("ok@example.com,Okay,PT,2020-01-02,1.00\n")  // row 10
+	file.WriteString("late@example.com,Late,PT,2020-01-02,xyz\n") // row 11
+	a := h.upload("/v1/batches/preview", adminA, map[string]string{"kind": "customers"}, "many.csv", []byte(file.String()))
+	if a.status != http.StatusOK {
+		t.Fatalf("preview: %s", a)
+	}
+	var pv struct {
+		Errors      []struct{ Row int64 } `json:"errors"`
+		RowOutcomes []struct {
+			Row    int64  `json:"row"`
+			State  string `json:"state"`
+			Errors []struct {
+				Column, Code string
+			} `json:"errors"`
+		} `json:"row_outcomes"`
+	}
+	a.decode(t, &pv)
+	if len(pv.Errors) != 20 || pv.Errors[19].Row > 9 {
+		t.Fatalf("the dry run's first errors: %+v", pv.Errors)
+	}
+	if len(pv.RowOutcomes) != 10 {
+		t.Fatalf("%d row outcomes, want 10: %+v", len(pv.RowOutcomes), pv.RowOutcomes)
+	}
+	for i, o := range pv.RowOutcomes {
+		row := int64(i + 2)
+		want, n := "invalid", 3
+		switch row {
+		case 10:
+			want, n = "valid", 0
+		case 11:
+			want, n = "invalid", 1
+		}
+		if o.Row != row || o.State != want || len(o.Errors) != n {
+			t.Errorf("row %d: %+v, want %s with %d errors", row, o, want, n)
+		}
+	}
+	if last := pv.RowOutcomes[9]; len(last.Errors) == 1 && (last.Errors[0].Column != "amount" || last.Errors[0].Code == "") {
+		t.Errorf("row 11's error: %+v", last.Errors[0])
+	}
+}

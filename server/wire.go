@@ -275,3 +275,11 @@ func viewWarnings(ws []batchtype.Warning) []WarningView {
 	}
 	return out
 }
+
+// RowOutcomeView is the outcome a previewed row would have: valid, or
+// invalid with every one of its errors.
+type RowOutcomeView struct {
+	Row    int64             `json:"row"`
+	State  rows.State        `json:"state"`
+	Errors []rows.FieldError `json:"errors"`
+}

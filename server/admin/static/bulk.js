@@ -123,7 +123,10 @@ export function bulkPanel(b, f, preset) {
     guard(previewBtn, async () => {
       let n;
       if (req.rerun) {
-        n = b.total;
+        // A re-run keeps completed and reviewed rows: at most the rest is
+        // read again (the reviewed ones are not counted apart).
+        const c = b.counts || {};
+        n = Math.max(0, (b.total || 0) - (c.succeeded || 0) - (c.skipped || 0));
       } else {
         const p = await api('POST', '/v1/batches/' + b.id + '/rows/bulk', { json: Object.assign({}, req, { preview: true }) });
         n = p.matched;
@@ -134,7 +137,7 @@ export function bulkPanel(b, f, preset) {
 
   function askConfirm(req, n) {
     const a = req.rerun ? 'rerun' : req.action;
-    const what = 'This will ' + VERB[a] + ' ' + fmtInt(n) + (n === 1 ? ' row' : ' rows') +
+    const what = 'This will ' + VERB[a] + ' ' + (req.rerun ? 'up to ' : '') + fmtInt(n) + (n === 1 ? ' row' : ' rows') +
       (req.rerun ? ' of the batch with ' + Object.entries(req.options).map(([k, v]) => (v === true ? k : k + ' ' + v)).join(', ') : ' (' + describeFilter(filter) + ')') + '.';
     const ok = el('button', { type: 'button', class: 'danger', id: 'bulk-confirm', disabled: n === 0 }, n === 0 ? 'Nothing to do' : 'Confirm');
     const cancel = el('button', { type: 'button', class: 'secondary', id: 'bulk-cancel' }, 'Cancel');

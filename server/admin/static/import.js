@@ -392,28 +392,21 @@ function mappingTable(p, k, ctx) {
 }
 
 // previewRows shows the first rows with their real state: the dry run's
-// errors are a list by row (at most its first 20), matched here.
+// row_outcomes has the dry run's state and every error of each of the
+// file's first rows, matched here by row number.
 function previewRows(p, blocked) {
   const header = p.header || [];
-  const errs = p.errors || [];
-  const byRow = new Map();
-  for (const e of errs) {
-    if (!byRow.has(e.row)) byRow.set(e.row, []);
-    byRow.get(e.row).push(e);
-  }
-  // The dry run keeps its first 20 errors: past the last row they name,
-  // a row without one may still be invalid.
-  const lastKnown = errs.length >= 20 ? Math.max(...errs.map((e) => e.row || 0)) : Infinity;
-  const invalidCount = (p.counts || {}).invalid || 0;
+  const outcomes = new Map((p.row_outcomes || []).map((o) => [o.row, o]));
   return el('div', { class: 'scroll' }, el('table', { id: 'preview-rows' },
     el('thead', null, el('tr', null, el('th', { scope: 'col' }, 'Row'), el('th', { scope: 'col' }, 'State'), header.map((h) => el('th', { scope: 'col' }, h)), el('th', { scope: 'col' }, 'Errors'))),
     el('tbody', null, (p.rows || []).map((r) => {
-      const mine = (byRow.get(r.row) || []).concat(r.errors || []);
+      const o = outcomes.get(r.row);
+      // A reading error (a ragged row) is the record's own; the dry run
+      // has it too, once.
+      const mine = o ? (o.errors || []) : (r.errors || []);
       let state;
-      if (blocked) state = 'not checked';
-      else if (mine.length) state = 'invalid';
-      else if (invalidCount === 0 || r.row < lastKnown) state = 'valid';
-      else state = 'not checked';
+      if (blocked || !o) state = 'not checked';
+      else state = o.state;
       const bad = new Set(mine.map((e) => e.column));
       return el('tr', { 'data-row': r.row, class: 'state-' + state.replace(' ', '-') },
         el('td', { class: 'num' }, String(r.row)),
