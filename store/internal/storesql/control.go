@@ -480,7 +480,9 @@ func scanStrings(rs Rows) ([]string, error) {
 	return out, rs.Close()
 }
 
-// ErrBatchCancelled is returned by a change a cancelled batch refuses.
+// ErrBatchCancelled is returned by a change a cancelled batch refuses,
+// beside driver.ErrConflict: the caller's request, not the store, is
+// wrong, and a re-run is the way to work such rows again.
 var ErrBatchCancelled = errors.New("the batch is cancelled")
 
 // RowsRetry makes a batch's rows in the given states due again.
@@ -496,7 +498,7 @@ func (s *Store) RowsRetry(ctx context.Context, p driver.RowsRetryParams) (int64,
 			return err
 		}
 		if status == batchtype.StatusCancelled {
-			return fmt.Errorf("batch %d: %w", p.BatchID, ErrBatchCancelled)
+			return fmt.Errorf("batch %d: %w (%w): re-run it to work its rows again", p.BatchID, ErrBatchCancelled, driver.ErrConflict)
 		}
 		if err := s.lockChunksOf(ctx, q, p.TenantID, p.BatchID); err != nil {
 			return err

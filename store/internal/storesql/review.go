@@ -365,7 +365,7 @@ func (s *Store) RowReview(ctx context.Context, p driver.RowReviewParams) error {
 			return err
 		}
 		if status == batchtype.StatusCancelled && p.State == rows.StateValid {
-			return fmt.Errorf("batch %d: %w: re-run it to work rows again", p.BatchID, ErrBatchCancelled)
+			return fmt.Errorf("batch %d: %w (%w): re-run it to work rows again", p.BatchID, ErrBatchCancelled, driver.ErrConflict)
 		}
 		var (
 			chunk int64
