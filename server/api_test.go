@@ -461,6 +461,18 @@ func TestAPIImport(t *testing.T) {
 	}
 }
 
+// onBothStores runs test in parallel on SQLite and on PostgreSQL under a
+// tenant role (row-level security), each with a harness of its own.
+func onBothStores(t *testing.T, o apiOptions, test func(t *testing.T, h *apiHarness)) {
+	t.Helper()
+	for name, mk := range map[string]func(testing.TB, apiOptions) *apiHarness{"SQLite": sqliteAPI, "PostgreSQLTenantRole": postgresRLSAPI} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			test(t, mk(t, o))
+		})
+	}
+}
+
 func testAPIImport(t *testing.T, h *apiHarness) {
 	file := fixture(t)
 

@@ -13,12 +13,7 @@ import (
 // only those; the batch list keeps the batches that need a person.
 func TestAPISavedOptionsAndAttention(t *testing.T) {
 	t.Parallel()
-	for name, mk := range map[string]func(testing.TB, apiOptions) *apiHarness{"SQLite": sqliteAPI, "PostgreSQLTenantRole": postgresRLSAPI} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			testSavedOptions(t, mk(t, apiOptions{}))
-		})
-	}
+	onBothStores(t, apiOptions{}, testSavedOptions)
 }
 
 // savedPreview is what the test reads of a preview.
