@@ -20,8 +20,9 @@ var ErrRowLocked = errors.New("row cannot be changed")
 // ErrInvalidRequest: the engine refused a caller's request as malformed
 // (an edit that sets nothing or names no column of the file, a skip
 // without a reason, a retry of rows in a state that cannot be retried).
-// Nothing was changed.
-var ErrInvalidRequest = errors.New("invalid request")
+// Nothing was changed. It is driver.ErrInvalidRequest, which a store
+// returns for a row filter's Where that names no column of the file.
+var ErrInvalidRequest = driver.ErrInvalidRequest
 
 // EditRowParams are the parameters of Engine.EditRow.
 type EditRowParams struct {

@@ -2,9 +2,18 @@ package driver
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/rowfate/rowfate/rows"
+	"github.com/rowfate/rowfate/where"
 )
+
+// ErrInvalidRequest: the caller's request is malformed (batch.
+// ErrInvalidRequest is this error): a store refuses a row filter whose
+// Where names no column of the batch's file with it.
+var ErrInvalidRequest = errors.New("invalid request")
 
 // RowsListParams are the parameters of Store.RowsList.
 type RowsListParams struct {
@@ -31,11 +40,45 @@ type RowFilter struct {
 	// Column keeps the rows with an error on this column, as the batch
 	// file's header spells it. With Code: one error with both.
 	Column string `json:"column,omitempty"`
+	// Where keeps the rows whose cells it holds for: a where expression
+	// (package where) over the batch file's columns, its header cells as
+	// the file spells them, named in any case. Every column is text, and
+	// a cell is compared as the file wrote it: nothing is read as a
+	// number or a date, so amount = 5 does not find 5.0 and only = and
+	// != (with in, not in and is null) compare. A cell a short row lacks
+	// is NULL: "note is null" finds it. A column the header lacks is
+	// ErrInvalidRequest, and so is an expression that cannot be read,
+	// with its *where.Error (its position); a batch whose values were
+	// purged has no cells to compare, and a Where is its
+	// *batchtype.ValuesPurgedError.
+	Where string `json:"where,omitempty"`
 }
 
 // Empty reports whether the filter selects every row.
 func (f RowFilter) Empty() bool {
-	return len(f.States) == 0 && f.Code == "" && f.Column == ""
+	return len(f.States) == 0 && f.Code == "" && f.Column == "" && f.Where == ""
+}
+
+// WhereColumns are the columns a RowFilter's Where may name over a batch
+// file's header: each cell (its spaces around trimmed), as text, whose SQL is cell(i), the
+// expression of the row's i-th value (0-based).
+func WhereColumns(header []string, cell func(i int) string) []where.Column {
+	cols := make([]where.Column, len(header))
+	for i, h := range header {
+		cols[i] = where.Column{Name: strings.TrimSpace(h), Type: where.Text, SQL: cell(i)}
+	}
+	return cols
+}
+
+// ParseWhere reads the filter's Where over cols (WhereColumns): nil when
+// it has none; ErrInvalidRequest with the *where.Error, which names the
+// position and, for an unknown column, the file's columns.
+func (f RowFilter) ParseWhere(cols []where.Column) (*where.Expr, error) {
+	e, err := where.Parse(f.Where, cols)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, where.WithColumns(err, cols))
+	}
+	return e, nil
 }
 
 // StateTexts are the filter's states as text, nil for every state.

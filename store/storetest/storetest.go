@@ -50,6 +50,7 @@ func Run(t *testing.T, newStore NewStoreFunc) {
 	runEvents(t, newStore)
 	runReview(t, newStore)
 	runBulk(t, newStore)
+	runWhere(t, newStore)
 	runDeferred(t, newStore)
 	runService(t, newStore)
 	runStats(t, newStore)

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/rowfate/rowfate/batch/driver"
@@ -47,6 +48,14 @@ func MigrateValuesOverRows(t *testing.T, s driver.Store, undo func(t *testing.T)
 	reran := rowsOf(t, s, open.ID)
 	if r4, r7 := reran[4], reran[7]; len(r4.Values) != 2 || r4.Values[0] != "rerun" || len(r7.Values) != 2 || r7.Values[0] != "added" {
 		t.Fatalf("rows after the re-run: %+v, %+v", r4, r7)
+	}
+	// A where reads the cells of batch_rows' payload too.
+	where := driver.RowFilter{Where: "a in (edited, rerun, added)"}
+	if got := listed(t, s, open.ID, where, 2); !slices.Equal(got, []int64{3, 4, 7}) {
+		t.Fatalf("rows where %s: %v, want [3 4 7]", where.Where, got)
+	}
+	if n, err := s.RowsBulk(ctx, driver.RowsBulkParams{TenantID: tenant, BatchID: open.ID, Action: driver.BulkSkip, Message: "m", Filter: where}); err != nil || n != 3 {
+		t.Fatalf("skip where %s: %d, %v; want 3", where.Where, n, err)
 	}
 	rs := retentionOf(t, s)
 	after := finished(t, s, tenant, 25)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/rowfate/rowfate/batch/driver"
 	"github.com/rowfate/rowfate/batchtype"
@@ -17,32 +16,61 @@ import (
 // (states, ListArg), $4 (code) and $5 (column), after the batch ($1) and
 // the tenant ($2).
 type bulkStatements struct {
-	// count counts the rows a skip (countSkip) or a retry (countRetry)
-	// would change, and how many of them a deferred lease holds.
-	countSkip, countRetry, skip, retry string
+	filtered
 	// held counts the rows of a list ($3) that a deferred lease holds.
 	held string
 	// edit writes a page of edited rows; editApart their values too, into
 	// batch_values (Dialect.ValuesApart).
 	edit, editApart string
+	// whereBatch reads a batch's header and purge, for a filter's Where.
+	whereBatch string
+}
+
+// filtered are the statements of RowsBulk, which a filter's Where
+// (whereCond) changes: built once without one, per request with one.
+type filtered struct {
+	// count counts the rows a skip (countSkip) or a retry (countRetry)
+	// would change, and how many of them a deferred lease holds.
+	countSkip, countRetry, skip, retry string
 }
 
 // bulkPage is how many rows one statement of a bulk edit writes: a JSON
 // parameter of a few MB at most, as a re-run's.
 const bulkPage = rerunPart
 
-func newBulkStatements(d *Dialect) bulkStatements {
+// newFiltered expands RowsBulk's statements with the conditions of a
+// Where, " AND ..." or "": cond numbers its parameters from $6, after
+// the filter's, for the counts and the retry; skipCond from $8, after
+// the skip's code and message.
+func newFiltered(d *Dialect, cond, skipCond string) filtered {
 	filter := `r.batch_id = $1 AND r.tenant_id = $2 AND ` + rowFilterSQL(d, "r", "$3", "$4", "$5")
 	// Whatever the filter says, a skip never changes a completed, skipped,
 	// worked or unknown row, and a retry only failed, dead or unknown ones.
 	skippable := filter + ` AND r.state NOT IN ('succeeded', 'skipped', 'processing', 'unknown')`
 	retryable := filter + ` AND r.state IN ('failed', 'dead', 'unknown')`
-	count := `SELECT count(*), COALESCE(sum(CASE WHEN {held} THEN 1 ELSE 0 END), 0) FROM {t}batch_rows r WHERE `
-	held := d.Expand(`EXISTS (SELECT 1 FROM {t}batch_chunks c WHERE c.batch_id = r.batch_id AND c.chunk_no = r.chunk_no
+	count := `SELECT count(*), COALESCE(sum(CASE WHEN ` + heldDue(d) + ` THEN 1 ELSE 0 END), 0) FROM {t}batch_rows r WHERE `
+	return filtered{
+		countSkip:  d.Expand(count + skippable + cond),
+		countRetry: d.Expand(count + retryable + cond),
+		skip: d.Expand(`UPDATE {t}batch_rows AS r
+			SET state = 'skipped', errors = ` + d.JSONError("r.row_no", "code", "$6", "message", "$7") + `,
+			    next_attempt_at = NULL, reviewed = true, updated_at = {now}
+			WHERE ` + skippable + skipCond),
+		retry: d.Expand(`UPDATE {t}batch_rows AS r
+			SET state = 'valid', attempts = 0, errors = NULL, result_id = NULL, next_attempt_at = {now}, updated_at = {now}
+			WHERE ` + retryable + cond),
+	}
+}
+
+// heldDue is the condition on a row r that a deferred lease holds. Such
+// a lease works its due rows without marking them: they are being worked
+// as surely as processing rows.
+func heldDue(d *Dialect) string {
+	return `r.state IN ('valid', 'retrying') AND ` + d.Expand(`EXISTS (SELECT 1 FROM {t}batch_chunks c WHERE c.batch_id = r.batch_id AND c.chunk_no = r.chunk_no
 		AND c.lease_deferred AND c.lease_expires_at IS NOT NULL)`)
-	// A deferred lease works its due rows without marking them: they are
-	// being worked as surely as processing rows.
-	heldDue := `r.state IN ('valid', 'retrying') AND ` + held
+}
+
+func newBulkStatements(d *Dialect) bulkStatements {
 	editCols := map[string]string{"n": "bigint", "f": "text", "s": "text", "p": payloadType(d), "e": payloadType(d)}
 	editRows := func(set string) string {
 		return `UPDATE {t}batch_rows AS r
@@ -52,18 +80,11 @@ func newBulkStatements(d *Dialect) bulkStatements {
 			WHERE r.batch_id = $1 AND r.tenant_id = $2 AND r.row_no = u.n AND ` + d.InInt("r.row_no", "$4") + ` AND r.state = u.f`
 	}
 	s := bulkStatements{
-		countSkip:  d.Expand(strings.ReplaceAll(count, "{held}", heldDue) + skippable),
-		countRetry: d.Expand(strings.ReplaceAll(count, "{held}", heldDue) + retryable),
-		skip: d.Expand(`UPDATE {t}batch_rows AS r
-			SET state = 'skipped', errors = ` + d.JSONError("r.row_no", "code", "$6", "message", "$7") + `,
-			    next_attempt_at = NULL, reviewed = true, updated_at = {now}
-			WHERE ` + skippable),
-		retry: d.Expand(`UPDATE {t}batch_rows AS r
-			SET state = 'valid', attempts = 0, errors = NULL, result_id = NULL, next_attempt_at = {now}, updated_at = {now}
-			WHERE ` + retryable),
+		filtered: newFiltered(d, "", ""),
 		held: d.Expand(`SELECT count(*) FROM {t}batch_rows r
-			WHERE r.batch_id = $1 AND r.tenant_id = $2 AND ` + d.InInt("r.row_no", "$3") + ` AND ` + heldDue),
-		edit: d.Expand(d.WithRecords("$3", editCols) + editRows("payload = u.p, ")),
+			WHERE r.batch_id = $1 AND r.tenant_id = $2 AND ` + d.InInt("r.row_no", "$3") + ` AND ` + heldDue(d)),
+		edit:       d.Expand(d.WithRecords("$3", editCols) + editRows("payload = u.p, ")),
+		whereBatch: d.Expand(`SELECT header, values_purged_at, values_purged_by FROM {t}batches WHERE id = $1 AND tenant_id = $2`),
 	}
 	if d.ValuesApart {
 		s.editApart = d.Expand(d.WithRecords("$3", editCols) + `, edited AS (` + d.Expand(editRows("")) + ` RETURNING r.row_no)
@@ -104,33 +125,51 @@ func (s *Store) filterArgs(f driver.RowFilter) []any {
 // on a preview, counts them.
 func (s *Store) RowsBulk(ctx context.Context, p driver.RowsBulkParams) (int64, error) {
 	args := append([]any{p.BatchID, p.TenantID}, s.filterArgs(p.Filter)...)
-	count := s.b.countSkip
+	st, whereArgs := s.b.filtered, []any(nil)
+	if p.Filter.Where != "" {
+		var err error
+		if st, whereArgs, err = s.filteredWhere(ctx, p.TenantID, p.BatchID, p.Filter); err != nil {
+			return 0, err
+		}
+	}
+	count := st.countSkip
 	if p.Action == driver.BulkRetry {
-		count = s.b.countRetry
+		count = st.countRetry
 	}
 	if p.Preview {
 		if _, err := s.batchStatusOf(ctx, s.drv.DB(), p.TenantID, p.BatchID); err != nil {
 			return 0, err
 		}
+		args = append(args, whereArgs...)
 		var n, held int64
 		if err := s.drv.DB().QueryRow(ctx, count, args...).Scan(&n, &held); err != nil {
 			return 0, fmt.Errorf("count rows: %w", err)
 		}
 		return n, nil
 	}
-	stmt, typ := s.b.skip, batchtype.EventSkipped
+	// The counts and the retry take the Where's parameters after the
+	// filter's, the skip after its code and message.
+	countArgs := append(slices.Clip(args), whereArgs...)
+	stmt, typ := st.skip, batchtype.EventSkipped
 	if p.Action == driver.BulkRetry {
-		stmt, typ = s.b.retry, batchtype.EventRetried
+		stmt, typ = st.retry, batchtype.EventRetried
 	} else {
 		args = append(args, string(rows.CodeSkipped), p.Message)
 	}
+	args = append(args, whereArgs...)
 	var n int64
 	err := s.changeTx(ctx, func(q Querier, evs *[]committedEvent) error {
-		if err := s.bulkLock(ctx, q, p.TenantID, p.BatchID, p.Action == driver.BulkRetry, "a retry"); err != nil {
+		// A Where reads the rows' values as a retry needs them: it is
+		// refused once they were purged, under the chunks' locks.
+		what := "a retry"
+		if p.Action == driver.BulkSkip {
+			what = "a where"
+		}
+		if err := s.bulkLock(ctx, q, p.TenantID, p.BatchID, p.Action == driver.BulkRetry || p.Filter.Where != "", what); err != nil {
 			return err
 		}
 		var held int64
-		if err := q.QueryRow(ctx, count, args[:5]...).Scan(&n, &held); err != nil {
+		if err := q.QueryRow(ctx, count, countArgs...).Scan(&n, &held); err != nil {
 			return fmt.Errorf("count rows: %w", err)
 		}
 		if held > 0 {

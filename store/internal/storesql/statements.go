@@ -305,10 +305,7 @@ func (s *statements) leasesAndRows(d *Dialect) {
 	s.checkLease = d.Expand(`SELECT first_row_no, last_row_no FROM {t}batch_chunks
 		WHERE batch_id = $1 AND chunk_no = $2 AND lease_token = $3 AND tenant_id = $4
 		  AND lease_expires_at > {now}{for_update}`)
-	s.rowsList = d.Expand(`SELECT r.row_no, r.chunk_no, r.state, ` + d.valuesOf("r", "$2") + `, r.errors, r.result_id, r.attempts, r.reviewed, r.updated_at
-		FROM {t}batch_rows r
-		WHERE r.tenant_id = $1 AND r.batch_id = $2 AND ` + rowFilterSQL(d, "r", "$3", "$4", "$5") + ` AND r.row_no > $6
-		ORDER BY r.row_no LIMIT $7`)
+	s.rowsList = rowsListSQL(d, "")
 	s.rowsCount = d.Expand(`SELECT state, count(*) FROM {t}batch_rows
 		WHERE tenant_id = $1 AND batch_id = $2 GROUP BY state`)
 	s.migrationsTable = d.Expand(`CREATE TABLE IF NOT EXISTS {t}schema_migrations (
@@ -317,6 +314,15 @@ func (s *statements) leasesAndRows(d *Dialect) {
 	s.migrationInsert = d.Expand(`INSERT INTO {t}schema_migrations (version, name, applied_at)
 		VALUES ($1, $2, {now})`)
 	s.schemaVersion = d.Expand(`SELECT COALESCE(max(version), 0) FROM {t}schema_migrations`)
+}
+
+// rowsListSQL is RowsList's page, with the condition of a filter's Where
+// (whereCond: " AND ...", its parameters from $8) or "".
+func rowsListSQL(d *Dialect, cond string) string {
+	return d.Expand(`SELECT r.row_no, r.chunk_no, r.state, ` + d.valuesOf("r", "$2") + `, r.errors, r.result_id, r.attempts, r.reviewed, r.updated_at
+		FROM {t}batch_rows r
+		WHERE r.tenant_id = $1 AND r.batch_id = $2 AND ` + rowFilterSQL(d, "r", "$3", "$4", "$5") + ` AND r.row_no > $6` + cond + `
+		ORDER BY r.row_no LIMIT $7`)
 }
 
 // recountSQL overwrites a chunk's counts and next_due_at from one aggregate

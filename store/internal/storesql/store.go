@@ -507,7 +507,15 @@ func (s *Store) rowsList(ctx context.Context, q Querier, p driver.RowsListParams
 		f.States = []rows.State{p.State}
 	}
 	args := append([]any{p.TenantID, p.BatchID}, s.filterArgs(f)...)
-	rs, err := q.Query(ctx, s.q.rowsList, append(args, p.AfterRowNo, p.Limit)...)
+	args, stmt := append(args, p.AfterRowNo, p.Limit), s.q.rowsList
+	if f.Where != "" {
+		conds, whereArgs, err := s.whereCond(ctx, q, p.TenantID, p.BatchID, f, "$2", 8)
+		if err != nil {
+			return nil, fmt.Errorf("list rows: %w", err)
+		}
+		args, stmt = append(args, whereArgs...), rowsListSQL(s.d, conds[0])
+	}
+	rs, err := q.Query(ctx, stmt, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list rows: %w", err)
 	}
