@@ -12,8 +12,8 @@ import (
 	"github.com/rowfate/rowfate/rows"
 )
 
-// RowFilter selects a batch's rows by state and by their field errors
-// (Engine.Rows, Engine.BulkRows). The zero filter selects every row.
+// RowFilter selects a batch's rows by state, by their field errors and by
+// their cells, Where (Engine.Rows, Engine.BulkRows). The zero filter selects every row.
 type RowFilter = driver.RowFilter
 
 // BulkAction is what Engine.BulkRows does to every row its filter selects.
@@ -104,6 +104,9 @@ func (e *Engine) BulkRows(ctx context.Context, p BulkRowsParams) (BulkResult, er
 	if b.Status == batchtype.StatusCancelled {
 		return res, fmt.Errorf("bulk %s of batch %d: the batch is cancelled: %w: re-run it to work its rows again", p.Action, b.ID, ErrConflict)
 	}
+	if err := checkWhere(b, p.Filter); err != nil {
+		return res, fmt.Errorf("bulk %s of batch %d: %w", p.Action, b.ID, err)
+	}
 	switch p.Action {
 	case BulkSkip, BulkRetry:
 		return e.bulkSet(ctx, b, p)
@@ -139,6 +142,21 @@ func (p BulkRowsParams) check() error {
 		return fmt.Errorf("%w: unknown action %q: want skip, retry, set or replace", ErrInvalidRequest, p.Action)
 	}
 	return nil
+}
+
+// checkWhere refuses a filter's Where before the store runs it: over a
+// batch whose values were purged (ErrValuesPurged), or naming a column
+// the batch's file does not have, or unreadable (ErrInvalidRequest with
+// the *where.Error, which names the file's columns or the position).
+func checkWhere(b *batchtype.Batch, f RowFilter) error {
+	if f.Where == "" {
+		return nil
+	}
+	if err := batchtype.PurgedError(b, "a where"); err != nil {
+		return err
+	}
+	_, err := f.ParseWhere(driver.WhereColumns(b.Header, func(int) string { return "" }))
+	return err
 }
 
 // narrow keeps the filter's states an action may change, all of them when

@@ -70,7 +70,7 @@ type RowsParams struct {
 	// State filters by state; empty is every state. Filter.States, when
 	// set, is used instead.
 	State rows.State
-	// Filter selects rows by state and by error.
+	// Filter selects rows by state, by error and by their cells (Where).
 	Filter RowFilter
 	// AfterRowNo pages: rows with row_no > AfterRowNo.
 	AfterRowNo int64
@@ -80,8 +80,23 @@ type RowsParams struct {
 
 // Rows returns one page of a batch's rows, each with its state, attempts,
 // errors and cells.
+//
+// A Filter.Where is checked against the batch's header first: a column
+// its file does not have, or an expression that cannot be read, is
+// ErrInvalidRequest with the *where.Error; over a batch whose values
+// were purged it is ErrValuesPurged.
 func (e *Engine) Rows(ctx context.Context, p RowsParams) ([]batchtype.Row, error) {
-	return e.store.RowsList(ctx, driver.RowsListParams{TenantID: tenantOr(p.TenantID), BatchID: p.BatchID, State: p.State, Filter: p.Filter, AfterRowNo: p.AfterRowNo, Limit: p.Limit})
+	p.TenantID = tenantOr(p.TenantID)
+	if p.Filter.Where != "" {
+		b, err := e.store.BatchGet(ctx, driver.BatchGetParams{TenantID: p.TenantID, ID: p.BatchID})
+		if err != nil {
+			return nil, fmt.Errorf("rows of batch %d: %w", p.BatchID, err)
+		}
+		if err := checkWhere(b, p.Filter); err != nil {
+			return nil, fmt.Errorf("rows of batch %d: %w", p.BatchID, err)
+		}
+	}
+	return e.store.RowsList(ctx, driver.RowsListParams{TenantID: p.TenantID, BatchID: p.BatchID, State: p.State, Filter: p.Filter, AfterRowNo: p.AfterRowNo, Limit: p.Limit})
 }
 
 // RowParams name one row of a batch.

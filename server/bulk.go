@@ -14,6 +14,7 @@ type bulkRequest struct {
 		States []rows.State `json:"states"`
 		Code   string       `json:"code"`
 		Column string       `json:"column"`
+		Where  string       `json:"where"`
 	} `json:"filter"`
 	All     bool   `json:"all"`
 	Reason  string `json:"reason"`
@@ -41,9 +42,9 @@ func (s *Server) bulkRows(w http.ResponseWriter, r *http.Request, p Principal) e
 	if err := decodeJSON(w, r, &req, maxJSONBody, false); err != nil {
 		return err
 	}
-	f := batch.RowFilter{States: req.Filter.States, Code: req.Filter.Code, Column: req.Filter.Column}
+	f := batch.RowFilter{States: req.Filter.States, Code: req.Filter.Code, Column: req.Filter.Column, Where: req.Filter.Where}
 	if f.Empty() && !req.All {
-		return badRequestf(`the filter is empty: send "filter": {"states": [...], "code": "...", "column": "..."}, or "all": true for every row`)
+		return badRequestf(`the filter is empty: send "filter": {"states": [...], "code": "...", "column": "...", "where": "..."}, or "all": true for every row`)
 	}
 	b, err := s.batch(r, p)
 	if err != nil {

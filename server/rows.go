@@ -11,8 +11,8 @@ import (
 	"github.com/rowfate/rowfate/rows"
 )
 
-// listRows pages through a batch's rows in row order, filtered by states
-// and by an error's code and column.
+// listRows pages through a batch's rows in row order, filtered by states,
+// by an error's code and column, and by a where over the cells.
 func (s *Server) listRows(w http.ResponseWriter, r *http.Request, p Principal) error {
 	b, err := s.batch(r, p)
 	if err != nil {
@@ -23,7 +23,7 @@ func (s *Server) listRows(w http.ResponseWriter, r *http.Request, p Principal) e
 		return err
 	}
 	q := r.URL.Query()
-	f := batch.RowFilter{Code: q.Get("code"), Column: q.Get("column")}
+	f := batch.RowFilter{Code: q.Get("code"), Column: q.Get("column"), Where: q.Get("where")}
 	for _, st := range strings.Split(q.Get("state"), ",") {
 		if st = strings.TrimSpace(st); st == "" {
 			continue

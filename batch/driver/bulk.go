@@ -22,7 +22,7 @@ type RowsListParams struct {
 	// State filters by state; empty means all. Filter.States, when set,
 	// is used instead.
 	State rows.State
-	// Filter selects rows by state and by error.
+	// Filter selects rows by state, by error and by their cells (Where).
 	Filter RowFilter
 	// AfterRowNo pages: rows with row_no > AfterRowNo.
 	AfterRowNo int64
@@ -30,8 +30,8 @@ type RowsListParams struct {
 	Limit int
 }
 
-// RowFilter selects a batch's rows by state and by their field errors:
-// the rows a person fixes, skips or retries together.
+// RowFilter selects a batch's rows by state, by their field errors and
+// by their cells: the rows a person fixes, skips or retries together.
 type RowFilter struct {
 	// States are the states a row may be in; empty is every state.
 	States []rows.State `json:"states,omitempty"`
