@@ -18,8 +18,8 @@ import (
 // rowFilterFlags are the row filter and the safety flags of the bulk row
 // commands (row skip, retry, set and replace without a row).
 type rowFilterFlags struct {
-	states, code, column string
-	all, dryRun          bool
+	states, code, column, where string
+	all, dryRun                 bool
 }
 
 // add binds the flags; all is offered where an empty filter may mean
@@ -29,15 +29,19 @@ func (f *rowFilterFlags) add(cmd *cobra.Command, states string, all bool) {
 	fl.StringVar(&f.states, "state", states, "only rows in these states (a comma list: invalid,failed)")
 	fl.StringVar(&f.code, "code", "", "only rows with an error of this code (bad_date, required, duplicate_key, ...)")
 	fl.StringVar(&f.column, "column", "", "only rows with an error on this column, as the file's header spells it")
+	fl.StringVar(&f.where, "where", "", whereUsage)
 	if all {
 		fl.BoolVar(&f.all, "all", false, "act on every row the command may change when no filter is given")
 	}
 	fl.BoolVar(&f.dryRun, "dry-run", false, "count the rows the command would change, and change nothing")
 }
 
+// whereUsage is the --where flag's help, of rows and the bulk commands.
+const whereUsage = "only rows whose cells hold for EXPR, over the file's header columns compared as text as written (\"country = DE and note is null\")"
+
 // given reports whether a filter flag was set on the command line.
 func (f *rowFilterFlags) given(cmd *cobra.Command) bool {
-	for _, n := range []string{"state", "code", "column", "all", "dry-run"} {
+	for _, n := range []string{"state", "code", "column", "where", "all", "dry-run"} {
 		if fl := cmd.Flags().Lookup(n); fl != nil && fl.Changed {
 			return true
 		}
@@ -47,7 +51,7 @@ func (f *rowFilterFlags) given(cmd *cobra.Command) bool {
 
 // filter parses the flags into the engine's filter.
 func (f *rowFilterFlags) filter() (batch.RowFilter, error) {
-	out := batch.RowFilter{Code: f.code, Column: f.column}
+	out := batch.RowFilter{Code: f.code, Column: f.column, Where: f.where}
 	for _, s := range strings.Split(f.states, ",") {
 		if s = strings.TrimSpace(s); s == "" {
 			continue
@@ -69,7 +73,7 @@ func (c *cli) bulk(ctx context.Context, p batch.BulkRowsParams, f rowFilterFlags
 	}
 	p.TenantID, p.Filter, p.All, p.Preview = c.global.tenant, filter, f.all, f.dryRun
 	if filter.Empty() && !f.all {
-		return usagef("the filter is empty: give --state, --code or --column, or --all for every row")
+		return usagef("the filter is empty: give --state, --code, --column or --where, or --all for every row")
 	}
 	app, err := c.open(ctx, readWrite)
 	if err != nil {
@@ -183,7 +187,7 @@ func (c *cli) rowRetryCommand() *cobra.Command {
 		f     rowFilterFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "retry <batch> [--state failed,dead] [--code C] [--column COL]",
+		Use:   "retry <batch> [--state failed,dead] [--code C] [--column COL] [--where EXPR]",
 		Short: "Make the failed or dead rows a filter selects due again",
 		Long: `Make every failed or dead row of a batch the filter selects due again,
 with its attempts reset (unknown rows too, when --state names unknown: for
@@ -193,7 +197,8 @@ batch's history with the filter and the number of rows; --dry-run counts
 the rows and changes nothing.`,
 		Example: `  batchctl row retry 7
   batchctl row retry 7 --code timeout --dry-run
-  batchctl row retry 7 --state unknown`,
+  batchctl row retry 7 --state unknown
+  batchctl row retry 7 --where "country = DE"`,
 		Args: args(1, "<batch>"),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			id, err := parseBatchID(a[0])
@@ -225,7 +230,8 @@ page per statement in one transaction, recorded in the batch's history as
 one edit; --dry-run counts them and changes nothing. Exit code 3 when rows
 are still invalid after it.`,
 		Example: `  batchctl row replace 7 --in signup_date --find . --replace - --code bad_date
-  batchctl row replace 7 --in country --find UK --replace GB --all --dry-run`,
+  batchctl row replace 7 --in country --find UK --replace GB --all --dry-run
+  batchctl row replace 7 --in phone --find " " --replace "" --where "country = DE"`,
 		Args: args(1, "<batch>"),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			id, err := parseBatchID(a[0])
@@ -273,6 +279,9 @@ func describeBulk(e batchtype.HistoryEntry) (string, bool) {
 	}
 	if d.Filter.Column != "" {
 		where = append(where, "column "+d.Filter.Column)
+	}
+	if d.Filter.Where != "" {
+		where = append(where, "where "+d.Filter.Where)
 	}
 	if len(where) == 0 {
 		where = append(where, "every row")

@@ -220,11 +220,12 @@ worker works it) or invalid with its new errors. Exit code 3 when the row
 is still invalid.
 
 Without a row, set one column of every row the filter selects (--state,
---code, --column, or --all), validated again as one row is, in one
+--code, --column, --where, or --all), validated again as one row is, in one
 transaction recorded in the history as one edit; --dry-run counts them.`,
 		Example: `  batchctl row set 7 12 amount=12.50
   batchctl row set 7 12 email=ann@example.com 'name=Ann Lee' --actor ann
-  batchctl row set 7 country=PT --state invalid --column country --dry-run`,
+  batchctl row set 7 country=PT --state invalid --column country --dry-run
+  batchctl row set 7 country=DE --where "country = Germany"`,
 		RunE: func(cmd *cobra.Command, a []string) error {
 			if len(a) >= 2 && strings.Contains(a[1], "=") {
 				id, err := parseBatchID(a[0])
@@ -301,11 +302,12 @@ func (c *cli) rowSkipCommand() *cobra.Command {
 		Short: "Skip a row, or the rows a filter selects: a reviewer's decision that they need no work",
 		Long: `Skip a row: a reviewer's decision that it needs no work, kept from then on
 with the reason. Without a row, skip every row the filter selects (--state,
---code, --column, or --all) that a reviewer may skip, in one change
+--code, --column, --where, or --all) that a reviewer may skip, in one change
 recorded in the history with the filter and the number of rows; --dry-run
 counts them.`,
 		Example: `  batchctl row skip 7 12 --reason "duplicate of a phone order"
-  batchctl row skip 7 --reason "dates lost" --code bad_date --dry-run`,
+  batchctl row skip 7 --reason "dates lost" --code bad_date --dry-run
+  batchctl row skip 7 --reason "not ours" --state invalid --where "country in (FR, IT)"`,
 		RunE: func(cmd *cobra.Command, a []string) error {
 			if len(a) == 1 {
 				id, err := parseBatchID(a[0])

@@ -1,6 +1,7 @@
 package batchctl
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -12,9 +13,9 @@ import (
 )
 
 type rowsOptions struct {
-	state, code, column string
-	limit               int
-	after               int64
+	state, code, column, where string
+	limit                      int
+	after                      int64
 }
 
 func (c *cli) rowsCommand() *cobra.Command {
@@ -29,6 +30,7 @@ Pages with --after (the last row number seen) and --limit; when more rows
 follow, the text output ends with the command for the next page.`,
 		Example: `  batchctl rows 7 --state invalid
   batchctl rows 7 --state invalid,failed --code bad_date --column signup_date
+  batchctl rows 7 --where "country = DE and note is null"
   batchctl rows 7 --after 120 --limit 50
   batchctl rows 7 --limit 0 -o json    # every row`,
 		Args: batchIDArg,
@@ -40,13 +42,14 @@ follow, the text output ends with the command for the next page.`,
 	cmd.Flags().StringVar(&o.state, "state", "", "only rows in these states (invalid, failed, dead, unknown, succeeded, ...; a comma list)")
 	cmd.Flags().StringVar(&o.code, "code", "", "only rows with an error of this code (bad_date, required, ...)")
 	cmd.Flags().StringVar(&o.column, "column", "", "only rows with an error on this column, as the file's header spells it")
+	cmd.Flags().StringVar(&o.where, "where", "", whereUsage)
 	cmd.Flags().IntVar(&o.limit, "limit", 100, "at most this many rows (0: all)")
 	cmd.Flags().Int64Var(&o.after, "after", 0, "only rows after this row number")
 	return cmd
 }
 
 func (c *cli) rows(cmd *cobra.Command, id int64, o rowsOptions) error {
-	f, err := (&rowFilterFlags{states: o.state, code: o.code, column: o.column}).filter()
+	f, err := (&rowFilterFlags{states: o.state, code: o.code, column: o.column, where: o.where}).filter()
 	if err != nil {
 		return err
 	}
@@ -74,6 +77,9 @@ func (c *cli) rows(cmd *cobra.Command, id int64, o rowsOptions) error {
 			page = min(page, o.limit-len(out)+1)
 		}
 		rs, err := app.engine.Rows(ctx, batch.RowsParams{TenantID: c.global.tenant, BatchID: id, Filter: f, AfterRowNo: cursor, Limit: page})
+		if errors.Is(err, batch.ErrInvalidRequest) {
+			return usagef("%v", err)
+		}
 		if err != nil {
 			return err
 		}
@@ -120,7 +126,7 @@ func (c *cli) rows(cmd *cobra.Command, id int64, o rowsOptions) error {
 func (c *cli) printMore(b *batchtype.Batch, o rowsOptions, page []batchtype.Row) {
 	last := page[len(page)-1].RowNo
 	filter := ""
-	for _, fl := range []struct{ name, value string }{{"state", o.state}, {"code", o.code}, {"column", o.column}} {
+	for _, fl := range []struct{ name, value string }{{"state", o.state}, {"code", o.code}, {"column", o.column}, {"where", o.where}} {
 		if fl.value != "" {
 			filter += " --" + fl.name + " " + shellQuote(fl.value)
 		}
@@ -128,7 +134,7 @@ func (c *cli) printMore(b *batchtype.Batch, o rowsOptions, page []batchtype.Row)
 	next := fmt.Sprintf("batchctl rows %d%s --after %d --limit %d%s", b.ID, filter, last, o.limit, c.hint())
 	// The counts tell what is left of one state or of all, not of a list
 	// of states or of an error.
-	total, known := b.Counts.Total(), o.code == "" && o.column == "" && !strings.Contains(o.state, ",")
+	total, known := b.Counts.Total(), o.code == "" && o.column == "" && o.where == "" && !strings.Contains(o.state, ",")
 	if o.state != "" {
 		total = b.Counts[rows.State(o.state)]
 	}
