@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/rowfate/rowfate/batchtype"
 	"github.com/rowfate/rowfate/rows"
 	"github.com/rowfate/rowfate/where"
 )
@@ -73,13 +76,42 @@ func WhereColumns(header []string, cell func(i int) string) []where.Column {
 // ParseWhere reads the filter's Where over cols (WhereColumns): nil when
 // it has none; ErrInvalidRequest with the *where.Error, which names the
 // position and, for an unknown column, the file's columns.
+//
+// A name the header holds twice (in any case) is ambiguous: a Where that
+// names it is ErrInvalidRequest, never one of the two guessed.
 func (f RowFilter) ParseWhere(cols []where.Column) (*where.Expr, error) {
-	e, err := where.Parse(f.Where, cols)
+	// The parser takes the first column of a name: the first of a name
+	// held twice compiles to a marker that says it was named.
+	marked := slices.Clone(cols)
+	var twice []string
+	for i, c := range cols {
+		if slices.ContainsFunc(cols[i+1:], func(d where.Column) bool { return strings.EqualFold(c.Name, d.Name) }) &&
+			!slices.ContainsFunc(cols[:i], func(d where.Column) bool { return strings.EqualFold(c.Name, d.Name) }) {
+			marked[i].SQL = ambiguous + strconv.Itoa(len(twice)) + "*/"
+			twice = append(twice, c.Name)
+		}
+	}
+	e, err := where.Parse(f.Where, marked)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, where.WithColumns(err, cols))
 	}
+	if len(twice) > 0 {
+		sql, _ := e.SQL(batchtype.Postgres, 1)
+		for i, name := range twice {
+			if strings.Contains(sql, ambiguous+strconv.Itoa(i)+"*/") {
+				return nil, fmt.Errorf("%w: where %q: the file's header has %q twice: a where cannot tell which", ErrInvalidRequest, f.Where, name)
+			}
+		}
+		if e, err = where.Parse(f.Where, cols); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+		}
+	}
 	return e, nil
 }
+
+// ambiguous starts the marker of a column whose name the header holds
+// twice (ParseWhere).
+const ambiguous = "/*ambiguous "
 
 // StateTexts are the filter's states as text, nil for every state.
 func (f RowFilter) StateTexts() []string {
