@@ -51,7 +51,7 @@ var servingOn = regexp.MustCompile(`serving on (http://\S+)`)
 // startServe runs `batchctl serve` as its own process and returns its URL.
 // Its in-process workers get the development worker token unless the
 // environment names one.
-func startServe(t *testing.T, bin string, args ...string) (string, *strings.Builder) {
+func startServe(t *testing.T, bin string, args ...string) (string, *serveLog) {
 	t.Helper()
 	env := []string{}
 	if os.Getenv("ROWFATE_WORKER_TOKEN") == "" {
@@ -61,7 +61,7 @@ func startServe(t *testing.T, bin string, args ...string) (string, *strings.Buil
 }
 
 // startServeEnv is startServe with variables added to the environment.
-func startServeEnv(t *testing.T, bin string, env []string, args ...string) (string, *strings.Builder) {
+func startServeEnv(t *testing.T, bin string, env []string, args ...string) (string, *serveLog) {
 	t.Helper()
 	// --files: on PostgreSQL the default is ./rowfate-files, the package's
 	// source folder here.
@@ -70,10 +70,30 @@ func startServeEnv(t *testing.T, bin string, env []string, args ...string) (stri
 	return serveProcess(t, cmd)
 }
 
+// serveLog is a serve process's log as it is written: a test reads it
+// (when it fails) while the process may still be writing.
+type serveLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *serveLog) line(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.WriteString(s + "\n")
+}
+
+// String is the log so far.
+func (l *serveLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // serveProcess starts cmd, a batchctl serve, and returns its URL once its
 // log says where it serves, and the log. The process is interrupted when
 // the test ends.
-func serveProcess(t *testing.T, cmd *exec.Cmd) (string, *strings.Builder) {
+func serveProcess(t *testing.T, cmd *exec.Cmd) (string, *serveLog) {
 	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -86,12 +106,12 @@ func serveProcess(t *testing.T, cmd *exec.Cmd) (string, *strings.Builder) {
 		_ = cmd.Process.Signal(os.Interrupt)
 		_ = cmd.Wait()
 	})
-	var log strings.Builder
+	log := &serveLog{}
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			log.WriteString(sc.Text() + "\n")
+			log.line(sc.Text())
 			if m := servingOn.FindStringSubmatch(sc.Text()); m != nil {
 				found <- m[1]
 			}
@@ -99,7 +119,7 @@ func serveProcess(t *testing.T, cmd *exec.Cmd) (string, *strings.Builder) {
 	}()
 	select {
 	case u := <-found:
-		return u, &log
+		return u, log
 	case <-time.After(testenv.Patience(t)):
 		t.Fatalf("serve did not start:\n%s", log.String())
 		return "", nil

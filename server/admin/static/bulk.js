@@ -25,6 +25,7 @@ export function bulkFilter(f) {
   if (states.length) filter.states = states;
   if (f.code) filter.code = f.code;
   if (f.column) filter.column = f.column;
+  if (f.where) filter.where = f.where;
   return filter;
 }
 
@@ -33,6 +34,7 @@ function describeFilter(filter) {
   if (filter.states) parts.push('state ' + filter.states.join(' or '));
   if (filter.code) parts.push('error code ' + filter.code);
   if (filter.column) parts.push('an error in ' + filter.column);
+  if (filter.where) parts.push('cells where ' + filter.where);
   return parts.length ? 'rows with ' + parts.join(', ') : 'every row of the batch';
 }
 

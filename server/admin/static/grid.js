@@ -7,7 +7,7 @@
 // bulk actions on every row the filter matches (bulk.js).
 
 import {
-  el, api, guard, notify, fmtInt, heading, show, loading, canAct, chip, statusChips, hashWith, stateBar, setStateBar,
+  el, api, guard, notify, showError, fmtInt, heading, show, loading, canAct, chip, statusChips, hashWith, stateBar, setStateBar,
   countsText, session, ROW_STATES, OPEN_TO_REVIEW, ATTENTION_STATES, PAGE_SIZE, cleanups,
 } from './core.js';
 import { bulkPanel } from './bulk.js';
@@ -21,7 +21,7 @@ export const PROBLEMS = ATTENTION_STATES.join(',');
 // gridFilter reads the grid's filter from the address: state is a state,
 // a comma list of them, or "all"; the rows to fix when absent.
 export function gridFilter(q) {
-  return { state: q.get('state') || PROBLEMS, code: q.get('code') || '', column: q.get('column') || '' };
+  return { state: q.get('state') || PROBLEMS, code: q.get('code') || '', column: q.get('column') || '', where: q.get('where') || '' };
 }
 
 // apiStates is the filter's state as GET rows takes it: "" for all.
@@ -32,12 +32,20 @@ export async function viewGrid(main, alive, id, q) {
   const after = q.get('after') || '';
   loading(main, 'Fix rows of batch #' + id);
   const params = new URLSearchParams({ limit: String(PAGE_SIZE) });
-  for (const [k, v] of Object.entries({ state: apiStates(f), code: f.code, column: f.column })) if (v) params.set(k, v);
+  for (const [k, v] of Object.entries({ state: apiStates(f), code: f.code, column: f.column, where: f.where })) if (v) params.set(k, v);
   if (after) params.set('after', after);
-  const [b, page] = await Promise.all([api('GET', '/v1/batches/' + id), api('GET', '/v1/batches/' + id + '/rows?' + params)]);
+  // A where the server cannot read is the person's to fix: the grid is
+  // drawn empty, with the field, and the server's message says where.
+  let whereErr = null;
+  const rows = api('GET', '/v1/batches/' + id + '/rows?' + params).catch((err) => {
+    if (!f.where || err.status !== 400) throw err;
+    whereErr = err;
+    return { rows: [], next_after: null };
+  });
+  const [b, page] = await Promise.all([api('GET', '/v1/batches/' + id), rows]);
   if (!alive()) return;
   const header = b.header || [];
-  const here = (change) => hashWith('#/batches/' + id + '/grid', Object.assign({ state: f.state === PROBLEMS ? null : f.state, code: f.code, column: f.column }, change));
+  const here = (change) => hashWith('#/batches/' + id + '/grid', Object.assign({ state: f.state === PROBLEMS ? null : f.state, code: f.code, column: f.column, where: f.where }, change));
 
   const bar = stateBar(b.counts, b.total, { id: 'grid-statebar' });
   const countsLine = el('p', { id: 'grid-counts', class: 'muted' }, countsText(b.counts, b.total));
@@ -71,6 +79,7 @@ export async function viewGrid(main, alive, id, q) {
         : null),
     canAct() ? bulkPanel(b, f, q.get('rerun') || '') : null);
   cleanups.push(grid.cleanup);
+  if (whereErr) showError(whereErr);
 }
 
 // liveCounts follows the batch's event stream, as the batch page does,
@@ -108,12 +117,18 @@ function filterForm(b, f, here) {
   colSel.value = f.column;
   const codeSel = el('select', { id: 'grid-code' }, el('option', { value: '' }, 'Any error'), codes.map((c) => el('option', { value: c }, c)));
   codeSel.value = f.code;
-  const go = () => { location.hash = here({ state: stateSel.value === PROBLEMS ? null : stateSel.value, column: colSel.value, code: codeSel.value, after: null }); };
-  for (const s of [stateSel, colSel, codeSel]) s.addEventListener('change', go);
+  // The cells' condition, in batchctl's --where grammar: the cells as
+  // the file wrote them, compared as text (country = DE, name in (A, B),
+  // amount is null); applied when Enter is pressed or the field is left.
+  const whereIn = el('input', { type: 'text', id: 'grid-where', value: f.where, placeholder: 'country = DE', 'aria-describedby': 'grid-where-help' });
+  const go = () => { location.hash = here({ state: stateSel.value === PROBLEMS ? null : stateSel.value, column: colSel.value, code: codeSel.value, where: whereIn.value.trim(), after: null }); };
+  for (const s of [stateSel, colSel, codeSel, whereIn]) s.addEventListener('change', go);
   return el('div', { class: 'filters', role: 'group', 'aria-label': 'Which rows' },
     el('div', { class: 'field' }, el('label', { for: 'grid-state' }, 'State'), stateSel),
     el('div', { class: 'field' }, el('label', { for: 'grid-column' }, 'Error in column'), colSel),
-    el('div', { class: 'field' }, el('label', { for: 'grid-code' }, 'Error code'), codeSel));
+    el('div', { class: 'field' }, el('label', { for: 'grid-code' }, 'Error code'), codeSel),
+    el('div', { class: 'field' }, el('label', { for: 'grid-where' }, 'Cells where'), whereIn,
+      el('span', { id: 'grid-where-help', class: 'muted' }, 'as written in the file, e.g. country = DE')));
 }
 
 // makeGrid draws the rows as a grid and handles its keyboard: arrows,
