@@ -46,9 +46,16 @@ func FuzzDryRunOutcomes(f *testing.F) {
 		}
 		// Count the records the reader yields on its own, in the format
 		// the engine detected, under the header the engine found (the
-		// kind's columns may name a row below titles as the header).
+		// kind's columns may name a row below titles as the header), with
+		// the delimiter that header was found with: sniffed from the lines
+		// alone, a title and a data row may say another.
 		alone := read
 		alone.HeaderRow = res.HeaderRow
+		if res.Delimiter != "" {
+			if alone.Delimiter, err = fileformat.Delimiter(res.Delimiter); err != nil {
+				t.Fatalf("the dry run's delimiter %q: %v", res.Delimiter, err)
+			}
+		}
 		r, err := fileformat.Open(bufio.NewReader(bytes.NewReader(data)), "fuzz.csv", "", alone)
 		if err != nil {
 			t.Fatalf("the dry run read the file, the reader alone did not: %v", err)
