@@ -30,6 +30,7 @@ func runControl(t *testing.T, newStore NewStoreFunc) {
 	t.Run("CancelDeadEffects", func(t *testing.T) { t.Parallel(); testCancelDeadEffects(t, newStore(t)) })
 	t.Run("CancelGivenBackEffects", func(t *testing.T) { t.Parallel(); testCancelGivenBackEffects(t, newStore(t)) })
 	t.Run("CancelRetryingUnanswered", func(t *testing.T) { t.Parallel(); testCancelRetryingUnanswered(t, newStore(t)) })
+	t.Run("CancelRetryingRan", func(t *testing.T) { t.Parallel(); testCancelRetryingRan(t, newStore(t)) })
 	t.Run("EffectsBoundToTheChunk", func(t *testing.T) { t.Parallel(); testEffectsBound(t, newStore(t)) })
 	t.Run("EffectRunNotBesideAnother", func(t *testing.T) { t.Parallel(); testEffectRuns(t, newStore(t)) })
 	t.Run("CrossTenant", func(t *testing.T) { t.Parallel(); testCrossTenant(t, newStore(t)) })

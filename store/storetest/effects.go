@@ -485,9 +485,13 @@ func testEffectUnanswered(t *testing.T, s driver.Store) {
 // whose keys an earlier lease ran without an answer (its worker died). The
 // run under way fails and asks for a retry, which the cancel ends: the
 // row whose earlier run never answered may have had its effect, so it is
-// unknown, not cancelled; the row whose every run answered is cancelled.
-// Found by the chaos harness (seed 826450951): rows cancelled with a 503
-// whose first attempt the downstream had applied.
+// unknown, not cancelled. Found by the chaos harness (seed 826450951):
+// rows cancelled with a 503 whose first attempt the downstream had
+// applied. The row whose every run answered was cancelled then; it is
+// unknown too since seed 577278172 (testCancelRetryingRan): its own run's
+// error does not say the effect did not happen. A row of the lease that
+// did not run its key (held: an unanswered run may still be under way)
+// is unknown by its unanswered key alone.
 func testCancelRetryingUnanswered(t *testing.T, s driver.Store) {
 	ctx := context.Background()
 	b := ingest(t, s, tenant, 2, 10)
@@ -511,18 +515,89 @@ func testCancelRetryingUnanswered(t *testing.T, s driver.Store) {
 	if _, err := s.BatchCancel(ctx, driver.BatchControlParams{TenantID: tenant, ID: b.ID}); err != nil {
 		t.Fatal(err)
 	}
-	retry := func(row int64) driver.RowOutcome {
-		return driver.RowOutcome{RowNo: row, State: rows.StateRetrying, EffectKey: key(row), Error: &rows.FieldError{Row: row, Code: "processor_error", Message: "503"}}
-	}
+	// Row 2 is not run beside its unanswered run (the engine's held
+	// outcome, no key on it); row 3's run answers 503.
+	held := driver.RowOutcome{RowNo: 2, State: rows.StateRetrying, Error: &rows.FieldError{Row: 2, Code: "effect_key_held", Message: "may still be under way"}}
+	retry := driver.RowOutcome{RowNo: 3, State: rows.StateRetrying, EffectKey: key(3), Error: &rows.FieldError{Row: 3, Code: "processor_error", Message: "503"}}
 	res, err := s.ChunkFlush(ctx, driver.ChunkFlushParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token,
-		Outcomes: []driver.RowOutcome{retry(2), retry(3)}, Release: true})
+		Outcomes: []driver.RowOutcome{held, retry}, Release: true})
 	if err != nil || !res.Cancelled {
 		t.Fatalf("flush after the cancel: %+v, %v", res, err)
 	}
-	wantCounts(t, CheckInvariant(t, s, tenant, b.ID), rows.Counts{rows.StateUnknown: 1, rows.StateCancelled: 1})
+	wantCounts(t, CheckInvariant(t, s, tenant, b.ID), rows.Counts{rows.StateUnknown: 2})
 	page, err := s.RowsList(ctx, driver.RowsListParams{TenantID: tenant, BatchID: b.ID})
-	if err != nil || len(page) != 2 || page[0].State != rows.StateUnknown || len(page[0].Errors) != 1 || page[0].Errors[0].Code != rows.CodeCancelledLate ||
-		page[1].State != rows.StateCancelled {
-		t.Fatalf("rows: %+v, %v; want row 2 unknown (cancelled_late), row 3 cancelled", page, err)
+	if err != nil || len(page) != 2 {
+		t.Fatalf("rows: %+v, %v", page, err)
+	}
+	for _, r := range page {
+		if r.State != rows.StateUnknown || len(r.Errors) != 1 || r.Errors[0].Code != rows.CodeCancelledLate {
+			t.Errorf("row %d: %s %+v; want unknown (cancelled_late)", r.RowNo, r.State, r.Errors)
+		}
+	}
+}
+
+// testCancelRetryingRan: a keyed row whose run in the lease under way
+// failed with an error to retry, when its batch is cancelled. The error
+// does not say the effect did not happen (a program whose own call timed
+// out after the downstream applied it exits 1), and only the retry, which
+// the cancel ends, would have found out: the row is unknown. It is so
+// whether the cancel commits after the lease's flush (the cancel finds the
+// row retrying with its key claimed) or before it (the flush finds the
+// batch cancelled). Found by the chaos harness (seed 577278172, CI's make
+// test-long): a customers-exec row cancelled whose program's call the
+// downstream had applied and then left unanswered past the program's own
+// timeout; the flush came after the cancel and recorded it cancelled.
+func testCancelRetryingRan(t *testing.T, s driver.Store) {
+	ctx := context.Background()
+	retried := func(t *testing.T, flushFirst bool) (rows.Counts, []batchtype.Row) {
+		t.Helper()
+		b := ingest(t, s, tenant, 3, 10)
+		key := fmt.Sprintf("cancel-ran-%d-3", b.ID)
+		l := claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
+		if _, err := s.EffectsClaim(ctx, driver.EffectsClaimParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token,
+			Effects: []driver.EffectRef{{RowNo: 3, Key: key, Digest: "d"}}, RunFor: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		cancel := func() {
+			if _, err := s.BatchCancel(ctx, driver.BatchControlParams{TenantID: tenant, ID: b.ID}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !flushFirst {
+			cancel()
+		}
+		// Row 2 is not keyed; row 3's run went out and failed; row 4 was
+		// not reached and is given back.
+		outs := []driver.RowOutcome{
+			{RowNo: 2, State: rows.StateRetrying, Error: &rows.FieldError{Row: 2, Code: "processor_error", Message: "503"}},
+			{RowNo: 3, State: rows.StateRetrying, EffectKey: key, Error: &rows.FieldError{Row: 3, Code: "processor_error",
+				Message: "exit status 1: context deadline exceeded"}},
+		}
+		res, err := s.ChunkFlush(ctx, driver.ChunkFlushParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token,
+			Outcomes: outs, Unworked: []int64{4}, Release: true})
+		if err != nil || res.Cancelled == flushFirst {
+			t.Fatalf("flush (cancel after it: %v): %+v, %v", flushFirst, res, err)
+		}
+		if flushFirst {
+			cancel()
+		}
+		page, err := s.RowsList(ctx, driver.RowsListParams{TenantID: tenant, BatchID: b.ID})
+		if err != nil || len(page) != 3 {
+			t.Fatalf("rows: %+v, %v", page, err)
+		}
+		return CheckInvariant(t, s, tenant, b.ID), page
+	}
+	for _, flushFirst := range []bool{true, false} {
+		name := map[bool]string{true: "CancelAfterTheFlush", false: "CancelBeforeTheFlush"}[flushFirst]
+		t.Run(name, func(t *testing.T) {
+			counts, page := retried(t, flushFirst)
+			wantCounts(t, counts, rows.Counts{rows.StateUnknown: 1, rows.StateCancelled: 2})
+			if r := page[1]; r.State != rows.StateUnknown || len(r.Errors) != 1 || r.Errors[0].Code != rows.CodeCancelledLate {
+				t.Errorf("row 3: %s %+v, want unknown (%s)", r.State, r.Errors, rows.CodeCancelledLate)
+			}
+			if page[0].State != rows.StateCancelled || page[2].State != rows.StateCancelled {
+				t.Errorf("rows 2 and 4: %s, %s; want cancelled (no key; not run)", page[0].State, page[2].State)
+			}
+		})
 	}
 }

@@ -412,19 +412,34 @@ func failureReason(failures, worked int64, bound batchtype.Threshold) string {
 // cancelledOutcomes are what a flush records when the batch was cancelled
 // while the lease's rows were worked: no row succeeds after a cancel, but a
 // row whose processor reported success may have had its effect, so it is
-// unknown (to be reconciled), not cancelled; a row still to be retried is
-// cancelled, unless an earlier run of its key never answered (the flush's
-// cancelUnanswered makes it unknown); a failure stays a failure.
+// unknown (to be reconciled), not cancelled. A row still to be retried is
+// cancelled, unless its effect key was run: an error to retry does not say
+// the effect did not happen (a program whose own call timed out after the
+// downstream applied it exits 1), and only the retry the cancel ends would
+// have found out, so it is unknown, as a cancel that commits first makes
+// a retrying row whose key is claimed (cancelRows). A row that did not run
+// its key (held by another) is cancelled, unless an earlier run of its key
+// never answered (the flush's cancelUnanswered makes it unknown). A
+// failure stays a failure.
 func cancelledOutcomes(outs []driver.RowOutcome) []driver.RowOutcome {
 	out := make([]driver.RowOutcome, len(outs))
 	for i, o := range outs {
-		switch o.State {
-		case rows.StateSucceeded:
+		switch {
+		case o.State == rows.StateSucceeded:
 			o.State = rows.StateUnknown
 			o.Error = &rows.FieldError{Row: o.RowNo, Code: rows.CodeCancelledLate,
 				Message: "the batch was cancelled while this row's effect was under way: it may have happened (result " + o.ResultID + "); reconcile it"}
 			o.ResultID = ""
-		case rows.StateRetrying:
+		case o.State == rows.StateRetrying && o.EffectKey != "":
+			o.State = rows.StateUnknown
+			last := ""
+			if o.Error != nil {
+				last = " (" + o.Error.Message + ")"
+			}
+			o.Error = &rows.FieldError{Row: o.RowNo, Code: rows.CodeCancelledLate,
+				Message: "the batch was cancelled before this row's retry; its run failed" + last + " without saying whether its effect happened: it may have; reconcile it"}
+			o.RetryDelay = 0
+		case o.State == rows.StateRetrying:
 			o.State = rows.StateCancelled
 		}
 		out[i] = o
