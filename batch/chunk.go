@@ -113,7 +113,7 @@ func (e *Engine) workRows(ctx context.Context, s *WorkStats, k kind, m *rows.Map
 	outcomes = make([]driver.RowOutcome, 0, len(l.Rows))
 	toRun := make([]int, 0, len(l.Rows))
 	claimedNew := make([]bool, len(l.Rows))
-	unanswered := make([]bool, len(l.Rows)) // an earlier run of its key went unrecorded
+	unanswered := make([]bool, len(l.Rows)) // an earlier run of its key may have had its effect
 	if k.keyed() {
 		claims, err := e.claimEffects(ctx, s, k, m, l)
 		if err != nil {
@@ -146,16 +146,12 @@ func (e *Engine) workRows(ctx context.Context, s *WorkStats, k kind, m *rows.Map
 		if out.State == rows.StateRetrying {
 			out.RetryDelay = set.backoff(r.Attempts)
 		}
-		if out.State == rows.StateDead && unanswered[i] {
-			// This last attempt failed, but an earlier one ran the key
-			// and never answered: its effect may have happened, and a
-			// failure now does not undo it (the chaos harness saw rows
-			// dead whose first attempt the downstream had applied).
-			out.State = rows.StateUnknown
-			out.Error.Message += "; an earlier attempt ran its effect and stopped before recording an outcome, so the effect may have happened: reconcile the row"
-		}
 		if k.keyed() {
 			out.EffectKey = infos[i].EffectKey
+			out.NotApplied = out.State == rows.StateRetrying && IsNotApplied(err)
+			if out.State == rows.StateDead {
+				out = exhaustedKeyed(out, unanswered[i], IsNotApplied(err))
+			}
 		}
 		outcomes = append(outcomes, out)
 		return true
@@ -197,6 +193,26 @@ func (e *Engine) workRows(ctx context.Context, s *WorkStats, k kind, m *rows.Map
 	}
 	unworked, inflight, released = leftOver(l, infos, toRun, ran, called, claimedNew)
 	return outcomes, unworked, inflight, released, nil
+}
+
+// exhaustedKeyed is the outcome of a keyed row whose last attempt failed
+// with an error to retry: dead only when no run of its key may have had
+// its effect. An earlier run that never answered may have (the chaos
+// harness saw rows dead whose first attempt the downstream had applied),
+// and so may this one unless its error says not (batch.NotApplied): a
+// program whose own call timed out after the downstream applied it exits
+// 1 all the same. Such a row is unknown, to reconcile; the retry that
+// would have found out is what the exhausted attempts rule out.
+func exhaustedKeyed(out driver.RowOutcome, unanswered, notApplied bool) driver.RowOutcome {
+	switch {
+	case unanswered:
+		out.State = rows.StateUnknown
+		out.Error.Message += "; an earlier attempt ran its effect and stopped before recording an outcome, so the effect may have happened: reconcile the row"
+	case !notApplied:
+		out.State = rows.StateUnknown
+		out.Error.Message += "; the error does not say the effect did not happen (batch.NotApplied), so it may have: reconcile the row"
+	}
+	return out
 }
 
 // leftOver sorts the rows of toRun that got no outcome: in flight (the

@@ -880,7 +880,8 @@ func TestFailureAfterAnUnansweredRunIsUnknown(t *testing.T) {
 				<-ctx.Done() // under way when the lease is lost
 				return "", ctx.Err()
 			}
-			return "", errors.New("503 Service Unavailable")
+			// Not applied: only the first run's silence makes it unknown.
+			return "", batch.NotApplied(errors.New("503 Service Unavailable"))
 		})
 		reg := batch.NewRegistry()
 		if err := batch.Register(reg, batch.Kind[outcomeRow]{Name: "payments", Processor: proc, KeyedEffects: true, MaxAttempts: 3,
@@ -901,6 +902,52 @@ func TestFailureAfterAnUnansweredRunIsUnknown(t *testing.T) {
 		}
 		if r := rs[0]; r.State != rows.StateUnknown || r.Attempts != 3 || len(r.Errors) == 0 || !strings.Contains(r.Errors[len(r.Errors)-1].Message, "earlier attempt") {
 			t.Fatalf("row: %s, attempts %d, errors %+v; want unknown after its third attempt", r.State, r.Attempts, r.Errors)
+		}
+	})
+}
+
+// TestExhaustedKeyedRowIsUnknownUnlessNotApplied: a keyed row whose every
+// attempt failed with an error to retry. When the errors do not say the
+// call had no effect, the last one may have had it (a program whose own
+// call timed out after the downstream applied it exits 1, as the chaos
+// harness's did), and no retry will find out: unknown, with the exhausted
+// code. When every error is batch.NotApplied (a 503), it is dead.
+func TestExhaustedKeyedRowIsUnknownUnlessNotApplied(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, bd *bundle) {
+		ctx := context.Background()
+		proc := batch.ProcessFunc[outcomeRow](func(ctx context.Context, r outcomeRow) (string, error) {
+			if r.Key == "refused" {
+				return "", batch.NotApplied(errors.New("503 Service Unavailable"))
+			}
+			return "", errors.New("exit status 1: Post: context deadline exceeded")
+		})
+		reg := batch.NewRegistry()
+		if err := batch.Register(reg, batch.Kind[outcomeRow]{Name: "payments", Processor: proc, KeyedEffects: true, MaxAttempts: 2,
+			BackoffFunc: func(int) time.Duration { return time.Millisecond }}); err != nil {
+			t.Fatal(err)
+		}
+		e := newEngine(t, bd.store, reg, 0)
+		b, err := e.Import(ctx, batch.ImportParams{Kind: "payments", SourceName: "p.csv", Source: strings.NewReader("key,mode\ntimedout,ok\nrefused,ok\n")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Work(ctx, batch.WorkParams{BatchID: b.ID, Workers: 1, UntilDone: true}); err != nil {
+			t.Fatal(err)
+		}
+		wantCounts := rows.Counts{rows.StateUnknown: 1, rows.StateDead: 1}
+		if got := storetest.CheckInvariant(t, bd.store, "default", b.ID); fmt.Sprint(got) != fmt.Sprint(wantCounts) {
+			t.Fatalf("counts %v, want %v", got, wantCounts)
+		}
+		rs, err := bd.store.RowsList(ctx, driver.RowsListParams{TenantID: "default", BatchID: b.ID})
+		if err != nil || len(rs) != 2 {
+			t.Fatal(rs, err)
+		}
+		for _, r := range rs {
+			want := map[string]rows.State{"timedout": rows.StateUnknown, "refused": rows.StateDead}[r.Values[0]]
+			if r.State != want || r.Attempts != 2 || len(r.Errors) != 1 || r.Errors[0].Code != batch.CodeExhausted {
+				t.Errorf("row %s: %s after %d attempts, errors %+v; want %s after 2 (%s)", r.Values[0], r.State, r.Attempts, r.Errors, want, batch.CodeExhausted)
+			}
 		}
 	})
 }

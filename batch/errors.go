@@ -44,6 +44,33 @@ func IsPermanent(err error) bool {
 	return errors.As(err, &p)
 }
 
+type notAppliedError struct{ err error }
+
+func (e *notAppliedError) Error() string { return e.err.Error() }
+func (e *notAppliedError) Unwrap() error { return e.err }
+
+// NotApplied marks a processor error to retry as one whose call had no
+// effect: the downstream turned the request away before acting on it (a
+// 429 or 503 answer), or it was never sent. It matters for a kind with
+// KeyedEffects when the row's retries end, by its last attempt or by a
+// cancel: an error to retry that is not marked may have had its effect (a
+// call that timed out on the client's side after the downstream applied
+// it), so the row is then unknown, to reconcile; when every run of its key
+// failed with a NotApplied error, it is dead, or cancelled. A retry with
+// the same key is safe either way. Permanent errors need no mark.
+func NotApplied(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &notAppliedError{err: err}
+}
+
+// IsNotApplied reports whether err was marked with NotApplied.
+func IsNotApplied(err error) bool {
+	var n *notAppliedError
+	return errors.As(err, &n)
+}
+
 // unknownError is a processor error after which the effect may or may
 // not have happened: a panic mid-call, an answer that does not say which
 // rows succeeded. The row is unknown, to be reconciled, never failed.

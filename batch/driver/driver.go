@@ -294,10 +294,15 @@ type RowOutcome struct {
 	Error    *rows.FieldError
 	// RetryDelay is how long from now (database clock) a retrying row waits.
 	RetryDelay time.Duration
-	// EffectKey, when set, is the row's claimed effect key: the flush
-	// records the outcome on it (done with the result id, failed, unknown;
-	// a retrying row keeps its claim).
+	// EffectKey, when set, is the row's claimed effect key, which this
+	// lease ran: the flush records the outcome on it (done with the result
+	// id, failed, unknown; a retrying row keeps its claim, marked
+	// unanswered unless NotApplied).
 	EffectKey string
+	// NotApplied, with EffectKey on a retrying row, says the run's error
+	// was marked batch.NotApplied: the call had no effect. Without it, a
+	// cancel that ends the row's retries makes it unknown, not cancelled.
+	NotApplied bool
 }
 
 // ChunkFlushParams are the parameters of Store.ChunkFlush.
@@ -406,7 +411,8 @@ type EffectClaim struct {
 	Running bool
 	// Unanswered, with EffectMine, is a key of this very row that an
 	// earlier lease ran without an answer recorded (its worker died or
-	// lost its lease first): that run's effect may have happened, so a
+	// lost its lease first), or that failed with an error to retry not
+	// marked NotApplied: that run's effect may have happened, so a
 	// failure of this run cannot make the row dead, only unknown.
 	Unanswered bool
 }

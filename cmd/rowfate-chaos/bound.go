@@ -22,7 +22,9 @@ const chunkRows = 1000
 //   - a request that hangs past the processor's timeout (downstream_hang):
 //     the call's deadline makes its row unknown; one row per hung request.
 //     A customers-exec program gives up on its own before the deadline
-//     (retried, not unknown), so this counts more than it needs.
+//     and exits 1 (retried, not unknown), so this counts more than it
+//     needs; such a row is unknown when a cancel ends its retries (the
+//     cancel's term below) or its attempts run out (counted apart).
 //
 //   - a cancel (cancel_batch) of an external batch: the rows under way
 //     (in flight, or done but not yet recorded) and the rows whose effect
@@ -40,10 +42,12 @@ const chunkRows = 1000
 //   - a row of an external batch whose workers all stopped before
 //     recording it, attempt after attempt, with its effect key claimed:
 //     the claim that finds it out of attempts cannot tell whether a
-//     worker ran its effect. Such a row must have used every attempt and
-//     carry the exhausted code; it is counted apart, not bounded by the
-//     faults (five lost leases of one chunk are what kills, stops,
-//     restarts and proxy faults make).
+//     worker ran its effect. Likewise a row whose last attempt failed
+//     with an error that does not say the call did nothing (an exec
+//     program's exit 1, not its 75 for a 503). Such a row must have used
+//     every attempt and carry the exhausted code; it is counted apart,
+//     not bounded by the faults (five lost leases of one chunk are what
+//     kills, stops, restarts and proxy faults make).
 //
 // A customers (transactional) row is never unknown: its effect commits
 // with its outcome or not at all. Otherwise kills, stops, restarts, proxy

@@ -21,9 +21,12 @@ import (
 // harness's own binary, run with -exec-child URL by the exec processor):
 // it posts the row on stdin to the downstream with the row's effect key
 // as Idempotency-Key (and the row's ROWFATE_ variables as the X-Rowfate-
-// headers httpcall sends) and prints the id it answers. A failed call
-// exits 1, which the processor retries; a worker killed mid-call leaves
-// the key claimed, as a webhook's would.
+// headers httpcall sends) and prints the id it answers. A call the
+// downstream turned away (503) exits 75, EX_TEMPFAIL: retried, nothing
+// applied. Any other failed call exits 1, retried too, but its effect may
+// have happened (its own 10 s timeout may end a call the downstream
+// applied). A worker killed mid-call leaves the key claimed, as a
+// webhook's would.
 //
 // With -exec-pids DIR it first records itself there (pid, start time,
 // its worker's pid), so that the harness can tell a row's program that
@@ -98,6 +101,11 @@ func post(url, key string, row []byte) (string, int) {
 	defer resp.Body.Close()
 	var body struct {
 		ID string `json:"id"`
+	}
+	if resp.StatusCode == http.StatusServiceUnavailable {
+		// Turned away: nothing was applied (EX_TEMPFAIL, exec.ExitTempFail).
+		fmt.Fprintln(os.Stderr, "exec child: downstream answered", resp.Status)
+		return "", 75
 	}
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&body) != nil || body.ID == "" {
 		fmt.Fprintln(os.Stderr, "exec child: downstream answered", resp.Status)

@@ -28,11 +28,18 @@
 //	exit 0                    success: the id is stdout's first line,
 //	                          trimmed. An empty one is a permanent error
 //	                          (the program broke its contract).
+//	exit 75 (EX_TEMPFAIL)     retryable, and batch.NotApplied: the program
+//	                          says its call did nothing (the downstream
+//	                          turned it away, a 503), so a keyed row whose
+//	                          retries end on it is dead, or cancelled.
 //	exit 64 to 78             batch.Permanent, with the end of stderr: the
-//	                          sysexits codes (EX_USAGE to EX_CONFIG, 65 is
-//	                          EX_DATAERR) say the row or the setup is wrong,
-//	                          which retrying cannot fix.
-//	any other exit or signal  retryable, with the end of stderr.
+//	                          other sysexits codes (EX_USAGE to EX_CONFIG,
+//	                          65 is EX_DATAERR) say the row or the setup is
+//	                          wrong, which retrying cannot fix.
+//	any other exit or signal  retryable, with the end of stderr. Nothing
+//	                          says the effect did not happen (a program
+//	                          whose own call timed out exits 1 too), so a
+//	                          keyed row whose retries end on it is unknown.
 //	ctx's deadline passed     an error wrapping context.DeadlineExceeded:
 //	                          the row is unknown, since the program may have
 //	                          done its effect before it was killed.
@@ -122,6 +129,12 @@ const (
 	// how New tells a dead worker's leftovers from anyone else's processes.
 	EnvRun = "ROWFATE_EXEC_RUN"
 )
+
+// ExitTempFail is the exit code (sysexits' EX_TEMPFAIL) by which a row's
+// program says its call failed for now and did nothing: the row is
+// retried, and when its retries end, it is dead (or cancelled), not
+// unknown (batch.NotApplied). Any other failure may have had its effect.
+const ExitTempFail = 75
 
 // ExitNotApplied is the exit code by which Config.ReconcileCommand says
 // that a row's effect did not happen and cannot happen any more: the row
@@ -356,7 +369,10 @@ func (p *Processor[T]) Process(ctx context.Context, row T) (string, error) {
 		// Copying its output failed: nothing says what it did.
 		return "", fmt.Errorf("run %s: %w", p.run.name, err)
 	}
-	if xerr.Code >= 64 && xerr.Code <= 78 {
+	switch {
+	case xerr.Code == ExitTempFail:
+		return "", batch.NotApplied(fmt.Errorf("run %s: %w", p.run.name, xerr))
+	case xerr.Code >= 64 && xerr.Code <= 78:
 		return "", batch.Permanent(fmt.Errorf("run %s: %w", p.run.name, xerr))
 	}
 	return "", fmt.Errorf("run %s: %w", p.run.name, xerr)

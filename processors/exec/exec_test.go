@@ -175,15 +175,17 @@ func TestEnvNotInherited(t *testing.T) {
 func TestExitCodes(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name          string
-		body          string
-		wantPermanent bool
-		wantCode      int
-		wantMsg       string
+		name           string
+		body           string
+		wantPermanent  bool
+		wantNotApplied bool
+		wantCode       int
+		wantMsg        string
 	}{
 		{name: "65 EX_DATAERR", body: "echo 'ref J-1: unknown product' >&2; exit 65", wantPermanent: true, wantCode: 65, wantMsg: "exit status 65 (EX_DATAERR): ref J-1: unknown product"},
 		{name: "64 EX_USAGE", body: "exit 64", wantPermanent: true, wantCode: 64, wantMsg: "exit status 64"},
 		{name: "78 EX_CONFIG", body: "echo no config >&2; exit 78", wantPermanent: true, wantCode: 78, wantMsg: "no config"},
+		{name: "75 EX_TEMPFAIL", body: "echo 'status 503' >&2; exit 75", wantNotApplied: true, wantCode: 75, wantMsg: "exit status 75 (EX_TEMPFAIL): status 503"},
 		{name: "1", body: "echo 'warehouse API down' >&2; exit 1", wantCode: 1, wantMsg: "warehouse API down"},
 		{name: "63", body: "exit 63", wantCode: 63, wantMsg: "exit status 63"},
 		{name: "79", body: "exit 79", wantCode: 79, wantMsg: "exit status 79"},
@@ -200,6 +202,9 @@ func TestExitCodes(t *testing.T) {
 			}
 			if got := batch.IsPermanent(err); got != tc.wantPermanent {
 				t.Errorf("IsPermanent = %v; want %v (err %v)", got, tc.wantPermanent, err)
+			}
+			if got := batch.IsNotApplied(err); got != tc.wantNotApplied {
+				t.Errorf("IsNotApplied = %v; want %v (err %v)", got, tc.wantNotApplied, err)
 			}
 			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 				t.Errorf("err %v is a context error; the program exited by itself", err)

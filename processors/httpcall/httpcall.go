@@ -41,6 +41,13 @@
 //	408, 425, 429, 5xx          retryable. A Retry-After is reported in the
 //	                            error (StatusError.RetryAfter); the engine's
 //	                            backoff is what waits, Process never sleeps.
+//	                            408, 425, 429 and 503 say the server turned
+//	                            the request away before acting on it: they
+//	                            are marked batch.NotApplied, so a row whose
+//	                            retries end on them is dead (or cancelled),
+//	                            not unknown. Any other 5xx may come after
+//	                            the effect (a gateway's 502 or 504, a 500
+//	                            after the commit).
 //	other 4xx                   batch.Permanent: the row is failed.
 //	3xx and anything else       batch.Permanent. The default client does not
 //	                            follow redirects (a POST redirected with 301,
@@ -61,8 +68,10 @@
 //	have been sent              so the row is unknown (the effect may have
 //	                            happened) and is reconciled. A client
 //	                            Timeout counts as a deadline too.
-//	deadline before a           retryable: nothing was sent, so nothing can
-//	connection was made         have happened.
+//	deadline before a           retryable and batch.NotApplied: nothing was
+//	connection was made         sent, so nothing can have happened.
+//	no connection made          retryable and batch.NotApplied, likewise (a
+//	                            refused connection, a failed DNS lookup).
 //	any other network error     retryable; the key makes the resend safe.
 //	2xx whose body broke off    as a network error after sending: the effect
 //	                            happened but its id was lost in transit.
@@ -332,7 +341,11 @@ func (p *Processor[T]) Process(ctx context.Context, row T) (string, error) {
 	// A body cut short still leaves the status, which is what decides.
 	serr := p.statusError(resp, data)
 	if retryableStatus(resp.StatusCode) {
-		return "", fmt.Errorf("post %s: %w", p.target, serr)
+		err := fmt.Errorf("post %s: %w", p.target, serr)
+		if turnedAway(resp.StatusCode) {
+			return "", batch.NotApplied(err)
+		}
+		return "", err
 	}
 	return "", batch.Permanent(fmt.Errorf("post %s: %w", p.target, serr))
 }
@@ -369,7 +382,7 @@ func (p *Processor[T]) notSent(ctx context.Context, err error) error {
 		return fmt.Errorf("post %s: %w", p.target, ctx.Err())
 	}
 	// %v, not %w: wrapping the deadline would make the row unknown.
-	return fmt.Errorf("post %s: deadline passed before the request was sent, safe to retry: %v", p.target, err)
+	return batch.NotApplied(fmt.Errorf("post %s: deadline passed before the request was sent, safe to retry: %v", p.target, err))
 }
 
 // transportError classifies a failure to get an answer (or all of a 2xx
@@ -381,6 +394,9 @@ func (p *Processor[T]) transportError(ctx context.Context, err error, mayHaveSen
 	switch {
 	case errors.Is(ctx.Err(), context.Canceled):
 		return fmt.Errorf("post %s: %w", p.target, ctx.Err())
+	case !isTimeout(ctx, err) && !mayHaveSent:
+		// No connection was made: the request cannot have arrived.
+		return batch.NotApplied(fmt.Errorf("post %s: %w", p.target, cause))
 	case !isTimeout(ctx, err):
 		return fmt.Errorf("post %s: %w", p.target, cause)
 	case !mayHaveSent:
@@ -430,6 +446,17 @@ func (s *sendTrace) hooks() *httptrace.ClientTrace {
 }
 
 func (s *sendTrace) mayHaveSent() bool { return !s.getConn.Load() || s.gotConn.Load() }
+
+// turnedAway reports whether a retryable status says the server did not
+// act on the request: it timed out reading it (408), would not take it
+// yet (425), rate-limited it (429) or could not handle it (503).
+func turnedAway(code int) bool {
+	switch code {
+	case http.StatusRequestTimeout, http.StatusTooEarly, http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		return true
+	}
+	return false
+}
 
 // retryableStatus reports whether a non-2xx status may go away by itself.
 func retryableStatus(code int) bool {

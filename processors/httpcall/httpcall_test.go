@@ -252,6 +252,7 @@ func TestClassification(t *testing.T) {
 		answer         answer
 		wantID         string
 		wantPermanent  bool
+		wantNotApplied bool // the server turned the request away
 		wantStatus     int
 		wantRetryAfter time.Duration
 		wantMsg        string
@@ -269,11 +270,13 @@ func TestClassification(t *testing.T) {
 		{name: "422", answer: answer{status: 422, body: "bad ref"}, wantPermanent: true, wantStatus: 422, wantMsg: "bad ref"},
 		{name: "302 not followed", answer: answer{status: 302, header: map[string]string{"Location": "/elsewhere"}}, wantPermanent: true, wantStatus: 302},
 		{name: "409", answer: answer{status: 409, body: "in flight"}, wantStatus: 409, wantMsg: "same idempotency key is in flight"},
-		{name: "408", answer: answer{status: 408}, wantStatus: 408},
-		{name: "425", answer: answer{status: 425}, wantStatus: 425},
-		{name: "429 Retry-After", answer: answer{status: 429, header: map[string]string{"Retry-After": "7"}}, wantStatus: 429, wantRetryAfter: 7 * time.Second, wantMsg: "retry after 7s"},
-		{name: "503", answer: answer{status: 503, body: "maintenance"}, wantStatus: 503, wantMsg: "maintenance"},
+		{name: "408", answer: answer{status: 408}, wantStatus: 408, wantNotApplied: true},
+		{name: "425", answer: answer{status: 425}, wantStatus: 425, wantNotApplied: true},
+		{name: "429 Retry-After", answer: answer{status: 429, header: map[string]string{"Retry-After": "7"}}, wantStatus: 429, wantRetryAfter: 7 * time.Second, wantMsg: "retry after 7s", wantNotApplied: true},
+		{name: "503", answer: answer{status: 503, body: "maintenance"}, wantStatus: 503, wantMsg: "maintenance", wantNotApplied: true},
 		{name: "500 long body", answer: answer{status: 500, body: long}, wantStatus: 500, wantMsg: strings.Repeat("x", maxExcerpt)},
+		{name: "502", answer: answer{status: 502}, wantStatus: 502},
+		{name: "504", answer: answer{status: 504}, wantStatus: 504},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -298,6 +301,9 @@ func TestClassification(t *testing.T) {
 			}
 			if got := batch.IsPermanent(err); got != tc.wantPermanent {
 				t.Errorf("IsPermanent = %v; want %v (err %v)", got, tc.wantPermanent, err)
+			}
+			if got := batch.IsNotApplied(err); got != tc.wantNotApplied {
+				t.Errorf("IsNotApplied = %v; want %v (err %v)", got, tc.wantNotApplied, err)
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("err %v is a deadline; the answer arrived", err)
@@ -403,8 +409,8 @@ func TestDeadlineBeforeSendIsRetryable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(rowCtx(t.Context(), 1), 150*time.Millisecond)
 	defer cancel()
 	_, err := p.Process(ctx, testRow)
-	if err == nil || errors.Is(err, context.DeadlineExceeded) || batch.IsPermanent(err) {
-		t.Fatalf("err = %v; want retryable, not a deadline", err)
+	if err == nil || errors.Is(err, context.DeadlineExceeded) || batch.IsPermanent(err) || !batch.IsNotApplied(err) {
+		t.Fatalf("err = %v; want retryable and not applied, not a deadline", err)
 	}
 	select {
 	case <-dialing:
@@ -414,8 +420,22 @@ func TestDeadlineBeforeSendIsRetryable(t *testing.T) {
 
 	expired, cancel2 := context.WithDeadline(rowCtx(t.Context(), 1), time.Now().Add(-time.Second))
 	defer cancel2()
-	if _, err := p.Process(expired, testRow); err == nil || errors.Is(err, context.DeadlineExceeded) || batch.IsPermanent(err) {
-		t.Errorf("already expired ctx: err = %v; want retryable, not a deadline", err)
+	if _, err := p.Process(expired, testRow); err == nil || errors.Is(err, context.DeadlineExceeded) || batch.IsPermanent(err) || !batch.IsNotApplied(err) {
+		t.Errorf("already expired ctx: err = %v; want retryable and not applied, not a deadline", err)
+	}
+}
+
+// TestRefusedConnectionNotApplied: no connection, no request: a row whose
+// retries end on it had no effect (batch.NotApplied).
+func TestRefusedConnectionNotApplied(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close() // nothing listens on its port any more
+	p := newProcessor(t, Config[order]{URL: url})
+	_, err := p.Process(rowCtx(t.Context(), 1), testRow)
+	if err == nil || batch.IsPermanent(err) || errors.Is(err, context.DeadlineExceeded) || !batch.IsNotApplied(err) {
+		t.Fatalf("err = %v; want retryable and not applied", err)
 	}
 }
 
@@ -469,6 +489,10 @@ func TestConnectionClosedIsRetryable(t *testing.T) {
 			}
 			if batch.IsPermanent(err) || errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("err = %v; want retryable", err)
+			}
+			// The request went out: the server may have acted on it.
+			if batch.IsNotApplied(err) {
+				t.Errorf("err = %v; marked not applied, but the request was sent", err)
 			}
 		})
 	}

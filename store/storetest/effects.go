@@ -438,14 +438,15 @@ func testEffectRuns(t *testing.T, s driver.Store) {
 // testEffectUnanswered: a key whose run never answered is Unanswered when
 // its row claims it again, and stays so after later runs answer: a later
 // failure cannot make the row dead, as that run may have applied the
-// effect. A key whose every run answered is not.
+// effect. A key whose every run answered that it did nothing (NotApplied)
+// is not; one run that failed without saying so makes it Unanswered.
 func testEffectUnanswered(t *testing.T, s driver.Store) {
 	ctx := context.Background()
 	b := ingest(t, s, tenant, 2, 10)
 	key := func(row int64) string { return fmt.Sprintf("unanswered-%d-%d", b.ID, row) }
 	refs := []driver.EffectRef{{RowNo: 2, Key: key(2), Digest: "d"}, {RowNo: 3, Key: key(3), Digest: "d"}}
 	retry := func(row int64) driver.RowOutcome {
-		return driver.RowOutcome{RowNo: row, State: rows.StateRetrying, EffectKey: key(row), Error: &rows.FieldError{Code: "processor_error", Message: "503"}}
+		return driver.RowOutcome{RowNo: row, State: rows.StateRetrying, EffectKey: key(row), NotApplied: true, Error: &rows.FieldError{Code: "processor_error", Message: "503"}}
 	}
 	var claims map[int64]driver.EffectClaim
 	lease := func(outcomes ...driver.RowOutcome) {
@@ -478,6 +479,13 @@ func testEffectUnanswered(t *testing.T, s driver.Store) {
 	}
 	if c := claims[2]; c.Unanswered {
 		t.Errorf("row 2: %+v, want answered", c)
+	}
+	timedOut := retry(2)
+	timedOut.NotApplied, timedOut.Error = false, &rows.FieldError{Code: "processor_error", Message: "exit status 1: timeout"}
+	lease(timedOut)
+	lease()
+	if c := claims[2]; !c.Unanswered {
+		t.Errorf("row 2 after a run that failed without saying it did nothing: %+v, want unanswered", c)
 	}
 }
 
@@ -536,26 +544,27 @@ func testCancelRetryingUnanswered(t *testing.T, s driver.Store) {
 	}
 }
 
-// testCancelRetryingRan: a keyed row whose run in the lease under way
-// failed with an error to retry, when its batch is cancelled. The error
-// does not say the effect did not happen (a program whose own call timed
-// out after the downstream applied it exits 1), and only the retry, which
-// the cancel ends, would have found out: the row is unknown. It is so
-// whether the cancel commits after the lease's flush (the cancel finds the
-// row retrying with its key claimed) or before it (the flush finds the
-// batch cancelled). Found by the chaos harness (seed 577278172, CI's make
-// test-long): a customers-exec row cancelled whose program's call the
-// downstream had applied and then left unanswered past the program's own
-// timeout; the flush came after the cancel and recorded it cancelled.
+// testCancelRetryingRan: keyed rows whose runs in the lease under way
+// failed with an error to retry, when their batch is cancelled. An error
+// not marked NotApplied does not say the effect did not happen (a program
+// whose own call timed out after the downstream applied it exits 1), and
+// only the retry, which the cancel ends, would have found out: the row is
+// unknown. One marked NotApplied (a 503) had no effect: cancelled. Each
+// is so whether the cancel commits after the lease's flush (the cancel
+// finds the row retrying with its key claimed) or before it (the flush
+// finds the batch cancelled). Found by the chaos harness (seed 577278172,
+// CI's make test-long): a customers-exec row cancelled whose program's
+// call the downstream had applied and then left unanswered past the
+// program's own timeout; the flush came after the cancel.
 func testCancelRetryingRan(t *testing.T, s driver.Store) {
 	ctx := context.Background()
 	retried := func(t *testing.T, flushFirst bool) (rows.Counts, []batchtype.Row) {
 		t.Helper()
-		b := ingest(t, s, tenant, 3, 10)
-		key := fmt.Sprintf("cancel-ran-%d-3", b.ID)
+		b := ingest(t, s, tenant, 4, 10)
+		key := func(row int64) string { return fmt.Sprintf("cancel-ran-%d-%d", b.ID, row) }
 		l := claim(t, s, driver.ChunkClaimParams{BatchID: b.ID})
 		if _, err := s.EffectsClaim(ctx, driver.EffectsClaimParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token,
-			Effects: []driver.EffectRef{{RowNo: 3, Key: key, Digest: "d"}}, RunFor: time.Minute}); err != nil {
+			Effects: []driver.EffectRef{{RowNo: 3, Key: key(3), Digest: "d"}, {RowNo: 4, Key: key(4), Digest: "d"}}, RunFor: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
 		cancel := func() {
@@ -566,15 +575,18 @@ func testCancelRetryingRan(t *testing.T, s driver.Store) {
 		if !flushFirst {
 			cancel()
 		}
-		// Row 2 is not keyed; row 3's run went out and failed; row 4 was
-		// not reached and is given back.
+		// Row 2 is not keyed; row 3's run went out and failed; row 4's
+		// was turned away (NotApplied); row 5 was not reached and is
+		// given back.
 		outs := []driver.RowOutcome{
 			{RowNo: 2, State: rows.StateRetrying, Error: &rows.FieldError{Row: 2, Code: "processor_error", Message: "503"}},
-			{RowNo: 3, State: rows.StateRetrying, EffectKey: key, Error: &rows.FieldError{Row: 3, Code: "processor_error",
+			{RowNo: 3, State: rows.StateRetrying, EffectKey: key(3), Error: &rows.FieldError{Row: 3, Code: "processor_error",
 				Message: "exit status 1: context deadline exceeded"}},
+			{RowNo: 4, State: rows.StateRetrying, EffectKey: key(4), NotApplied: true, Error: &rows.FieldError{Row: 4, Code: "processor_error",
+				Message: "status 503 Service Unavailable"}},
 		}
 		res, err := s.ChunkFlush(ctx, driver.ChunkFlushParams{TenantID: tenant, BatchID: b.ID, ChunkNo: l.ChunkNo, Token: l.Token,
-			Outcomes: outs, Unworked: []int64{4}, Release: true})
+			Outcomes: outs, Unworked: []int64{5}, Release: true})
 		if err != nil || res.Cancelled == flushFirst {
 			t.Fatalf("flush (cancel after it: %v): %+v, %v", flushFirst, res, err)
 		}
@@ -582,7 +594,7 @@ func testCancelRetryingRan(t *testing.T, s driver.Store) {
 			cancel()
 		}
 		page, err := s.RowsList(ctx, driver.RowsListParams{TenantID: tenant, BatchID: b.ID})
-		if err != nil || len(page) != 3 {
+		if err != nil || len(page) != 4 {
 			t.Fatalf("rows: %+v, %v", page, err)
 		}
 		return CheckInvariant(t, s, tenant, b.ID), page
@@ -591,12 +603,14 @@ func testCancelRetryingRan(t *testing.T, s driver.Store) {
 		name := map[bool]string{true: "CancelAfterTheFlush", false: "CancelBeforeTheFlush"}[flushFirst]
 		t.Run(name, func(t *testing.T) {
 			counts, page := retried(t, flushFirst)
-			wantCounts(t, counts, rows.Counts{rows.StateUnknown: 1, rows.StateCancelled: 2})
+			wantCounts(t, counts, rows.Counts{rows.StateUnknown: 1, rows.StateCancelled: 3})
 			if r := page[1]; r.State != rows.StateUnknown || len(r.Errors) != 1 || r.Errors[0].Code != rows.CodeCancelledLate {
 				t.Errorf("row 3: %s %+v, want unknown (%s)", r.State, r.Errors, rows.CodeCancelledLate)
 			}
-			if page[0].State != rows.StateCancelled || page[2].State != rows.StateCancelled {
-				t.Errorf("rows 2 and 4: %s, %s; want cancelled (no key; not run)", page[0].State, page[2].State)
+			for _, i := range []int{0, 2, 3} {
+				if page[i].State != rows.StateCancelled {
+					t.Errorf("row %d: %s; want cancelled (no key; not applied; not run)", page[i].RowNo, page[i].State)
+				}
 			}
 		})
 	}

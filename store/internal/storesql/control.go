@@ -39,7 +39,7 @@ func newControl(d *Dialect) control {
 		// No "$2 IS NULL OR" here: it would keep the planner from probing
 		// the primary key once per key.
 		existingEffects: d.Expand(`SELECT effect_key, digest, batch_id, row_no, state, COALESCE(result_id, ''),
-				COALESCE(run_until > {now}, false), (unanswered OR run_until IS NOT NULL)
+				COALESCE(run_until > {now}, false), (unanswered OR run_until IS NOT NULL OR done_at IS NULL)
 			FROM {t}effects WHERE tenant_id = $1 AND ` + d.TextIn("effect_key", "$2")),
 		// A key whose effect failed for good may be taken over by another
 		// row with the same payload (a corrected re-import).
@@ -47,10 +47,12 @@ func newControl(d *Dialect) control {
 				unanswered = false, run_until = ` + runUntil("$5") + `
 			WHERE tenant_id = $1 AND effect_key = $2 AND state = 'failed'`),
 		// A row's own key, claimed again to run again once no earlier run
-		// of it can still be under way. A run_until still set is a run
-		// that never answered: unanswered, for good.
-		rerunEffect: d.Expand(`UPDATE {t}effects SET claimed_at = {now}, unanswered = (unanswered OR run_until IS NOT NULL),
-				run_until = ` + runUntil("$3") + `
+		// of it can still be under way. A run_until still set, or a
+		// done_at never set (a claim without a bound), is a run that never
+		// answered: unanswered, for good. done_at is when the last run
+		// answered (recordEffects): none yet for this one.
+		rerunEffect: d.Expand(`UPDATE {t}effects SET claimed_at = {now}, unanswered = (unanswered OR run_until IS NOT NULL OR done_at IS NULL),
+				done_at = NULL, run_until = ` + runUntil("$3") + `
 			WHERE tenant_id = $1 AND effect_key = $2`),
 		// Chunks are locked in order before the batch row, the order of a
 		// flush (its chunk, then the batch): no deadlock between the two.
@@ -681,7 +683,7 @@ func runUntil(param string) string {
 // back unrun are released (ChunkFlushParams.Released), so their rows are
 // cancelled.
 func deadRowState(d *Dialect, code, msg string) string {
-	claimed := effectClaimed(d)
+	claimed := effectMaybeApplied(d)
 	return `errors = CASE WHEN ` + claimed + ` THEN ` + d.JSONError("row_no", "code", code, "message", msg) + ` ELSE errors END,
 		state = CASE WHEN ` + claimed + ` THEN 'unknown' ELSE 'cancelled' END`
 }
@@ -691,6 +693,19 @@ func deadRowState(d *Dialect, code, msg string) string {
 func effectClaimed(d *Dialect) string {
 	return d.Expand(`EXISTS (SELECT 1 FROM {t}effects e
 		WHERE e.tenant_id = {t}batch_rows.tenant_id AND e.batch_id = {t}batch_rows.batch_id AND e.row_no = {t}batch_rows.row_no AND e.state = 'claimed')`)
+}
+
+// effectMaybeApplied is true in a statement on batch_rows for a row whose
+// effect key is claimed and may have had its effect: its last run is under
+// way or never answered (done_at, when the last run answered, is not
+// set), or a run failed with an error to retry not marked NotApplied
+// (unanswered). A key whose every run failed with a NotApplied error had
+// none. A claim recorded before done_at said so has none: its row counts
+// as one whose effect may have happened, as every claimed row did then.
+func effectMaybeApplied(d *Dialect) string {
+	return d.Expand(`EXISTS (SELECT 1 FROM {t}effects e
+		WHERE e.tenant_id = {t}batch_rows.tenant_id AND e.batch_id = {t}batch_rows.batch_id AND e.row_no = {t}batch_rows.row_no AND e.state = 'claimed'
+		  AND (e.unanswered OR e.done_at IS NULL))`)
 }
 
 // deadRowMessage is the error of a row deadRowState makes unknown.

@@ -262,9 +262,13 @@ func (s *statements) leasesAndRows(d *Dialect) {
 		WHERE batch_id = $1 AND tenant_id = $2 AND row_no BETWEEN $3 AND $4 AND state = 'processing'
 		  AND ` + d.InInt("row_no", "$5"))
 	// Bounded to the flushing chunk's rows, as the outcomes are.
-	s.recordEffects = d.Expand(d.WithRecords("$3", map[string]string{"k": "text", "s": "text", "r": "text", "n": "bigint"}) + `
-		UPDATE {t}effects AS e SET state = u.s, result_id = u.r, run_until = NULL,
-			done_at = CASE WHEN u.s = 'claimed' THEN NULL ELSE {now} END FROM u
+	// done_at is when the key's last run answered: settled, or, for a key
+	// kept claimed for a retry, failed. A run that failed with an error
+	// to retry not marked NotApplied (u.a) may have had its effect:
+	// unanswered, for good, as a run that never answered is (rerunEffect).
+	s.recordEffects = d.Expand(d.WithRecords("$3", map[string]string{"k": "text", "s": "text", "r": "text", "n": "bigint", "a": "bigint"}) + `
+		UPDATE {t}effects AS e SET state = u.s, result_id = u.r, run_until = NULL, unanswered = (e.unanswered OR u.a = 1),
+			done_at = {now} FROM u
 		WHERE e.tenant_id = $1 AND e.batch_id = $2 AND e.effect_key = u.k AND e.row_no = u.n AND e.row_no BETWEEN $4 AND $5`)
 	s.leaseChunk = d.Expand(`UPDATE {t}batch_chunks
 		SET lease_owner = $1, lease_token = lease_token + 1,

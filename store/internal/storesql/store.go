@@ -413,14 +413,14 @@ func failureReason(failures, worked int64, bound batchtype.Threshold) string {
 // while the lease's rows were worked: no row succeeds after a cancel, but a
 // row whose processor reported success may have had its effect, so it is
 // unknown (to be reconciled), not cancelled. A row still to be retried is
-// cancelled, unless its effect key was run: an error to retry does not say
-// the effect did not happen (a program whose own call timed out after the
-// downstream applied it exits 1), and only the retry the cancel ends would
-// have found out, so it is unknown, as a cancel that commits first makes
-// a retrying row whose key is claimed (cancelRows). A row that did not run
-// its key (held by another) is cancelled, unless an earlier run of its key
-// never answered (the flush's cancelUnanswered makes it unknown). A
-// failure stays a failure.
+// cancelled, unless it ran its effect key and the error did not say the
+// call had no effect (NotApplied): such an error does not say the effect
+// did not happen (a program whose own call timed out after the downstream
+// applied it exits 1), and only the retry the cancel ends would have found
+// out, so it is unknown, as a cancel that commits first makes the row
+// (cancelRows, deadRowState). A row cancelled here is unknown after all
+// when an earlier run of its key may have had its effect (the flush's
+// cancelUnanswered). A failure stays a failure.
 func cancelledOutcomes(outs []driver.RowOutcome) []driver.RowOutcome {
 	out := make([]driver.RowOutcome, len(outs))
 	for i, o := range outs {
@@ -430,7 +430,7 @@ func cancelledOutcomes(outs []driver.RowOutcome) []driver.RowOutcome {
 			o.Error = &rows.FieldError{Row: o.RowNo, Code: rows.CodeCancelledLate,
 				Message: "the batch was cancelled while this row's effect was under way: it may have happened (result " + o.ResultID + "); reconcile it"}
 			o.ResultID = ""
-		case o.State == rows.StateRetrying && o.EffectKey != "":
+		case o.State == rows.StateRetrying && o.EffectKey != "" && !o.NotApplied:
 			o.State = rows.StateUnknown
 			last := ""
 			if o.Error != nil {
@@ -448,7 +448,7 @@ func cancelledOutcomes(outs []driver.RowOutcome) []driver.RowOutcome {
 }
 
 // unansweredMessage is the error of a row cancelUnanswered makes unknown.
-const unansweredMessage = "the batch was cancelled before this row's retry, but an earlier attempt ran its effect and stopped before recording an outcome: it may have happened; reconcile it"
+const unansweredMessage = "the batch was cancelled before this row's retry, but an earlier attempt ran its effect and stopped without saying whether it happened: it may have; reconcile it"
 
 // effectRecord is one outcome on an effect key, as recordEffects reads it.
 type effectRecord struct {
@@ -456,6 +456,9 @@ type effectRecord struct {
 	State  string `json:"s"`
 	Result string `json:"r"`
 	Row    int64  `json:"n"`
+	// Maybe is 1 for a run that failed with an error to retry not marked
+	// NotApplied: its effect may have happened (effects.unanswered).
+	Maybe int64 `json:"a"`
 }
 
 // recordEffects records the outcomes of rows with a claimed effect key: done
@@ -469,6 +472,7 @@ func (s *Store) recordEffects(ctx context.Context, q Querier, tenant string, bat
 			continue
 		}
 		var state string
+		var maybe int64
 		switch o.State {
 		case rows.StateSucceeded:
 			state = "done"
@@ -478,10 +482,13 @@ func (s *Store) recordEffects(ctx context.Context, q Querier, tenant string, bat
 			state = "unknown"
 		case rows.StateRetrying:
 			state = "claimed" // kept for the next attempt; its run is over
+			if !o.NotApplied {
+				maybe = 1
+			}
 		default:
 			continue
 		}
-		recs = append(recs, effectRecord{Key: o.EffectKey, State: state, Result: o.ResultID, Row: o.RowNo})
+		recs = append(recs, effectRecord{Key: o.EffectKey, State: state, Result: o.ResultID, Row: o.RowNo, Maybe: maybe})
 	}
 	if len(recs) == 0 {
 		return nil
